@@ -1,0 +1,12 @@
+# Every dependency comes from Debian 12's packages (see .ci/install-deps).
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+if(GPHKV_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
+if(GPHKV_BUILD_BENCH)
+  find_package(benchmark CONFIG REQUIRED)
+endif()

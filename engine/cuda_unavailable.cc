@@ -1,0 +1,12 @@
+// Stands in for the CUDA backend in builds without nvcc.
+#include "gphkv/engine/table.h"
+
+namespace gphkv::engine {
+
+absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions&, int) {
+  return absl::UnimplementedError("gphkv was built without the CUDA backend (nvcc was not found at configure time)");
+}
+
+int cuda_device_count() { return 0; }
+
+}  // namespace gphkv::engine

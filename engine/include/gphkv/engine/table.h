@@ -1,0 +1,118 @@
+// The GPH table interface: one algorithm, two backends (engine/cpu, engine/cuda).
+//
+// A table maps uint64 keys to uint64 values (the service stores value-heap
+// handles there). Every uint64 is a valid key, kEmptyKey included. Every bulk
+// operation takes host spans and is synchronous; the CUDA backend also offers
+// device-pointer, stream-ordered variants (engine/cuda/cuda_table.h).
+//
+// A table is not safe for concurrent calls: one owner (the executor thread)
+// issues operations in order. Within one batch, operations on distinct keys
+// are unordered; for a key that occurs more than once in an insert batch the
+// last occurrence wins, exactly as if the batch ran in order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "gphkv/engine/gph_hash.h"
+#include "gphkv/engine/table_options.h"
+
+namespace gphkv::engine {
+
+enum class Backend { kCpu, kCuda };
+std::string_view backend_name(Backend b);
+
+// What insert_or_assign did with one key.
+enum class UpsertOutcome : uint8_t {
+  kInserted = 0,  // the key was new and now has its value
+  kAssigned = 1,  // the key existed; its value was replaced
+  kNoRoom = 2,    // the key's cell cannot be fitted (Extended Move failed):
+                  // nothing changed for it; grow or rebuild the table
+};
+
+struct KeyValue {
+  uint64_t key;
+  uint64_t value;
+  friend bool operator==(const KeyValue& a, const KeyValue& b) {
+    return a.key == b.key && a.value == b.value;
+  }
+};
+
+// A full copy of a table's state, for tests and for rebuilds: the Cell Index,
+// every bucket slot (kEmptyKey marks a vacant slot) and the out-of-band slot
+// that holds the key equal to kEmptyKey.
+struct TableImage {
+  gph::Geometry geometry;
+  std::vector<uint8_t> cells;    // L bytes
+  std::vector<uint64_t> keys;    // N * M, bucket-major
+  std::vector<uint64_t> values;  // N * M, same order as keys
+  bool has_empty_key = false;
+  uint64_t empty_key_value = 0;
+};
+
+class Table {
+ public:
+  virtual ~Table() = default;
+
+  virtual Backend backend() const = 0;
+  virtual const TableOptions& options() const = 0;
+  virtual const gph::Geometry& geometry() const = 0;
+
+  // For each keys[i]: found[i] = 1 and values[i] = its value, or found[i] = 0
+  // (values[i] untouched). Probes exactly one bucket per key.
+  virtual absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
+                            absl::Span<uint8_t> found) = 0;
+
+  // Inserts or overwrites each pair; outcomes[i] says what happened to keys[i].
+  // A kNoRoom outcome is not an error of the call: the call still returns OK.
+  virtual absl::Status insert_or_assign(absl::Span<const uint64_t> keys,
+                                        absl::Span<const uint64_t> values,
+                                        absl::Span<UpsertOutcome> outcomes) = 0;
+
+  // Removes each key; erased[i] = 1 if keys[i] was present. The slot is
+  // cleared in place: GPH needs no tombstones (a key has only one bucket).
+  virtual absl::Status erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t> erased) = 0;
+
+  // Removes every key and resets every cell to (Φ=0, Δ=0).
+  virtual absl::Status clear() = 0;
+
+  // Number of keys stored.
+  virtual uint64_t size() const = 0;
+
+  // Every stored pair, in no particular order.
+  virtual absl::StatusOr<std::vector<KeyValue>> export_pairs() const = 0;
+
+  // The whole state: cells, buckets and the out-of-band slot.
+  virtual absl::StatusOr<TableImage> image() const = 0;
+
+  // size() over the N * M bucket slots.
+  double load_factor() const {
+    const uint64_t slots = geometry().num_slots();
+    return slots == 0 ? 0.0 : static_cast<double>(size()) / static_cast<double>(slots);
+  }
+};
+
+// The CPU backend: the reference implementation, always built.
+absl::StatusOr<std::unique_ptr<Table>> make_cpu_table(const TableOptions& options);
+
+}  // namespace gphkv::engine
+
+namespace gphkv::engine {
+
+// The CUDA backend on GPU `device`. In a build without nvcc it returns
+// UNIMPLEMENTED; with no usable device, UNAVAILABLE with CUDA's error text.
+absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions& options, int device = 0);
+
+// CUDA devices this process can use (0 in a build without nvcc).
+int cuda_device_count();
+
+// The table of the given backend (device is ignored by the CPU backend).
+absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options,
+                                                  int device = 0);
+
+}  // namespace gphkv::engine

@@ -1,0 +1,39 @@
+// Options of one GPH table and the geometry derived from them.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "gphkv/engine/gph_hash.h"
+
+namespace gphkv::engine {
+
+// Per-table parameters (GPH §7.1 defaults unless a measurement says better;
+// see docs/gph.md for the measurements behind each default).
+struct TableOptions {
+  // N, the number of buckets. Use buckets_for_capacity() to size from a key count.
+  uint64_t num_buckets = 1 << 16;
+  // M: slots per bucket. A bucket's keys are one contiguous run of M uint64.
+  uint32_t slots_per_bucket = 16;
+  // R: virtual buckets per cell, a power of two in [2, 64].
+  uint32_t virtual_buckets = 8;
+  // L / N: cells in the Cell Index per bucket (a cell is one byte). More cells
+  // mean fewer keys per cell, so Extended Move finds a fit more often: the
+  // reachable load factor with M=16, R=8 goes 0.71 (1) -> 0.79 (2) -> 0.85 (4)
+  // -> 0.89 (8), measured by bench/load_factor_sweep (docs/gph.md). Four cells
+  // cost 4 bytes per 256-byte bucket.
+  double cells_per_bucket = 4.0;
+  // Seed of the hash families; the eleven component seeds are derived from it.
+  uint32_t seed = 0x47504831u;  // "GPH1"
+  // CPU backend: worker threads for bulk operations (0 = all hardware threads).
+  unsigned cpu_threads = 0;
+};
+
+// The number of buckets that holds `keys` keys at `load_factor` with M slots.
+uint64_t buckets_for_capacity(uint64_t keys, double load_factor, uint32_t slots_per_bucket);
+
+// Checks the options and derives the table's geometry; INVALID_ARGUMENT with the
+// offending field and its limits otherwise.
+absl::StatusOr<gph::Geometry> make_geometry(const TableOptions& options);
+
+}  // namespace gphkv::engine

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/bucket_prefetcher.h"
 #include "gphkv/engine/detail/move_planner.h"
 
 namespace gphkv::engine {
@@ -80,32 +81,33 @@ absl::Status CpuTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t
   const size_t tasks = n < kParallelMinKeys ? 1 : pool_.size() * 4;
   const uint32_t M = geo_.slots_per_bucket;
   pool_.run(tasks, [&](size_t t) {
-    for (size_t i = t * n / tasks, end = (t + 1) * n / tasks; i < end; ++i) {
+    const size_t begin = t * n / tasks, end = (t + 1) * n / tasks;
+    for_each_located(geo_, cells_.data(), keys_.get(), end - begin,
+                     [&](size_t j) { return keys[begin + j]; },
+                     [&](size_t j, const Located& at) {
+      const size_t i = begin + j;
       const uint64_t key = keys[i];
       if (key == gph::kEmptyKey) {
         found[i] = has_empty_key_;
         if (has_empty_key_) values[i] = empty_key_value_;
-        continue;
+        return;
       }
-      // GPH §5.1: the cell gives the one bucket the key can be in.
-      const uint32_t cell = gph::cell_of(geo_, key);
-      const uint32_t b = gph::bucket_for_key(geo_, key, cell, cells_[cell]);
-      const uint64_t* slots = bucket_keys(b);
+      // GPH §5.1: the cell gave the one bucket the key can be in.
+      const uint64_t* slots = bucket_keys(at.bucket);
       found[i] = 0;
       for (uint32_t s = 0; s < M; ++s) {
         if (slots[s] == key) {
-          values[i] = values_[static_cast<uint64_t>(b) * M + s];
+          values[i] = values_[static_cast<uint64_t>(at.bucket) * M + s];
           found[i] = 1;
           break;
         }
       }
-    }
+    });
   });
   return absl::OkStatus();
 }
 
-bool CpuTable::direct_insert(uint64_t key, uint64_t value, uint32_t cell, UpsertOutcome* outcome) {
-  const uint32_t b = gph::bucket_for_key(geo_, key, cell, cells_[cell]);
+bool CpuTable::direct_insert(uint64_t key, uint64_t value, uint32_t b, UpsertOutcome* outcome) {
   uint64_t* slots = bucket_keys(b);
   uint64_t* vals = bucket_values(b);
   const uint32_t M = geo_.slots_per_bucket;
@@ -147,8 +149,13 @@ bool CpuTable::extended_move(uint64_t key, uint64_t value, uint32_t cell) {
   const uint32_t M = geo_.slots_per_bucket;
 
   // The cell's keys live only in its R buckets under the current mapping.
-  std::vector<uint64_t> keys, values;
-  std::vector<uint64_t*> old_slots;
+  // Refinement runs on one thread, so the scratch vectors are members.
+  std::vector<uint64_t>& keys = move_keys_;
+  std::vector<uint64_t>& values = move_values_;
+  std::vector<uint64_t*>& old_slots = move_slots_;
+  keys.clear();
+  values.clear();
+  old_slots.clear();
   uint32_t seen[gph::kMaxVirtualBuckets];
   uint32_t distinct = 0;
   for (uint32_t r = 0; r < R; ++r) {
@@ -217,14 +224,17 @@ absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys,
   std::vector<uint64_t> inserted(owners, 0);
   pool_.run(owners, [&](size_t owner) {
     for (size_t chunk = 0; chunk < owners; ++chunk) {
-      for (uint32_t i : lists[chunk][owner]) {
-        const uint32_t cell = gph::cell_of(geo_, keys[i]);
-        if (direct_insert(keys[i], values[i], cell, &outcomes[i])) {
+      const std::vector<uint32_t>& mine = lists[chunk][owner];
+      for_each_located(geo_, cells_.data(), keys_.get(), mine.size(),
+                       [&](size_t j) { return keys[mine[j]]; },
+                       [&](size_t j, const Located& at) {
+        const uint32_t i = mine[j];
+        if (direct_insert(keys[i], values[i], at.bucket, &outcomes[i])) {
           inserted[owner] += outcomes[i] == UpsertOutcome::kInserted;
         } else {
           overflowed[owner].push_back(i);
         }
-      }
+      });
     }
   });
   for (uint64_t n : inserted) size_ += n;
@@ -236,7 +246,8 @@ absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys,
   std::sort(pending.begin(), pending.end());
   for (uint32_t i : pending) {
     const uint32_t cell = gph::cell_of(geo_, keys[i]);
-    if (direct_insert(keys[i], values[i], cell, &outcomes[i])) {
+    const uint32_t b = gph::bucket_for_key(geo_, keys[i], cell, cells_[cell]);
+    if (direct_insert(keys[i], values[i], b, &outcomes[i])) {
       size_ += outcomes[i] == UpsertOutcome::kInserted;
     } else if (extended_move(keys[i], values[i], cell)) {
       outcomes[i] = UpsertOutcome::kInserted;
@@ -263,10 +274,13 @@ absl::Status CpuTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t
   const uint32_t M = geo_.slots_per_bucket;
   pool_.run(owners, [&](size_t owner) {
     for (size_t chunk = 0; chunk < owners; ++chunk) {
-      for (uint32_t i : lists[chunk][owner]) {
+      const std::vector<uint32_t>& mine = lists[chunk][owner];
+      for_each_located(geo_, cells_.data(), keys_.get(), mine.size(),
+                       [&](size_t j) { return keys[mine[j]]; },
+                       [&](size_t j, const Located& at) {
+        const uint32_t i = mine[j];
         const uint64_t key = keys[i];
-        const uint32_t cell = gph::cell_of(geo_, key);
-        uint64_t* slots = bucket_keys(gph::bucket_for_key(geo_, key, cell, cells_[cell]));
+        uint64_t* slots = bucket_keys(at.bucket);
         erased[i] = 0;
         for (uint32_t s = 0; s < M; ++s) {
           if (slots[s] == key) {
@@ -277,7 +291,7 @@ absl::Status CpuTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t
             break;
           }
         }
-      }
+      });
     }
   });
   for (uint64_t n : removed) size_ -= n;

@@ -37,9 +37,10 @@ class CpuTable final : public Table {
   using OwnerLists = std::vector<std::vector<std::vector<uint32_t>>>;  // [chunk][owner]
   OwnerLists partition_by_owner(absl::Span<const uint64_t> keys);
 
-  // GPH §6.1 Direct Insert for a key of a cell this worker owns: overwrite,
-  // or claim a vacant slot with a compare-and-swap. False when the bucket is full.
-  bool direct_insert(uint64_t key, uint64_t value, uint32_t cell, UpsertOutcome* outcome);
+  // GPH §6.1 Direct Insert into `bucket` (the key's one bucket) for a key of
+  // a cell this worker owns: overwrite, or claim a vacant slot with a
+  // compare-and-swap. False when the bucket is full.
+  bool direct_insert(uint64_t key, uint64_t value, uint32_t bucket, UpsertOutcome* outcome);
   // GPH §6.1 Extended Move: re-choose (Φ, Δ) of `cell` so its keys and the new
   // one fit among its R buckets, and relocate them. Runs single-threaded.
   bool extended_move(uint64_t key, uint64_t value, uint32_t cell);
@@ -58,6 +59,9 @@ class CpuTable final : public Table {
   bool has_empty_key_ = false;          // the out-of-band slot for key == kEmptyKey
   uint64_t empty_key_value_ = 0;
   uint64_t size_ = 0;
+  // Scratch space of extended_move(): the moving cell's pairs and old slots.
+  std::vector<uint64_t> move_keys_, move_values_;
+  std::vector<uint64_t*> move_slots_;
   WorkerPool pool_;
 };
 

@@ -1,0 +1,139 @@
+// The CPU backend's bulk operations on 10^7 keys: insert into an empty table,
+// find at 50% hits, erase. Median of --reps timed runs after one warm-up run,
+// steady clock; printed as a table and written as JSON.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "bench/bench_report.h"
+#include "gphkv/engine/table.h"
+
+ABSL_FLAG(uint64_t, keys, 10'000'000, "keys inserted, then looked up and erased");
+ABSL_FLAG(double, load_factor, 0.8, "table sized so that --keys fill it to this load factor");
+ABSL_FLAG(int, reps, 5, "timed repetitions per operation (after one warm-up)");
+ABSL_FLAG(unsigned, threads, 0, "worker threads (0 = all hardware threads)");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the random keys");
+ABSL_FLAG(std::string, json, "", "write the results as JSON to this file");
+
+namespace {
+
+using gphkv::engine::UpsertOutcome;
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  std::string op;
+  std::vector<double> mops;  // one per timed run
+};
+
+// Runs `setup` then times `body` once per repetition (the first untimed).
+Result measure(const std::string& op, uint64_t n, int reps, const std::function<void()>& setup,
+               const std::function<void()>& body) {
+  Result r{op, {}};
+  for (int i = 0; i <= reps; ++i) {
+    setup();
+    const auto t0 = Clock::now();
+    body();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (i > 0) r.mops.push_back(static_cast<double>(n) / s / 1e6);
+  }
+  return r;
+}
+
+void check(const absl::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "cpu_table_bench: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Benchmarks the GPH table's CPU backend (find, insert, erase).");
+  absl::ParseCommandLine(argc, argv);
+  const uint64_t n = absl::GetFlag(FLAGS_keys);
+  const int reps = absl::GetFlag(FLAGS_reps);
+
+  gphkv::engine::TableOptions options;
+  options.num_buckets =
+      gphkv::engine::buckets_for_capacity(n, absl::GetFlag(FLAGS_load_factor), options.slots_per_bucket);
+  options.cpu_threads = absl::GetFlag(FLAGS_threads);
+  auto made = gphkv::engine::make_cpu_table(options);
+  check(made.status());
+  auto& table = **made;
+
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
+  std::vector<uint64_t> keys(n), values(n), queries(n), got(n);
+  for (auto& k : keys) k = rng();
+  for (auto& v : values) v = rng();
+  // 50% hits: every other query is a stored key, the rest are fresh random keys.
+  for (uint64_t i = 0; i < n; ++i) queries[i] = i % 2 ? keys[rng() % n] : rng();
+  std::vector<UpsertOutcome> outcomes(n);
+  std::vector<uint8_t> flags(n);
+
+  auto fill = [&] {
+    check(table.clear());
+    check(table.insert_or_assign(keys, values, absl::MakeSpan(outcomes)));
+    for (auto o : outcomes) {
+      if (o == UpsertOutcome::kNoRoom) {
+        std::fprintf(stderr, "cpu_table_bench: an insert found no room; lower --load_factor\n");
+        std::exit(1);
+      }
+    }
+  };
+  std::vector<Result> results;
+  results.push_back(measure("insert", n, reps, [&] { check(table.clear()); },
+                            [&] { fill(); }));
+  const double lf = table.load_factor();
+  results.push_back(measure("find_50pct_hits", n, reps, [] {}, [&] {
+    check(table.find(queries, absl::MakeSpan(got), absl::MakeSpan(flags)));
+  }));
+  results.push_back(measure("erase", n, reps, fill, [&] {
+    check(table.erase(keys, absl::MakeSpan(flags)));
+  }));
+
+  const unsigned threads = options.cpu_threads ? options.cpu_threads : std::thread::hardware_concurrency();
+  std::printf("gphkv CPU backend, %s, %u threads, %llu keys, load factor %.3f (M=%u R=%u cells/bucket=%.0f)\n",
+              gphkv::bench::cpu_model().c_str(), threads, static_cast<unsigned long long>(n), lf,
+              options.slots_per_bucket, options.virtual_buckets, options.cells_per_bucket);
+  std::printf("%-18s %12s %12s %12s\n", "operation", "Mops/s med", "min", "max");
+  for (const auto& r : results) {
+    auto [lo, hi] = std::minmax_element(r.mops.begin(), r.mops.end());
+    std::printf("%-18s %12.1f %12.1f %12.1f\n", r.op.c_str(), gphkv::bench::median(r.mops), *lo, *hi);
+  }
+
+  const std::string path = absl::GetFlag(FLAGS_json);
+  if (!path.empty()) {
+    std::ofstream out(path);
+    using gphkv::bench::json_quote;
+    out << "{\n  \"benchmark\": \"cpu_table_bench\",\n"
+        << "  \"device\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
+        << "  \"threads\": " << threads << ",\n"
+        << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
+        << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
+        << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
+        << "  \"keys\": " << n << ",\n  \"load_factor\": " << lf << ",\n"
+        << "  \"slots_per_bucket\": " << options.slots_per_bucket << ",\n"
+        << "  \"virtual_buckets\": " << options.virtual_buckets << ",\n"
+        << "  \"cells_per_bucket\": " << options.cells_per_bucket << ",\n"
+        << "  \"results\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      out << "    {\"op\": " << json_quote(r.op) << ", \"mops_median\": " << gphkv::bench::median(r.mops)
+          << ", \"mops_runs\": [";
+      for (size_t j = 0; j < r.mops.size(); ++j) out << (j ? ", " : "") << r.mops[j];
+      out << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    out << "  ]\n}\n";
+    std::printf("wrote %s\n", path.c_str());
+  }
+  return 0;
+}

@@ -1,6 +1,7 @@
 // The CPU backend's bulk operations on 10^7 keys: insert into an empty table,
 // find at 50% hits, erase. Median of --reps timed runs after one warm-up run,
 // steady clock; printed as a table and written as JSON.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -31,6 +32,14 @@ using Clock = std::chrono::steady_clock;
 struct Result {
   std::string op;
   std::vector<double> mops;  // one per timed run
+};
+
+// One burst size absorbed both ways (median M burst keys/s).
+struct Burst {
+  double fraction;  // of the resident keys
+  uint64_t keys;
+  double insert_mops;
+  double rebuild_mops;
 };
 
 // Runs `setup` then times `body` once per repetition (the first untimed).
@@ -99,6 +108,42 @@ int main(int argc, char** argv) {
   results.push_back(measure("erase", n, reps, fill, [&] {
     check(table.erase(keys, absl::MakeSpan(flags)));
   }));
+  {
+    std::vector<gphkv::engine::KeyValue> pairs(n);
+    for (uint64_t i = 0; i < n; ++i) pairs[i] = {keys[i], values[i]};
+    results.push_back(measure("bulk_build", n, reps, [] {}, [&] {
+      check(gphkv::engine::bulk_build(gphkv::engine::Backend::kCpu, options, pairs, {}).status());
+    }));
+  }
+
+  // Bursts into a table that already holds half the keys: the insert path
+  // (Saturation Fill + Refinement) against a rebuild from the table's pairs
+  // plus the burst. The rates are burst keys per second.
+  const uint64_t resident = n / 2;
+  std::vector<gphkv::engine::KeyValue> live(resident);
+  for (uint64_t i = 0; i < resident; ++i) live[i] = {keys[i], values[i]};
+  std::vector<Burst> bursts;
+  for (double fraction : {0.001, 0.01, 0.1, 0.6}) {
+    const uint64_t b = static_cast<uint64_t>(resident * fraction);
+    absl::Span<const uint64_t> bk(keys.data() + resident, b), bv(values.data() + resident, b);
+    std::vector<gphkv::engine::WriteOp> ops(b);
+    for (uint64_t i = 0; i < b; ++i) ops[i] = {bk[i], bv[i], false};
+    auto load_resident = [&] {
+      check(table.clear());
+      check(table.insert_or_assign(absl::MakeSpan(keys.data(), resident),
+                                   absl::MakeSpan(values.data(), resident),
+                                   absl::MakeSpan(outcomes.data(), resident)));
+    };
+    Result insert_path = measure("burst_insert", b, reps, load_resident, [&] {
+      check(table.insert_or_assign(bk, bv, absl::MakeSpan(outcomes.data(), b)));
+    });
+    Result rebuild_path = measure("burst_rebuild", b, reps, [] {}, [&] {
+      auto exported = table.export_pairs();  // the rebuild starts from the live table
+      check(exported.status());
+      check(gphkv::engine::bulk_build(gphkv::engine::Backend::kCpu, options, *exported, ops).status());
+    });
+    bursts.push_back({fraction, b, gphkv::bench::median(insert_path.mops), gphkv::bench::median(rebuild_path.mops)});
+  }
 
   const unsigned threads = options.cpu_threads ? options.cpu_threads : std::thread::hardware_concurrency();
   std::printf("gphkv CPU backend, %s, %u threads, %llu keys, load factor %.3f (M=%u R=%u cells/bucket=%.0f)\n",
@@ -108,6 +153,14 @@ int main(int argc, char** argv) {
   for (const auto& r : results) {
     auto [lo, hi] = std::minmax_element(r.mops.begin(), r.mops.end());
     std::printf("%-18s %12.1f %12.1f %12.1f\n", r.op.c_str(), gphkv::bench::median(r.mops), *lo, *hi);
+  }
+
+  std::printf("\nburst into a table of %llu keys   insert path Mkeys/s   rebuild path Mkeys/s   insert/rebuild\n",
+              static_cast<unsigned long long>(resident));
+  for (const Burst& b : bursts) {
+    std::printf("%6.1f%% (%9llu keys)        %12.2f        %12.2f        %8.2fx\n", b.fraction * 100,
+                static_cast<unsigned long long>(b.keys), b.insert_mops, b.rebuild_mops,
+                b.insert_mops / b.rebuild_mops);
   }
 
   const std::string path = absl::GetFlag(FLAGS_json);
@@ -131,6 +184,14 @@ int main(int argc, char** argv) {
           << ", \"mops_runs\": [";
       for (size_t j = 0; j < r.mops.size(); ++j) out << (j ? ", " : "") << r.mops[j];
       out << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    out << "  ],\n  \"bursts\": [\n";
+    for (size_t i = 0; i < bursts.size(); ++i) {
+      const Burst& b = bursts[i];
+      out << "    {\"fraction\": " << b.fraction << ", \"keys\": " << b.keys
+          << ", \"insert_path_mkeys_per_s\": " << b.insert_mops
+          << ", \"rebuild_path_mkeys_per_s\": " << b.rebuild_mops << "}"
+          << (i + 1 < bursts.size() ? "," : "") << "\n";
     }
     out << "  ]\n}\n";
     std::printf("wrote %s\n", path.c_str());

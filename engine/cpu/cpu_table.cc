@@ -50,11 +50,26 @@ CpuTable::CpuTable(const TableOptions& options, const gph::Geometry& geometry)
     : options_(options),
       geo_(geometry),
       cells_(geometry.num_cells, 0),
-      keys_(new uint64_t[geometry.num_slots()]),
-      values_(new uint64_t[geometry.num_slots()]),
+      keys_(geometry.num_slots(), gph::kEmptyKey),
+      values_(geometry.num_slots(), 0),
+      pool_(options.cpu_threads) {}
+
+CpuTable::CpuTable(const TableOptions& options, TableImage&& image)
+    : options_(options),
+      geo_(image.geometry),
+      cells_(std::move(image.cells)),
+      keys_(std::move(image.keys)),
+      values_(std::move(image.values)),
+      has_empty_key_(image.has_empty_key),
+      empty_key_value_(image.empty_key_value),
       pool_(options.cpu_threads) {
-  std::fill_n(keys_.get(), geo_.num_slots(), gph::kEmptyKey);
-  std::fill_n(values_.get(), geo_.num_slots(), 0);
+  count_size();
+}
+
+void CpuTable::count_size() {
+  size_ = (has_empty_key_ ? 1 : 0) +
+          static_cast<uint64_t>(std::count_if(keys_.begin(), keys_.end(),
+                                              [](uint64_t k) { return k != gph::kEmptyKey; }));
 }
 
 CpuTable::OwnerLists CpuTable::partition_by_owner(absl::Span<const uint64_t> keys) {
@@ -82,7 +97,7 @@ absl::Status CpuTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t
   const uint32_t M = geo_.slots_per_bucket;
   pool_.run(tasks, [&](size_t t) {
     const size_t begin = t * n / tasks, end = (t + 1) * n / tasks;
-    for_each_located(geo_, cells_.data(), keys_.get(), end - begin,
+    for_each_located(geo_, cells_.data(), keys_.data(), end - begin,
                      [&](size_t j) { return keys[begin + j]; },
                      [&](size_t j, const Located& at) {
       const size_t i = begin + j;
@@ -225,7 +240,7 @@ absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys,
   pool_.run(owners, [&](size_t owner) {
     for (size_t chunk = 0; chunk < owners; ++chunk) {
       const std::vector<uint32_t>& mine = lists[chunk][owner];
-      for_each_located(geo_, cells_.data(), keys_.get(), mine.size(),
+      for_each_located(geo_, cells_.data(), keys_.data(), mine.size(),
                        [&](size_t j) { return keys[mine[j]]; },
                        [&](size_t j, const Located& at) {
         const uint32_t i = mine[j];
@@ -275,7 +290,7 @@ absl::Status CpuTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t
   pool_.run(owners, [&](size_t owner) {
     for (size_t chunk = 0; chunk < owners; ++chunk) {
       const std::vector<uint32_t>& mine = lists[chunk][owner];
-      for_each_located(geo_, cells_.data(), keys_.get(), mine.size(),
+      for_each_located(geo_, cells_.data(), keys_.data(), mine.size(),
                        [&](size_t j) { return keys[mine[j]]; },
                        [&](size_t j, const Located& at) {
         const uint32_t i = mine[j];
@@ -300,8 +315,8 @@ absl::Status CpuTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t
 
 absl::Status CpuTable::clear() {
   std::fill(cells_.begin(), cells_.end(), 0);
-  std::fill_n(keys_.get(), geo_.num_slots(), gph::kEmptyKey);
-  std::fill_n(values_.get(), geo_.num_slots(), 0);
+  std::fill(keys_.begin(), keys_.end(), gph::kEmptyKey);
+  std::fill(values_.begin(), values_.end(), 0);
   has_empty_key_ = false;
   empty_key_value_ = 0;
   size_ = 0;
@@ -322,11 +337,32 @@ absl::StatusOr<TableImage> CpuTable::image() const {
   TableImage img;
   img.geometry = geo_;
   img.cells = cells_;
-  img.keys.assign(keys_.get(), keys_.get() + geo_.num_slots());
-  img.values.assign(values_.get(), values_.get() + geo_.num_slots());
+  img.keys = keys_;
+  img.values = values_;
   img.has_empty_key = has_empty_key_;
   img.empty_key_value = empty_key_value_;
   return img;
+}
+
+absl::Status CpuTable::load_image(const TableImage& img) {
+  const gph::Geometry& g = img.geometry;
+  const bool same = g.num_cells == geo_.num_cells && g.num_buckets == geo_.num_buckets &&
+                    g.slots_per_bucket == geo_.slots_per_bucket &&
+                    g.virtual_buckets == geo_.virtual_buckets &&
+                    std::equal(std::begin(g.seeds.cell), std::end(g.seeds.cell), geo_.seeds.cell) &&
+                    std::equal(std::begin(g.seeds.vbucket), std::end(g.seeds.vbucket), geo_.seeds.vbucket) &&
+                    std::equal(std::begin(g.seeds.bucket), std::end(g.seeds.bucket), geo_.seeds.bucket);
+  if (!same || img.cells.size() != geo_.num_cells || img.keys.size() != geo_.num_slots() ||
+      img.values.size() != geo_.num_slots()) {
+    return absl::InvalidArgumentError("load_image: the image's geometry differs from the table's");
+  }
+  cells_ = img.cells;
+  keys_ = img.keys;
+  values_ = img.values;
+  has_empty_key_ = img.has_empty_key;
+  empty_key_value_ = img.empty_key_value;
+  count_size();
+  return absl::OkStatus();
 }
 
 }  // namespace cpu

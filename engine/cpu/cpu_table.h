@@ -15,6 +15,8 @@ namespace gphkv::engine::cpu {
 class CpuTable final : public Table {
  public:
   CpuTable(const TableOptions& options, const gph::Geometry& geometry);
+  // Takes over a built image's arrays without copying them (bulk_build).
+  CpuTable(const TableOptions& options, TableImage&& image);
 
   Backend backend() const override { return Backend::kCpu; }
   const TableOptions& options() const override { return options_; }
@@ -29,6 +31,8 @@ class CpuTable final : public Table {
   uint64_t size() const override { return size_; }
   absl::StatusOr<std::vector<KeyValue>> export_pairs() const override;
   absl::StatusOr<TableImage> image() const override;
+  absl::Status load_image(const TableImage& image) override;
+  WorkerPool& pool() { return pool_; }
 
  private:
   // Indices of a batch's keys grouped by the worker that owns their cell,
@@ -47,15 +51,16 @@ class CpuTable final : public Table {
   // Occupied slots of `bucket` that hold keys of cells other than `cell`.
   uint32_t others_in_bucket(uint32_t bucket, uint32_t cell) const;
 
-  uint64_t* bucket_keys(uint32_t b) { return keys_.get() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
-  uint64_t* bucket_values(uint32_t b) { return values_.get() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
-  const uint64_t* bucket_keys(uint32_t b) const { return keys_.get() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
+  uint64_t* bucket_keys(uint32_t b) { return keys_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
+  uint64_t* bucket_values(uint32_t b) { return values_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
+  const uint64_t* bucket_keys(uint32_t b) const { return keys_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
+  void count_size();
 
   TableOptions options_;
   gph::Geometry geo_;
   std::vector<uint8_t> cells_;
-  std::unique_ptr<uint64_t[]> keys_;    // N * M, kEmptyKey when vacant
-  std::unique_ptr<uint64_t[]> values_;  // N * M
+  std::vector<uint64_t> keys_;    // N * M, kEmptyKey when vacant
+  std::vector<uint64_t> values_;  // N * M
   bool has_empty_key_ = false;          // the out-of-band slot for key == kEmptyKey
   uint64_t empty_key_value_ = 0;
   uint64_t size_ = 0;

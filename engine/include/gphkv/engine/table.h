@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -90,6 +91,13 @@ class Table {
   // The whole state: cells, buckets and the out-of-band slot.
   virtual absl::StatusOr<TableImage> image() const = 0;
 
+  // Replaces the whole state with `image`, whose geometry must equal this
+  // table's (same options). Used to install a table built in bulk.
+  virtual absl::Status load_image(const TableImage& image) {
+    (void)image;
+    return absl::UnimplementedError(std::string(backend_name(backend())) + " table cannot load an image");
+  }
+
   // size() over the N * M bucket slots.
   double load_factor() const {
     const uint64_t slots = geometry().num_slots();
@@ -114,5 +122,38 @@ int cuda_device_count();
 // The table of the given backend (device is ignored by the CPU backend).
 absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options,
                                                   int device = 0);
+
+}  // namespace gphkv::engine
+
+namespace gphkv::engine {
+
+// One write of a burst: a put of (key, value), or an erase of key.
+struct WriteOp {
+  uint64_t key;
+  uint64_t value;
+  bool erase;
+};
+
+// What a bulk build did (for logs and metrics).
+struct BuildStats {
+  uint64_t input_pairs = 0;      // base pairs + burst writes seen
+  uint64_t keys = 0;             // keys in the built table
+  uint32_t parallel_rounds = 0;  // rounds of parallel (Φ, Δ) choice
+  uint64_t cells_moved = 0;      // cells that left (Φ=0, Δ=0)
+  uint64_t cells_serial = 0;     // cells settled by the final serial pass
+  double seconds = 0;            // wall time of the build
+};
+
+// Builds a new table in bulk, HashGraph-style (count per bin and bucket,
+// prefix sums, place), from `base` (pairs with distinct keys, e.g. a live
+// table's export) and `burst` (writes applied after base, in order: for a
+// key written more than once the last write wins; an erase removes it).
+// The result satisfies every GPH invariant of the incremental path.
+// RESOURCE_EXHAUSTED when some cell cannot be fitted at options.num_buckets:
+// the caller grows and retries. See docs/gph.md, "Bulk build".
+absl::StatusOr<std::unique_ptr<Table>> bulk_build(Backend backend, const TableOptions& options,
+                                                  absl::Span<const KeyValue> base,
+                                                  absl::Span<const WriteOp> burst,
+                                                  BuildStats* stats = nullptr, int device = 0);
 
 }  // namespace gphkv::engine

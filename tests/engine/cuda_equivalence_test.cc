@@ -2,6 +2,7 @@
 // sequences on both, compared outcome by outcome, lookup by lookup, and image
 // against image. Skips, with the reason, where there is no device.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <unordered_map>
@@ -29,6 +30,16 @@ class CudaEquivalenceTest : public ::testing::Test {
     }
   }
 };
+
+// GPHKV_TEST_SCALE (default 1) shortens the sequences, for runs under
+// compute-sanitizer, which slows every kernel many times over.
+uint64_t scaled(uint64_t ops) {
+  static const double scale = [] {
+    const char* env = std::getenv("GPHKV_TEST_SCALE");
+    return env ? std::atof(env) : 1.0;
+  }();
+  return std::max<uint64_t>(1000, static_cast<uint64_t>(ops * scale));
+}
 
 struct Pair {
   std::unique_ptr<Table> cpu, gpu;
@@ -148,12 +159,12 @@ TEST_F(CudaEquivalenceTest, WithoutRefinementImagesAgreeBucketForBucket) {
   std::mt19937_64 rng(seed);
   for (double cpb : {1.0, 4.0}) {
     TableOptions o;
-    o.num_buckets = buckets_for_capacity(40000, 0.2, o.slots_per_bucket);
+    o.num_buckets = buckets_for_capacity(scaled(40000), 0.2, o.slots_per_bucket);
     o.cells_per_bucket = cpb;
     o.seed = static_cast<uint32_t>(rng());
     Pair p = make_pair_of_tables(o);
     ASSERT_TRUE(p.cpu && p.gpu);
-    const auto model = run_sequence(p, rng, 40000, 600000, 50);
+    const auto model = run_sequence(p, rng, scaled(40000), scaled(600000), 50);
     ASSERT_FALSE(HasFailure());
     auto a = p.cpu->image();
     auto b = p.gpu->image();
@@ -182,12 +193,12 @@ TEST_F(CudaEquivalenceTest, WithRefinementInvariantsAndContentsAgree) {
   const struct { double cpb, full; } shapes[] = {{1.0, 0.6}, {4.0, 0.75}};
   for (auto [cpb, full] : shapes) {
     TableOptions o;
-    o.num_buckets = buckets_for_capacity(60000, full, o.slots_per_bucket);
+    o.num_buckets = buckets_for_capacity(scaled(60000), full, o.slots_per_bucket);
     o.cells_per_bucket = cpb;
     o.seed = static_cast<uint32_t>(rng());
     Pair p = make_pair_of_tables(o);
     ASSERT_TRUE(p.cpu && p.gpu);
-    const auto model = run_sequence(p, rng, 60000, 800000, 80);
+    const auto model = run_sequence(p, rng, scaled(60000), scaled(800000), 80);
     ASSERT_FALSE(HasFailure());
     auto img = p.gpu->image();
     ASSERT_TRUE(img.ok());

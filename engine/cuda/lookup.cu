@@ -10,82 +10,103 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 
 // GPH §5.1 Lookup Group + §5.2 Bucket Requester.
 //
-// Each thread owns one query key (coalesced load, coalesced result store) and
-// computes its cell and bucket. A group of G threads then reads the G buckets
-// of its members' keys: each thread loads V = M/(2G) 16-byte vectors per
-// bucket, and all G*V loads are issued before the first compare, so a thread
-// has G*V independent 16-byte requests in flight (memory-level parallelism is
-// what a random gather lives on). A ballot over the group finds the matching
-// lane; only that lane reads the value array, and a shuffle hands the value to
-// the key's owner, which writes it out.
-template <int M, int G>
+// Each thread owns K query keys (coalesced loads, coalesced result stores) and
+// computes their cells and buckets. A group of G threads then reads the G*K
+// buckets of its members' keys: each thread loads V = M/(2G) 16-byte vectors
+// per bucket, and all G*K*V loads are issued before the first compare, so a
+// thread has that many independent 16-byte requests in flight (memory-level
+// parallelism is what a random gather lives on). A ballot over the group finds
+// the matching lane; only that lane reads the value array (all value reads of
+// the thread again issued together), and a shuffle hands the value to the
+// key's owner, which writes it out. K > 1 doubles the requests in flight in
+// both phases; the value read of a hit depends on the compare, so without it
+// a hit costs two full memory latencies with half the parallelism.
+template <int M, int G, int K>
 __global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries,
                                                       uint64_t n, uint64_t* __restrict__ out_values,
                                                       uint8_t* __restrict__ out_found) {
   static_assert(M % (2 * G) == 0, "a bucket splits into whole 16-byte vectors per thread");
   constexpr int V = M / (2 * G);
-  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x) * K + threadIdx.x;
   const int lane = threadIdx.x & 31;
   const int member = lane % G;
   const int leader = lane - member;
-  const bool valid = i < n;
+  const unsigned group_mask = (G == 32 ? kFullWarp : ((1u << G) - 1u)) << leader;
 
   // Every lane stays to the end: the shuffles below need the whole warp.
-  const uint64_t key = valid ? queries[i] : 0;
-  uint32_t bucket = 0;
-  if (valid && key != gph::kEmptyKey) {
-    const uint32_t cell = gph::cell_of(t.geo, key);
-    bucket = gph::bucket_for_key(t.geo, key, cell, __ldg(t.cells + cell));
+  uint64_t key[K];
+  uint32_t bucket[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const uint64_t i = first + static_cast<uint64_t>(k) * blockDim.x;
+    key[k] = i < n ? queries[i] : 0;
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    bucket[k] = 0;
+    if (key[k] != gph::kEmptyKey) {
+      const uint32_t cell = gph::cell_of(t.geo, key[k]);
+      bucket[k] = gph::bucket_for_key(t.geo, key[k], cell, __ldg(t.cells + cell));
+    }
   }
 
   // Bucket Requester: all loads first.
-  ulonglong2 slots[G][V];
-  uint32_t buckets[G];
+  ulonglong2 slots[K][G][V];
+  uint32_t buckets[K][G];
 #pragma unroll
-  for (int r = 0; r < G; ++r) {
-    buckets[r] = __shfl_sync(kFullWarp, bucket, leader + r);
-    const ulonglong2* p =
-        reinterpret_cast<const ulonglong2*>(t.keys + static_cast<uint64_t>(buckets[r]) * M) + member * V;
+  for (int k = 0; k < K; ++k) {
 #pragma unroll
-    for (int x = 0; x < V; ++x) slots[r][x] = __ldg(p + x);
+    for (int r = 0; r < G; ++r) {
+      buckets[k][r] = __shfl_sync(kFullWarp, bucket[k], leader + r);
+      const ulonglong2* p =
+          reinterpret_cast<const ulonglong2*>(t.keys + static_cast<uint64_t>(buckets[k][r]) * M) + member * V;
+#pragma unroll
+      for (int x = 0; x < V; ++x) slots[k][r][x] = __ldg(p + x);
+    }
   }
 
   // Compare, then read the value of each hit (still all before any shuffle).
-  uint64_t hit_value[G];
-  unsigned group_hits[G];
-  const unsigned group_mask = (G == 32 ? kFullWarp : ((1u << G) - 1u)) << leader;
+  uint64_t hit_value[K][G];
+  unsigned group_hits[K][G];
 #pragma unroll
-  for (int r = 0; r < G; ++r) {
-    const uint64_t k = __shfl_sync(kFullWarp, key, leader + r);
-    int slot = -1;
+  for (int k = 0; k < K; ++k) {
 #pragma unroll
-    for (int x = 0; x < V; ++x) {
-      if (slots[r][x].x == k) slot = member * 2 * V + 2 * x;
-      if (slots[r][x].y == k) slot = member * 2 * V + 2 * x + 1;
+    for (int r = 0; r < G; ++r) {
+      const uint64_t want = __shfl_sync(kFullWarp, key[k], leader + r);
+      int slot = -1;
+#pragma unroll
+      for (int x = 0; x < V; ++x) {
+        if (slots[k][r][x].x == want) slot = member * 2 * V + 2 * x;
+        if (slots[k][r][x].y == want) slot = member * 2 * V + 2 * x + 1;
+      }
+      group_hits[k][r] = __ballot_sync(kFullWarp, slot >= 0) & group_mask;
+      hit_value[k][r] = 0;
+      if (slot >= 0) hit_value[k][r] = t.values[static_cast<uint64_t>(buckets[k][r]) * M + slot];
     }
-    group_hits[r] = __ballot_sync(kFullWarp, slot >= 0) & group_mask;
-    hit_value[r] = 0;
-    if (slot >= 0) hit_value[r] = t.values[static_cast<uint64_t>(buckets[r]) * M + slot];
   }
 
-  uint64_t my_value = 0;
-  bool my_found = false;
 #pragma unroll
-  for (int r = 0; r < G; ++r) {
-    const int src = group_hits[r] ? __ffs(group_hits[r]) - 1 : leader;
-    const uint64_t v = __shfl_sync(kFullWarp, hit_value[r], src);
-    if (member == r) {
-      my_value = v;
-      my_found = group_hits[r] != 0;
+  for (int k = 0; k < K; ++k) {
+    uint64_t my_value = 0;
+    bool my_found = false;
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      const int src = group_hits[k][r] ? __ffs(group_hits[k][r]) - 1 : leader;
+      const uint64_t v = __shfl_sync(kFullWarp, hit_value[k][r], src);
+      if (member == r) {
+        my_value = v;
+        my_found = group_hits[k][r] != 0;
+      }
     }
+    const uint64_t i = first + static_cast<uint64_t>(k) * blockDim.x;
+    if (i >= n) continue;
+    if (key[k] == gph::kEmptyKey) {  // out of band: it would "match" vacant slots
+      my_found = t.oob->present != 0;
+      my_value = t.oob->value;
+    }
+    out_found[i] = my_found;
+    if (my_found) out_values[i] = my_value;
   }
-  if (!valid) return;
-  if (key == gph::kEmptyKey) {  // out of band: it would "match" vacant slots
-    my_found = t.oob->present != 0;
-    my_value = t.oob->value;
-  }
-  out_found[i] = my_found;
-  if (my_found) out_values[i] = my_value;
 }
 
 // Any even M: one thread per key, slot by slot.
@@ -114,9 +135,15 @@ __global__ void lookup_generic(DeviceTable t, const uint64_t* __restrict__ queri
 
 template <int M, int G>
 cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
-                           uint8_t* found, int block, cudaStream_t stream) {
-  const uint64_t grid = (n + block - 1) / block;
-  lookup_grouped<M, G><<<static_cast<unsigned>(grid), block, 0, stream>>>(t, keys, n, values, found);
+                           uint8_t* found, int block, int keys_per_thread, cudaStream_t stream) {
+  const uint64_t per_block = static_cast<uint64_t>(block) * keys_per_thread;
+  const unsigned grid = static_cast<unsigned>((n + per_block - 1) / per_block);
+  switch (keys_per_thread) {
+    case 1: lookup_grouped<M, G, 1><<<grid, block, 0, stream>>>(t, keys, n, values, found); break;
+    case 2: lookup_grouped<M, G, 2><<<grid, block, 0, stream>>>(t, keys, n, values, found); break;
+    case 4: lookup_grouped<M, G, 4><<<grid, block, 0, stream>>>(t, keys, n, values, found); break;
+    default: return cudaErrorInvalidConfiguration;
+  }
   return cudaGetLastError();
 }
 
@@ -137,14 +164,14 @@ cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n
   const uint32_t m = t.geo.slots_per_bucket;
   const int b = shape.block;
   if (b <= 0 || b > 256 || b % 32 != 0) return cudaErrorInvalidConfiguration;
-  if (m == 8 && shape.group == 2) return launch_grouped<8, 2>(t, keys, n, values, found, b, stream);
-  if (m == 8 && shape.group == 4) return launch_grouped<8, 4>(t, keys, n, values, found, b, stream);
-  if (m == 16 && shape.group == 2) return launch_grouped<16, 2>(t, keys, n, values, found, b, stream);
-  if (m == 16 && shape.group == 4) return launch_grouped<16, 4>(t, keys, n, values, found, b, stream);
-  if (m == 16 && shape.group == 8) return launch_grouped<16, 8>(t, keys, n, values, found, b, stream);
-  if (m == 32 && shape.group == 4) return launch_grouped<32, 4>(t, keys, n, values, found, b, stream);
-  if (m == 32 && shape.group == 8) return launch_grouped<32, 8>(t, keys, n, values, found, b, stream);
-  if (m == 32 && shape.group == 16) return launch_grouped<32, 16>(t, keys, n, values, found, b, stream);
+  if (m == 8 && shape.group == 2) return launch_grouped<8, 2>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 8 && shape.group == 4) return launch_grouped<8, 4>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 16 && shape.group == 2) return launch_grouped<16, 2>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 16 && shape.group == 4) return launch_grouped<16, 4>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 16 && shape.group == 8) return launch_grouped<16, 8>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 32 && shape.group == 4) return launch_grouped<32, 4>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 32 && shape.group == 8) return launch_grouped<32, 8>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 32 && shape.group == 16) return launch_grouped<32, 16>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
   const uint64_t grid = (n + b - 1) / b;
   lookup_generic<<<static_cast<unsigned>(grid), b, 0, stream>>>(t, keys, n, values, found);
   return cudaGetLastError();

@@ -14,6 +14,7 @@ namespace gphkv::engine::cuda {
 struct LookupShape {
   int group = 4;    // |g|: threads that read one bucket together (GPH §5.1)
   int block = 256;  // threads per block
+  int keys_per_thread = 2;  // K: keys each thread owns (1, 2 or 4), all probed at once
 };
 
 // True when the fast kernel exists for this (M, |g|); otherwise the launch

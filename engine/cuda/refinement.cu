@@ -27,70 +27,136 @@ namespace {
 
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-// The warp's Workspace in shared memory.
+// The warp's Workspace in shared memory (GPH §6.3 stages relocation there).
 struct Workspace {
-  uint64_t* keys;      // the cell's keys, the new one last
+  uint64_t* keys;        // the cell's keys, the new one last
   uint64_t* values;
-  uint64_t* old_slot;  // where each of the cell's keys sits now (global slot index)
-  uint32_t* held;      // lock ids this transaction holds
+  uint64_t* old_slot;    // where each of the cell's keys sits now (global slot index)
+  uint32_t* target;      // per key: canonical index of its bucket under the chosen byte
+  uint32_t* held;        // lock ids this transaction holds
+  uint32_t* bucket;      // [R] buckets of the mapping in `cache_phi`
+  uint32_t* count;       // [R] per bucket r: slots held by other cells (or, in placement, keys to place)
+  uint32_t* canon;       // [R] first r' with the same bucket
+  unsigned long long* vacant;  // [R] vacancy masks during placement
+  uint32_t* scalars;     // [0] held count, [1] cache_phi, [2] cache valid
 };
 
 __host__ __device__ size_t workspace_bytes(const gph::Geometry& g) {
   const size_t cap = static_cast<size_t>(g.virtual_buckets) * g.slots_per_bucket + 1;
-  return cap * 3 * sizeof(uint64_t) + 2 * g.virtual_buckets * sizeof(uint32_t) + 16;
+  const size_t R = g.virtual_buckets;
+  return cap * (3 * sizeof(uint64_t) + sizeof(uint32_t)) + R * sizeof(unsigned long long) +
+         (2 * R + 3 * R + 4) * sizeof(uint32_t) + 32;
 }
 
 __device__ Workspace carve(const gph::Geometry& g, uint8_t* base) {
   const size_t cap = static_cast<size_t>(g.virtual_buckets) * g.slots_per_bucket + 1;
+  const uint32_t R = g.virtual_buckets;
   Workspace w;
   w.keys = reinterpret_cast<uint64_t*>(base);
   w.values = w.keys + cap;
   w.old_slot = w.values + cap;
-  w.held = reinterpret_cast<uint32_t*>(w.old_slot + cap);
+  w.vacant = reinterpret_cast<unsigned long long*>(w.old_slot + cap);
+  w.target = reinterpret_cast<uint32_t*>(w.vacant + R);
+  w.held = w.target + cap;
+  w.bucket = w.held + 2 * R;
+  w.count = w.bucket + R;
+  w.canon = w.count + R;
+  w.scalars = w.canon + R;
   return w;
 }
 
-// Lane 0 only. Wait-die: true when held (now or already), false when this
-// transaction must die.
-__device__ bool acquire(const DeviceTable& t, uint32_t bucket, uint32_t me, uint32_t* held, uint32_t* nheld) {
-  const uint32_t id = bucket & t.lock_mask;
-  for (;;) {
-    const uint32_t owner = atomicCAS(&t.locks[id], 0u, me);
-    if (owner == 0) {
-      held[(*nheld)++] = id;
-      return true;
+__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+
+// Warp-collective: every lane's writes reach L2 before any lock opens.
+__device__ void release_all(const DeviceTable& t, Workspace& w) {
+  __threadfence();
+  __syncwarp();
+  const uint32_t n = w.scalars[0];
+  for (uint32_t i = lane_id(); i < n; i += 32) atomicExch(&t.locks[w.held[i]], 0u);
+  __syncwarp();
+  if (lane_id() == 0) w.scalars[0] = 0;
+  __syncwarp();
+}
+
+// Warp-collective: w.bucket/w.canon := the R buckets of (cell, phi).
+__device__ void load_mapping(const DeviceTable& t, uint32_t cell, uint32_t phi, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets;
+  for (uint32_t r = lane_id(); r < R; r += 32) w.bucket[r] = gph::bucket_of(t.geo, cell, r, phi);
+  __syncwarp();
+  for (uint32_t r = lane_id(); r < R; r += 32) {
+    uint32_t c = r;
+    for (uint32_t q = 0; q < r; ++q) {
+      if (w.bucket[q] == w.bucket[r]) {
+        c = q;
+        break;
+      }
     }
-    if (owner == me) return true;  // two of our buckets share a striped lock
-    if (me > owner) return false;  // we are younger (larger id): die
-    __nanosleep(100);              // we are older: wait
+    w.canon[r] = c;
   }
+  if (lane_id() == 0) {
+    w.scalars[1] = phi;
+    w.scalars[2] = 1;
+  }
+  __syncwarp();
 }
 
-// Lane 0 only.
-__device__ void release_all(const DeviceTable& t, uint32_t* held, uint32_t* nheld) {
-  __threadfence();  // our slot and cell writes are visible before the locks open
-  for (uint32_t i = 0; i < *nheld; ++i) atomicExch(&t.locks[held[i]], 0u);
-  *nheld = 0;
-}
-
-// Warp-collective: locks the R buckets of (cell, mapping). Uniform result.
-__device__ bool lock_cell_buckets(const DeviceTable& t, uint32_t cell, uint32_t mapping, uint32_t me,
-                                  Workspace& w, uint32_t* nheld) {
-  bool ok = true;
-  if ((threadIdx.x & 31) == 0) {
-    for (uint32_t r = 0; r < t.geo.virtual_buckets && ok; ++r) {
-      ok = acquire(t, gph::bucket_of(t.geo, cell, r, mapping), me, w.held, nheld);
+// Warp-collective, wait-die (GPH §6.3): locks the buckets in w.bucket, all R
+// at once, one lane per bucket. A lock held by a younger transaction (larger
+// id) is waited for; one held by an older one makes us die: false, and the
+// caller releases everything it holds and starts over with the same id.
+__device__ bool lock_mapping(const DeviceTable& t, uint32_t me, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets;
+  for (uint32_t r0 = 0; r0 < R; r0 += 32) {
+    const uint32_t r = r0 + lane_id();
+    bool pending = r < R;
+    for (;;) {
+      bool die = false;
+      bool got = false;
+      uint32_t id = 0;
+      if (pending) {
+        id = w.bucket[r] & t.lock_mask;
+        const uint32_t owner = atomicCAS(&t.locks[id], 0u, me);
+        if (owner == 0) {
+          got = true;
+          pending = false;
+        } else if (owner == me) {
+          pending = false;  // ours already (another bucket of ours shares the striped lock)
+        } else if (me > owner) {
+          die = true;
+        }
+      }
+      const unsigned got_mask = __ballot_sync(kFullWarp, got);
+      if (got) w.held[w.scalars[0] + __popc(got_mask & ((1u << lane_id()) - 1u))] = id;
+      __syncwarp();
+      if (lane_id() == 0) w.scalars[0] += __popc(got_mask);
+      __syncwarp();
+      if (__any_sync(kFullWarp, die)) return false;
+      if (!__any_sync(kFullWarp, pending)) break;
+      __nanosleep(100);  // an older transaction waits for a younger holder
     }
-    __threadfence();  // acquire: what the previous holders wrote is visible to our loads
   }
-  return __shfl_sync(kFullWarp, ok, 0);
+  __threadfence();  // acquire: the previous holders' writes are visible to our L2 loads
+  return true;
 }
 
-// Warp-collective: slots of `bucket` holding keys of cells other than `cell`.
+// Warp-collective: w.count[r] := slots of w.bucket[r] held by keys of other cells.
+__device__ void count_others(const DeviceTable& t, uint32_t cell, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  for (uint32_t r = lane_id(); r < R; r += 32) w.count[r] = 0;
+  __syncwarp();
+  for (uint32_t x = lane_id(); x < R * M; x += 32) {
+    const uint32_t r = x / M;
+    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(w.bucket[r]) * M + x % M);
+    if (k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell) atomicAdd(&w.count[r], 1u);
+  }
+  __syncwarp();
+}
+
+// Warp-collective: slots of one bucket holding keys of other cells.
 __device__ uint32_t others_in_bucket(const DeviceTable& t, uint32_t bucket, uint32_t cell) {
   const uint32_t M = t.geo.slots_per_bucket;
   uint32_t n = 0;
-  for (uint32_t s = threadIdx.x & 31; s < M; s += 32) {
+  for (uint32_t s = lane_id(); s < M; s += 32) {
     const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(bucket) * M + s);
     n += k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell;
   }
@@ -100,9 +166,8 @@ __device__ uint32_t others_in_bucket(const DeviceTable& t, uint32_t bucket, uint
 // Warp-collective: the first vacant slot of `bucket`, or M. Uniform result.
 __device__ uint32_t first_vacant(const DeviceTable& t, uint32_t bucket) {
   const uint32_t M = t.geo.slots_per_bucket;
-  const int lane = threadIdx.x & 31;
   for (uint32_t s0 = 0; s0 < M; s0 += 32) {
-    const uint32_t s = s0 + lane;
+    const uint32_t s = s0 + lane_id();
     const bool vacant = s < M && load_cg(t.keys + static_cast<uint64_t>(bucket) * M + s) == gph::kEmptyKey;
     const unsigned mask = __ballot_sync(kFullWarp, vacant);
     if (mask) return s0 + __ffs(mask) - 1;
@@ -110,18 +175,23 @@ __device__ uint32_t first_vacant(const DeviceTable& t, uint32_t bucket) {
   return M;
 }
 
-// Warp-collective: appends the keys of `cell` found in `bucket` to the Workspace.
-__device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t bucket, uint32_t cell, Workspace& w, uint32_t n) {
-  const uint32_t M = t.geo.slots_per_bucket;
-  const int lane = threadIdx.x & 31;
-  for (uint32_t s0 = 0; s0 < M; s0 += 32) {
-    const uint32_t s = s0 + lane;
-    const uint64_t slot = static_cast<uint64_t>(bucket) * M + s;
-    const uint64_t k = s < M ? load_cg(t.keys + slot) : gph::kEmptyKey;
-    const bool mine = k != gph::kEmptyKey && gph::cell_of(t.geo, k) == cell;
+// Warp-collective: stages the keys of `cell` from the buckets in w.bucket
+// (each distinct bucket once) in the Workspace; returns how many.
+__device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t cell, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  uint32_t n = 0;
+  for (uint32_t x0 = 0; x0 < R * M; x0 += 32) {
+    const uint32_t x = x0 + lane_id();
+    bool mine = false;
+    uint64_t k = 0, slot = 0;
+    if (x < R * M && w.canon[x / M] == x / M) {
+      slot = static_cast<uint64_t>(w.bucket[x / M]) * M + x % M;
+      k = load_cg(t.keys + slot);
+      mine = k != gph::kEmptyKey && gph::cell_of(t.geo, k) == cell;
+    }
     const unsigned mask = __ballot_sync(kFullWarp, mine);
     if (mine) {
-      const uint32_t at = n + __popc(mask & ((1u << lane) - 1u));
+      const uint32_t at = n + __popc(mask & ((1u << lane_id()) - 1u));
       w.keys[at] = k;
       w.values[at] = load_cg(t.values + slot);
       w.old_slot[at] = slot;
@@ -132,21 +202,85 @@ __device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t bucket, uint
   return n;
 }
 
-// Warp-collective: under the locks of every bucket involved, does `chosen` still fit?
-__device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, const Workspace& w, uint32_t n) {
-  const uint32_t R = t.geo.virtual_buckets;
-  const uint32_t phi = gph::cell_mapping(t.geo, chosen);
-  for (uint32_t r = 0; r < R; ++r) {
-    const uint32_t b = gph::bucket_of(t.geo, cell, r, phi);
-    bool repeat = false;
-    for (uint32_t q = 0; q < r; ++q) repeat |= gph::bucket_of(t.geo, cell, q, phi) == b;
-    if (repeat) continue;
-    uint32_t mine = 0;
-    for (uint32_t k = threadIdx.x & 31; k < n; k += 32) mine += gph::bucket_for_key(t.geo, w.keys[k], cell, chosen) == b;
-    mine = __reduce_add_sync(kFullWarp, mine);
-    if (mine > 0 && mine + others_in_bucket(t, b, cell) > t.geo.slots_per_bucket) return false;
+// The occupancy the shared planner asks for, bucket by bucket. The planner
+// walks the mappings in order and, within one, asks for its buckets r = 0, 1,
+// ...; so on a miss this counts all R buckets of the next mapping at once
+// (one round of loads instead of R), and answers the rest from the Workspace.
+// A bucket that is not where the walk predicts is counted alone: slower, still right.
+struct CachedOthers {
+  const DeviceTable* t;
+  Workspace* w;
+  uint32_t cell;
+  uint32_t first_phi;
+  __device__ uint32_t operator()(uint32_t b) const {
+    const uint32_t R = t->geo.virtual_buckets;
+    if (w->scalars[2]) {
+      for (uint32_t r = 0; r < R; ++r) {
+        if (w->bucket[r] == b) return w->count[r];
+      }
+    }
+    const uint32_t next = w->scalars[2] ? (w->scalars[1] + 1) % t->geo.num_mappings() : first_phi;
+    if (gph::bucket_of(t->geo, cell, 0, next) == b) {
+      load_mapping(*t, cell, next, *w);
+      count_others(*t, cell, *w);
+      return w->count[0];
+    }
+    return others_in_bucket(*t, b, cell);
   }
-  return true;
+};
+
+// Warp-collective, under the locks of all buckets involved: the cell's keys
+// fit the buckets of `chosen` given what other cells hold there now. Leaves
+// w.target[k] = canonical bucket index of key k.
+__device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
+  const uint32_t R = t.geo.virtual_buckets;
+  load_mapping(t, cell, gph::cell_mapping(t.geo, chosen), w);
+  count_others(t, cell, w);
+  const uint32_t phi = gph::cell_mapping(t.geo, chosen), delta = gph::cell_offset(t.geo, chosen);
+  for (uint32_t k = lane_id(); k < n; k += 32) {
+    const uint32_t rotated = (gph::virtual_bucket_of(t.geo, w.keys[k], phi) + delta) & (R - 1);
+    w.target[k] = w.canon[rotated];
+    atomicAdd(&w.count[w.target[k]], 1u);
+  }
+  __syncwarp();
+  bool fits = true;
+  for (uint32_t r = lane_id(); r < R; r += 32) fits &= w.count[r] <= t.geo.slots_per_bucket;
+  return __all_sync(kFullWarp, fits);
+}
+
+// Warp-collective: vacate the old slots, switch the cell byte, and place every
+// key at its target bucket. Key k takes the j-th vacant slot of its bucket,
+// j = the number of keys before it with the same bucket: all in parallel.
+__device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  for (uint32_t k = lane_id(); k + 1 < n; k += 32) store_cg(t.keys + w.old_slot[k], gph::kEmptyKey);
+  for (uint32_t r = lane_id(); r < R; r += 32) w.vacant[r] = 0;
+  __threadfence_block();
+  __syncwarp();
+  if (lane_id() == 0) *reinterpret_cast<volatile uint8_t*>(t.cells + cell) = chosen;
+  for (uint32_t x = lane_id(); x < R * M; x += 32) {
+    const uint32_t r = x / M;
+    if (w.canon[r] != r) continue;
+    if (load_cg(t.keys + static_cast<uint64_t>(w.bucket[r]) * M + x % M) == gph::kEmptyKey) {
+      atomicOr(&w.vacant[r], 1ull << (x % M));
+    }
+  }
+  __syncwarp();
+  for (uint32_t k = lane_id(); k < n; k += 32) {
+    const uint32_t r = w.target[k];
+    uint32_t rank = 0;
+    for (uint32_t q = 0; q < k; ++q) rank += w.target[q] == r;
+    unsigned long long mask = w.vacant[r];
+    for (uint32_t j = 0; j < rank && mask; ++j) mask &= mask - 1;
+    if (mask == 0) {
+      atomicAdd(t.fault, 1u);  // the verified plan overfilled a bucket: a bug
+      continue;
+    }
+    const uint64_t slot = static_cast<uint64_t>(w.bucket[r]) * M + (__ffsll(static_cast<long long>(mask)) - 1);
+    store_cg(t.keys + slot, w.keys[k]);
+    store_cg(t.values + slot, w.values[k]);
+  }
+  __syncwarp();
 }
 
 __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
@@ -154,9 +288,11 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
                                   uint8_t* __restrict__ status, const uint2* __restrict__ overflow,
                                   const uint32_t* __restrict__ overflow_count, size_t ws_bytes) {
   extern __shared__ __align__(16) uint8_t shared[];
-  const int lane = threadIdx.x & 31;
+  const int lane = lane_id();
   const int warp = threadIdx.x >> 5;
   Workspace w = carve(t.geo, shared + warp * ws_bytes);
+  if (lane == 0) w.scalars[0] = 0;
+  __syncwarp();
   const uint32_t total = *overflow_count;
   const uint32_t warps = gridDim.x * (blockDim.x >> 5);
   const uint32_t M = t.geo.slots_per_bucket;
@@ -165,83 +301,60 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
     const uint2 job = overflow[e];
     const uint64_t key = sorted_keys[job.x];
     const uint64_t value = values[sorted_index[job.y]];
-    const uint32_t me = e + 1;  // lock word: 0 free, else owner's priority + 1 (smaller = older)
+    const uint32_t me = e + 1;  // lock word: 0 free, else owner's id (smaller = older)
     const uint32_t cell = gph::cell_of(t.geo, key);
-    uint32_t nheld = 0;  // meaningful in lane 0
     uint8_t result = kStatusNoRoom;
     for (uint32_t attempt = 0;; ++attempt) {
-      if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // backoff after a death or a stale plan
+      if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // back off after a death or a stale plan
       const uint8_t current = load_cell_cg(t.cells + cell);
-      if (!lock_cell_buckets(t, cell, gph::cell_mapping(t.geo, current), me, w, &nheld)) {
-        if (lane == 0) release_all(t, w.held, &nheld);
+      const uint32_t mapping = gph::cell_mapping(t.geo, current);
+      load_mapping(t, cell, mapping, w);
+      if (!lock_mapping(t, me, w)) {
+        release_all(t, w);
         continue;
       }
-      if (load_cell_cg(t.cells + cell) != current) {  // the cell moved while we queued
-        if (lane == 0) release_all(t, w.held, &nheld);
+      // A cell byte changes only under the locks of its current buckets.
+      if (__shfl_sync(kFullWarp, load_cell_cg(t.cells + cell), 0) != current) {
+        release_all(t, w);
         continue;
       }
-      // A move of another key of this cell may have made room: Direct Insert again.
+      // GPH §6.1 Direct Insert again: a move of this cell may have made room.
       const uint32_t home = gph::bucket_for_key(t.geo, key, cell, current);
       const uint32_t s = first_vacant(t, home);
       if (s < M) {
         if (lane == 0) {
           store_cg(t.keys + static_cast<uint64_t>(home) * M + s, key);
           store_cg(t.values + static_cast<uint64_t>(home) * M + s, value);
-          release_all(t, w.held, &nheld);
         }
+        release_all(t, w);
         result = kStatusInserted;
         break;
       }
-      // Extended Move (GPH §6.1): stage the cell's keys and the new one.
-      uint32_t n = 0;
-      const uint32_t mapping = gph::cell_mapping(t.geo, current);
-      for (uint32_t r = 0; r < t.geo.virtual_buckets; ++r) {
-        const uint32_t b = gph::bucket_of(t.geo, cell, r, mapping);
-        bool repeat = false;
-        for (uint32_t q = 0; q < r; ++q) repeat |= gph::bucket_of(t.geo, cell, q, mapping) == b;
-        if (!repeat) n = gather_cell_keys(t, b, cell, w, n);
-      }
+      // GPH §6.1 Extended Move: stage the cell's keys and the new one, plan.
+      uint32_t n = gather_cell_keys(t, cell, w);
       if (lane == 0) {
         w.keys[n] = key;
         w.values[n] = value;
+        w.scalars[2] = 0;  // the occupancy cache starts empty
       }
       __syncwarp();
       ++n;
       uint8_t chosen = current;
-      const bool planned = gph::plan_extended_move(
-          t.geo, cell, current, w.keys, n, [&](uint32_t b) { return others_in_bucket(t, b, cell); }, &chosen);
+      const bool planned =
+          gph::plan_extended_move(t.geo, cell, current, w.keys, n, CachedOthers{&t, &w, cell, mapping}, &chosen);
       if (!planned) {
-        if (lane == 0) release_all(t, w.held, &nheld);
+        release_all(t, w);
         result = kStatusNoRoom;
         break;
       }
       // The plan read unlocked buckets: lock the targets, then check it again.
-      if (!lock_cell_buckets(t, cell, gph::cell_mapping(t.geo, chosen), me, w, &nheld)) {
-        if (lane == 0) release_all(t, w.held, &nheld);
+      load_mapping(t, cell, gph::cell_mapping(t.geo, chosen), w);
+      if (!lock_mapping(t, me, w) || !still_fits(t, cell, chosen, w, n)) {
+        release_all(t, w);
         continue;
       }
-      if (!still_fits(t, cell, chosen, w, n)) {
-        if (lane == 0) release_all(t, w.held, &nheld);
-        continue;
-      }
-      // Relocate: vacate the old slots, switch the cell, place every key.
-      for (uint32_t k = lane; k + 1 < n; k += 32) store_cg(t.keys + w.old_slot[k], gph::kEmptyKey);
-      __syncwarp();
-      if (lane == 0) *reinterpret_cast<volatile uint8_t*>(t.cells + cell) = chosen;
-      for (uint32_t k = 0; k < n; ++k) {
-        const uint32_t b = gph::bucket_for_key(t.geo, w.keys[k], cell, chosen);
-        const uint32_t slot = first_vacant(t, b);
-        if (lane == 0) {
-          if (slot < M) {
-            store_cg(t.keys + static_cast<uint64_t>(b) * M + slot, w.keys[k]);
-            store_cg(t.values + static_cast<uint64_t>(b) * M + slot, w.values[k]);
-          } else {
-            atomicAdd(t.fault, 1u);  // the verified plan overfilled a bucket: a bug
-          }
-        }
-        __syncwarp();
-      }
-      if (lane == 0) release_all(t, w.held, &nheld);
+      relocate(t, cell, chosen, w, n);
+      release_all(t, w);
       result = kStatusInserted;
       break;
     }

@@ -123,6 +123,7 @@ struct Bench {
   cudaStream_t s;
   int sms = 0;
   Report report;
+  uint64_t last_no_room = 0;
 
   // The random-gather ceiling over `bytes` of memory: G=4 threads read one
   // 128-byte block (16 keys) per query, as the lookup does.
@@ -172,11 +173,15 @@ struct Bench {
       CK(cudaEventDestroy(e0));
       CK(cudaEventDestroy(e1));
       OK(table.synchronize(s));
-      if (table.size() != n) {
-        std::fprintf(stderr, "build stored %llu keys, expected %llu (kNoRoom?)\n",
-                     static_cast<unsigned long long>(table.size()), static_cast<unsigned long long>(n));
+      // Keys answered kNoRoom (a cell no (Φ, Δ) fits) are left out, as the API says.
+      last_no_room = n - table.size();
+      if (last_no_room > n / 10000) {
+        std::fprintf(stderr, "build: %llu of %llu keys got kNoRoom\n", static_cast<unsigned long long>(last_no_room),
+                     static_cast<unsigned long long>(n));
         std::exit(3);
       }
+      if (b == 0) std::printf("  build: %llu of %llu keys got kNoRoom\n", static_cast<unsigned long long>(last_no_room),
+                              static_cast<unsigned long long>(n));
       rates.push_back(gops(n, total));
     }
     std::sort(rates.begin(), rates.end());
@@ -242,6 +247,7 @@ struct Bench {
     std::printf("gather ceiling, 128 B per query: %.2f G/s; with an 8 B value read for every 2nd: %.2f G/s\n", ceil, ceil_v);
 
     const double insert_build = build(table, n, n >= 500000000ull ? 2 : 3, dk, dv, doc);
+    const uint64_t build_no_room = last_no_room;
     std::printf("insert, build from empty to load %.2f (10 batches): %.2f G/s\n", lf, insert_build);
 
     // Finds on the full table.
@@ -275,7 +281,7 @@ struct Bench {
         era.push_back(b);
       }
       check_hits(derased, burst, 100, dcount, "erase of the burst");
-      if (table.size() != n) {
+      if (table.size() != n - last_no_room) {
         std::fprintf(stderr, "after burst+erase the table holds %llu keys\n", static_cast<unsigned long long>(table.size()));
         std::exit(3);
       }
@@ -356,6 +362,7 @@ struct Bench {
     rs.ceiling = ceil;
     rs.ceiling_with_values = ceil_v;
     rs.insert_build = insert_build;
+    rs.build_no_room = build_no_room;
     rs.insert_burst = insert_burst;
     rs.erase_burst = erase_burst;
     rs.baseline_build = gops(n, base_build_ms);

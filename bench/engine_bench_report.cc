@@ -14,8 +14,8 @@ void Report::print_size(const Size& s) const {
     std::printf("  %-22s %10.2f %10.2f %12.3f %12.2f\n", name, f.gph, f.baseline, f.gph / s.ceiling,
                 f.gph / f.baseline);
   }
-  std::printf("  insert, build to load %.2f: %.3f G/s   (baseline build %.3f G/s)\n", s.load, s.insert_build,
-              s.baseline_build);
+  std::printf("  insert, build to load %.2f: %.3f G/s, %llu keys kNoRoom   (baseline build %.3f G/s)\n", s.load,
+              s.insert_build, static_cast<unsigned long long>(s.build_no_room), s.baseline_build);
   std::printf("  insert, 1%% burst into the full table: %.3f G/s\n", s.insert_burst);
   std::printf("  erase, 1%% burst: %.3f G/s\n", s.erase_burst);
   for (const Variant& v : s.variants) std::printf("  tuning: %-40s find 50%% %.2f G/s\n", v.name.c_str(), v.find50);
@@ -64,6 +64,7 @@ bool Report::write_json(const std::string& path) const {
                  static_cast<unsigned long long>(s.keys), static_cast<unsigned long long>(s.buckets), s.load);
     std::fprintf(f, "     \"gather_ceiling_128B\": %.4f, \"gather_ceiling_128B_plus_value_half\": %.4f,\n", s.ceiling,
                  s.ceiling_with_values);
+    std::fprintf(f, "     \"build_no_room_keys\": %llu,\n", static_cast<unsigned long long>(s.build_no_room));
     std::fprintf(f, "     \"insert_build\": %.4f, \"insert_burst_1pct\": %.4f, \"erase_burst_1pct\": %.4f, \"baseline_build\": %.4f,\n",
                  s.insert_build, s.insert_burst, s.erase_burst, s.baseline_build);
     std::fprintf(f, "     \"find\": [\n");

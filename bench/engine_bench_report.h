@@ -25,6 +25,7 @@ struct Report {
     uint64_t keys = 0, buckets = 0;
     double load = 0;
     double ceiling = 0, ceiling_with_values = 0;
+    uint64_t build_no_room = 0;
     double insert_build = 0, insert_burst = 0, erase_burst = 0, baseline_build = 0;
     std::vector<Find> finds;
     std::vector<Variant> variants;

@@ -15,6 +15,7 @@ constexpr int kBlock = 256;
 // slots only go from vacant to taken, so a key seen absent stays absent and a
 // slot seen taken stays taken: a failed compare-and-swap moves on to the next
 // vacant slot. A full bucket sends the key to the overflow list.
+template <int kM>  // M when known at compile time (the loads unroll), else 0
 __global__ void __launch_bounds__(kBlock) saturation_fill(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
                                                           const uint32_t* __restrict__ sorted_index,
                                                           const uint64_t* __restrict__ values, uint64_t n,
@@ -36,14 +37,17 @@ __global__ void __launch_bounds__(kBlock) saturation_fill(DeviceTable t, const u
         t.oob->present = 1;
         t.oob->value = value;
       } else {
-        const uint32_t M = t.geo.slots_per_bucket;
+        const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
         const uint32_t cell = gph::cell_of(t.geo, key);
         const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
         const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.keys + base);
         uint32_t vacant = M;
         uint32_t found = M;
+        // A stale (L1) view is harmless here: a slot seen vacant that is not
+        // fails its compare-and-swap, and no slot turns vacant in this kernel.
+#pragma unroll
         for (uint32_t s = 0; s < M / 2; ++s) {
-          const ulonglong2 two = __ldcg(v + s);
+          const ulonglong2 two = v[s];
           if (two.x == key) found = 2 * s;
           if (two.y == key) found = 2 * s + 1;
           if (vacant == M && two.x == gph::kEmptyKey) vacant = 2 * s;
@@ -108,8 +112,19 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
   if (e != cudaSuccess) return e;
   if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-  saturation_fill<<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status, s.overflow,
-                                               s.overflow_count);
+  switch (t.geo.slots_per_bucket) {
+    case 16:
+      saturation_fill<16><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+                                                       s.overflow, s.overflow_count);
+      break;
+    case 32:
+      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+                                                       s.overflow, s.overflow_count);
+      break;
+    default:
+      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+                                                      s.overflow, s.overflow_count);
+  }
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   e = launch_refinement(t, s.sorted_keys, s.sorted_index, values, s.status, s.overflow, s.overflow_count, shape, stream);
   if (e != cudaSuccess) return e;

@@ -81,6 +81,7 @@ __device__ void release_all(const DeviceTable& t, Workspace& w) {
 // Warp-collective: w.bucket/w.canon := the R buckets of (cell, phi).
 __device__ void load_mapping(const DeviceTable& t, uint32_t cell, uint32_t phi, Workspace& w) {
   const uint32_t R = t.geo.virtual_buckets;
+  __syncwarp();  // every lane is done reading the previous mapping
   for (uint32_t r = lane_id(); r < R; r += 32) w.bucket[r] = gph::bucket_of(t.geo, cell, r, phi);
   __syncwarp();
   for (uint32_t r = lane_id(); r < R; r += 32) {
@@ -142,6 +143,7 @@ __device__ bool lock_mapping(const DeviceTable& t, uint32_t me, Workspace& w) {
 // Warp-collective: w.count[r] := slots of w.bucket[r] held by keys of other cells.
 __device__ void count_others(const DeviceTable& t, uint32_t cell, Workspace& w) {
   const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  __syncwarp();  // every lane is done reading the previous counts
   for (uint32_t r = lane_id(); r < R; r += 32) w.count[r] = 0;
   __syncwarp();
   for (uint32_t x = lane_id(); x < R * M; x += 32) {
@@ -180,6 +182,7 @@ __device__ uint32_t first_vacant(const DeviceTable& t, uint32_t bucket) {
 __device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t cell, Workspace& w) {
   const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
   uint32_t n = 0;
+  __syncwarp();  // every lane is done with the previous transaction's keys
   for (uint32_t x0 = 0; x0 < R * M; x0 += 32) {
     const uint32_t x = x0 + lane_id();
     bool mine = false;
@@ -253,6 +256,7 @@ __device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, 
 // j = the number of keys before it with the same bucket: all in parallel.
 __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
   const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  __syncwarp();
   for (uint32_t k = lane_id(); k + 1 < n; k += 32) store_cg(t.keys + w.old_slot[k], gph::kEmptyKey);
   for (uint32_t r = lane_id(); r < R; r += 32) w.vacant[r] = 0;
   __threadfence_block();
@@ -373,7 +377,8 @@ cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementShape*
   constexpr size_t kBudget = 160 * 1024;  // leave room for other blocks on the SM
   shape->warps_per_block = static_cast<int>(std::clamp<size_t>(kBudget / per_warp, 1, 4));
   shape->shared_bytes = per_warp * shape->warps_per_block;
-  shape->blocks = sms * 8;
+  // As many warps as fit at once: a transaction waits on memory most of the time.
+  shape->blocks = sms * static_cast<int>(std::clamp<size_t>(200 * 1024 / shape->shared_bytes, 1, 16));
   if (shape->shared_bytes > 48 * 1024) {
     return cudaFuncSetAttribute(refinement_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(shape->shared_bytes));

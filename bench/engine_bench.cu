@@ -298,21 +298,31 @@ struct Bench {
       make_queries<<<(nq + 255) / 256, 256, 0, s>>>(dq, nq, n, 50, false, 5, 1);
       CK(cudaGetLastError());
       const LookupShape keep = table.lookup_shape();
+      auto measure = [&](LookupShape shape, const std::string& name) {
+        table.set_lookup_shape(shape);
+        const double ms = median_ms(args.reps, s, [&] { OK(table.find_async(dq, nq, dout, dfound, s)); });
+        check_hits(dfound, nq, 50, dcount, "sweep");
+        variants.push_back({name, gops(nq, ms)});
+      };
       for (int g : {2, 4, 8}) {
-        for (int k : {1, 2, 4}) {
+        for (int k : {1, 2}) {
           for (int block : {128, 256}) {
-            if (block == 128 && !(g == 4 && k == 2)) continue;
+            if (block == 128 && !(g == 4 && k == 1)) continue;
             LookupShape shape;
             shape.group = g;
             shape.block = block;
             shape.keys_per_thread = k;
-            table.set_lookup_shape(shape);
-            const double ms = median_ms(args.reps, s, [&] { OK(table.find_async(dq, nq, dout, dfound, s)); });
-            check_hits(dfound, nq, 50, dcount, "sweep");
-            variants.push_back({"M=16 cpb=4 |g|=" + std::to_string(g) + " K=" + std::to_string(k) +
-                                    " block=" + std::to_string(block),
-                                gops(nq, ms)});
+            measure(shape, "|g|=" + std::to_string(g) + " K=" + std::to_string(k) + " block=" + std::to_string(block));
           }
+        }
+      }
+      for (int stream : {0, 1}) {
+        for (int persist : {0, 1}) {
+          LookupShape shape;
+          shape.streaming_loads = stream;
+          shape.persist_cells = persist;
+          measure(shape, std::string("|g|=4 K=1 streaming loads ") + (stream ? "on" : "off") + ", L2-persistent cells " +
+                             (persist ? "on" : "off"));
         }
       }
       table.set_lookup_shape(keep);

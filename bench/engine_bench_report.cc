@@ -18,7 +18,7 @@ void Report::print_size(const Size& s) const {
               s.insert_build, static_cast<unsigned long long>(s.build_no_room), s.baseline_build);
   std::printf("  insert, 1%% burst into the full table: %.3f G/s\n", s.insert_burst);
   std::printf("  erase, 1%% burst: %.3f G/s\n", s.erase_burst);
-  for (const Variant& v : s.variants) std::printf("  tuning: %-40s find 50%% %.2f G/s\n", v.name.c_str(), v.find50);
+  for (const Variant& v : s.variants) std::printf("  tuning: %-58s find 50%% %.2f G/s\n", v.name.c_str(), v.find50);
   std::fflush(stdout);
 }
 

@@ -70,6 +70,7 @@ class CudaTable final : public Table {
   CudaTable(const TableOptions& options, const gph::Geometry& geometry, int device);
   absl::Status init();
   absl::Status reset_contents(cudaStream_t stream);
+  absl::Status reserve_l2_for_cells();
   DeviceTable view() const;
   // Runs a synchronous operation on the table's own stream; on failure waits
   // for the stream so no copy still reads the caller's buffers.
@@ -81,6 +82,7 @@ class CudaTable final : public Table {
   int device_;
   cudaStream_t stream_ = nullptr;
   LookupShape lookup_shape_;
+  CellWindow cell_window_;
   RefinementShape refinement_shape_;
 
   struct Counters {

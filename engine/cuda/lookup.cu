@@ -21,7 +21,18 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 // key's owner, which writes it out. K > 1 doubles the requests in flight in
 // both phases; the value read of a hit depends on the compare, so without it
 // a hit costs two full memory latencies with half the parallelism.
-template <int M, int G, int K>
+template <bool kStream>
+__device__ __forceinline__ ulonglong2 load_slots(const ulonglong2* p) {
+  if constexpr (kStream) return __ldcs(p);
+  return __ldg(p);
+}
+template <bool kStream>
+__device__ __forceinline__ uint64_t load_value(const uint64_t* p) {
+  if constexpr (kStream) return __ldcs(reinterpret_cast<const unsigned long long*>(p));
+  return *p;
+}
+
+template <int M, int G, int K, bool kStream>
 __global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries,
                                                       uint64_t n, uint64_t* __restrict__ out_values,
                                                       uint8_t* __restrict__ out_found) {
@@ -61,7 +72,7 @@ __global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint6
       const ulonglong2* p =
           reinterpret_cast<const ulonglong2*>(t.keys + static_cast<uint64_t>(buckets[k][r]) * M) + member * V;
 #pragma unroll
-      for (int x = 0; x < V; ++x) slots[k][r][x] = __ldg(p + x);
+      for (int x = 0; x < V; ++x) slots[k][r][x] = load_slots<kStream>(p + x);
     }
   }
 
@@ -81,7 +92,7 @@ __global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint6
       }
       group_hits[k][r] = __ballot_sync(kFullWarp, slot >= 0) & group_mask;
       hit_value[k][r] = 0;
-      if (slot >= 0) hit_value[k][r] = t.values[static_cast<uint64_t>(buckets[k][r]) * M + slot];
+      if (slot >= 0) hit_value[k][r] = load_value<kStream>(t.values + static_cast<uint64_t>(buckets[k][r]) * M + slot);
     }
   }
 
@@ -133,18 +144,46 @@ __global__ void lookup_generic(DeviceTable t, const uint64_t* __restrict__ queri
   out_found[i] = 0;
 }
 
+template <class Kernel>
+cudaError_t launch_with_window(Kernel kernel, unsigned grid, int block, const DeviceTable& t, const uint64_t* keys,
+                               uint64_t n, uint64_t* values, uint8_t* found, bool persist, CellWindow window,
+                               cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  if (persist && window.bytes > 0) {
+    // The Cell Index is read at random by every lookup: keep it in L2 while
+    // the buckets stream through (GPH §5 puts it in shared memory; ours is
+    // too large for that, docs/gph.md).
+    attr[0].id = cudaLaunchAttributeAccessPolicyWindow;
+    attr[0].val.accessPolicyWindow.base_ptr = t.cells;
+    attr[0].val.accessPolicyWindow.num_bytes = window.bytes;
+    attr[0].val.accessPolicyWindow.hitRatio = window.hit_ratio;
+    attr[0].val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    attr[0].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    config.attrs = attr;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, t, keys, n, values, found);
+}
+
 template <int M, int G>
 cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
-                           uint8_t* found, int block, int keys_per_thread, cudaStream_t stream) {
-  const uint64_t per_block = static_cast<uint64_t>(block) * keys_per_thread;
+                           uint8_t* found, const LookupShape& shape, CellWindow window, cudaStream_t stream) {
+  const int block = shape.block;
+  const uint64_t per_block = static_cast<uint64_t>(block) * shape.keys_per_thread;
   const unsigned grid = static_cast<unsigned>((n + per_block - 1) / per_block);
-  switch (keys_per_thread) {
-    case 1: lookup_grouped<M, G, 1><<<grid, block, 0, stream>>>(t, keys, n, values, found); break;
-    case 2: lookup_grouped<M, G, 2><<<grid, block, 0, stream>>>(t, keys, n, values, found); break;
-    case 4: lookup_grouped<M, G, 4><<<grid, block, 0, stream>>>(t, keys, n, values, found); break;
+  const bool p = shape.persist_cells;
+  const bool s = shape.streaming_loads;
+  switch (shape.keys_per_thread * 2 + (s ? 1 : 0)) {
+    case 2: return launch_with_window(lookup_grouped<M, G, 1, false>, grid, block, t, keys, n, values, found, p, window, stream);
+    case 3: return launch_with_window(lookup_grouped<M, G, 1, true>, grid, block, t, keys, n, values, found, p, window, stream);
+    case 4: return launch_with_window(lookup_grouped<M, G, 2, false>, grid, block, t, keys, n, values, found, p, window, stream);
+    case 5: return launch_with_window(lookup_grouped<M, G, 2, true>, grid, block, t, keys, n, values, found, p, window, stream);
     default: return cudaErrorInvalidConfiguration;
   }
-  return cudaGetLastError();
 }
 
 }  // namespace
@@ -159,19 +198,19 @@ bool lookup_shape_supported(uint32_t m, int g) {
 }
 
 cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
-                          uint8_t* found, LookupShape shape, cudaStream_t stream) {
+                          uint8_t* found, LookupShape shape, CellWindow window, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const uint32_t m = t.geo.slots_per_bucket;
   const int b = shape.block;
   if (b <= 0 || b > 256 || b % 32 != 0) return cudaErrorInvalidConfiguration;
-  if (m == 8 && shape.group == 2) return launch_grouped<8, 2>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 8 && shape.group == 4) return launch_grouped<8, 4>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 16 && shape.group == 2) return launch_grouped<16, 2>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 16 && shape.group == 4) return launch_grouped<16, 4>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 16 && shape.group == 8) return launch_grouped<16, 8>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 32 && shape.group == 4) return launch_grouped<32, 4>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 32 && shape.group == 8) return launch_grouped<32, 8>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
-  if (m == 32 && shape.group == 16) return launch_grouped<32, 16>(t, keys, n, values, found, b, shape.keys_per_thread, stream);
+  if (m == 8 && shape.group == 2) return launch_grouped<8, 2>(t, keys, n, values, found, shape, window, stream);
+  if (m == 8 && shape.group == 4) return launch_grouped<8, 4>(t, keys, n, values, found, shape, window, stream);
+  if (m == 16 && shape.group == 2) return launch_grouped<16, 2>(t, keys, n, values, found, shape, window, stream);
+  if (m == 16 && shape.group == 4) return launch_grouped<16, 4>(t, keys, n, values, found, shape, window, stream);
+  if (m == 16 && shape.group == 8) return launch_grouped<16, 8>(t, keys, n, values, found, shape, window, stream);
+  if (m == 32 && shape.group == 4) return launch_grouped<32, 4>(t, keys, n, values, found, shape, window, stream);
+  if (m == 32 && shape.group == 8) return launch_grouped<32, 8>(t, keys, n, values, found, shape, window, stream);
+  if (m == 32 && shape.group == 16) return launch_grouped<32, 16>(t, keys, n, values, found, shape, window, stream);
   const uint64_t grid = (n + b - 1) / b;
   lookup_generic<<<static_cast<unsigned>(grid), b, 0, stream>>>(t, keys, n, values, found);
   return cudaGetLastError();

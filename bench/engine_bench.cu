@@ -144,12 +144,21 @@ struct Bench {
     return gops(nq, ms);
   }
 
+  static void print_stats(const char* what, const engine::cuda::RefinementStats& a,
+                          const engine::cuda::RefinementStats& b) {
+    std::printf("  refinement during %s: %llu transactions, %llu attempts, %llu wait-die deaths, %llu direct, "
+                "%llu moves, %llu mapping loads\n",
+                what, b.transactions - a.transactions, b.attempts - a.attempts, b.deaths - a.deaths,
+                b.direct - a.direct, b.moves - a.moves, b.mappings - a.mappings);
+  }
+
   // Fills `table` with keys [0, n) in 10 batches; returns G inserts/s (median of builds).
   double build(CudaTable& table, uint64_t n, int builds, uint64_t* dk, uint64_t* dv, UpsertOutcome* doc) {
     const uint64_t batch = (n + 9) / 10;
     std::vector<double> rates;
     for (int b = 0; b < builds; ++b) {
       OK(table.clear());
+      const engine::cuda::RefinementStats before = table.refinement_stats();
       float total = 0;
       cudaEvent_t e0, e1;
       CK(cudaEventCreate(&e0));
@@ -180,8 +189,11 @@ struct Bench {
                      static_cast<unsigned long long>(n));
         std::exit(3);
       }
-      if (b == 0) std::printf("  build: %llu of %llu keys got kNoRoom\n", static_cast<unsigned long long>(last_no_room),
-                              static_cast<unsigned long long>(n));
+      if (b == 0) {
+        std::printf("  build: %llu of %llu keys got kNoRoom\n", static_cast<unsigned long long>(last_no_room),
+                    static_cast<unsigned long long>(n));
+        print_stats("the build", before, table.refinement_stats());
+      }
       rates.push_back(gops(n, total));
     }
     std::sort(rates.begin(), rates.end());
@@ -260,6 +272,8 @@ struct Bench {
     // Bursts of 1% new keys into the full table, then their erase.
     const uint64_t burst = n / 100;
     std::vector<float> ins, era;
+    OK(table.synchronize(s));
+    const engine::cuda::RefinementStats before_bursts = table.refinement_stats();
     for (int r = 0; r <= args.reps; ++r) {
       make_keys<<<(burst + 255) / 256, 256, 0, s>>>(dk, dv, kBurstBase + r * burst, burst);
       CK(cudaGetLastError());
@@ -289,6 +303,7 @@ struct Bench {
     }
     std::sort(ins.begin(), ins.end());
     std::sort(era.begin(), era.end());
+    print_stats("the bursts (all runs)", before_bursts, table.refinement_stats());
     const double insert_burst = gops(burst, ins[ins.size() / 2]);
     const double erase_burst = gops(burst, era[era.size() / 2]);
 

@@ -150,6 +150,7 @@ DeviceTable CudaTable::view() const {
   t.locks = locks_.get();
   t.lock_mask = static_cast<uint32_t>(locks_.size() - 1);
   t.fault = &counters_.get()->fault;
+  t.stats = &counters_.get()->stats;
   return t;
 }
 
@@ -168,6 +169,7 @@ absl::Status CudaTable::synchronize(cudaStream_t stream) {
   GPHKV_CUDA_TRY(cudaMemcpyAsync(&host, counters_.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
   GPHKV_CUDA_TRY(cudaStreamSynchronize(stream));
   size_ = host.size;
+  stats_ = host.stats;
   if (host.fault != 0) {
     return absl::InternalError(absl::StrCat("CUDA table: ", host.fault,
                                             " Extended Move placement(s) found no vacant slot (a bug)"));

@@ -59,6 +59,9 @@ class CudaTable final : public Table {
   // kernel's broken invariant (INTERNAL) if one was seen.
   absl::Status synchronize(cudaStream_t stream);
 
+  // Refinement's counters as of the last synchronous operation or synchronize().
+  const RefinementStats& refinement_stats() const { return stats_; }
+
   // Lookup launch shape (|g|, block); for tuning.
   void set_lookup_shape(LookupShape shape) { lookup_shape_ = shape; }
   LookupShape lookup_shape() const { return lookup_shape_; }
@@ -89,6 +92,7 @@ class CudaTable final : public Table {
     unsigned long long size;
     unsigned int fault;
     unsigned int pad;
+    RefinementStats stats;
   };
   DeviceArray<uint8_t> cells_;
   DeviceArray<uint64_t> keys_;
@@ -97,6 +101,7 @@ class CudaTable final : public Table {
   DeviceArray<Counters> counters_;
   DeviceArray<uint32_t> locks_;
   uint64_t size_ = 0;
+  RefinementStats stats_{};
 };
 
 }  // namespace gphkv::engine::cuda

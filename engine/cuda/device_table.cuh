@@ -15,6 +15,17 @@ struct OutOfBandSlot {
   uint64_t value;
 };
 
+// What Refinement did, counted on the device since the table was made (the
+// service exports these as insert_relocations_total and friends).
+struct RefinementStats {
+  unsigned long long transactions;  // overflowed keys handed to Refinement
+  unsigned long long attempts;      // tries, restarts after a wait-die death or a stale plan included
+  unsigned long long deaths;        // wait-die: met an older transaction's lock, released, restarted
+  unsigned long long direct;        // placed by Direct Insert after another move made room
+  unsigned long long moves;         // Extended Moves applied (relocations of one cell)
+  unsigned long long mappings;      // bucket sets the planner's occupancy counts loaded
+};
+
 struct DeviceTable {
   gph::Geometry geo;
   uint8_t* cells;       // L bytes: the Cell Index, Φ<<log2R | Δ
@@ -25,6 +36,7 @@ struct DeviceTable {
   uint32_t* locks;      // Refinement's bucket locks, striped: lock of bucket b is b & lock_mask
   uint32_t lock_mask;
   unsigned int* fault;  // set when a kernel meets a broken invariant (a bug); checked by the host
+  RefinementStats* stats;
 };
 
 // Per-key result codes of the insert pipeline, by sorted position.

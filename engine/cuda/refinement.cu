@@ -224,6 +224,7 @@ struct CachedOthers {
     }
     const uint32_t next = w->scalars[2] ? (w->scalars[1] + 1) % t->geo.num_mappings() : first_phi;
     if (gph::bucket_of(t->geo, cell, 0, next) == b) {
+      if (lane_id() == 0) atomicAdd(&t->stats->mappings, 1ull);
       load_mapping(*t, cell, next, *w);
       count_others(*t, cell, *w);
       return w->count[0];
@@ -308,13 +309,16 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
     const uint32_t me = e + 1;  // lock word: 0 free, else owner's id (smaller = older)
     const uint32_t cell = gph::cell_of(t.geo, key);
     uint8_t result = kStatusNoRoom;
-    for (uint32_t attempt = 0;; ++attempt) {
+    uint32_t attempt = 0, deaths = 0;
+    bool direct = false;
+    for (;; ++attempt) {
       if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // back off after a death or a stale plan
       const uint8_t current = load_cell_cg(t.cells + cell);
       const uint32_t mapping = gph::cell_mapping(t.geo, current);
       load_mapping(t, cell, mapping, w);
       if (!lock_mapping(t, me, w)) {
         release_all(t, w);
+        ++deaths;
         continue;
       }
       // A cell byte changes only under the locks of its current buckets.
@@ -332,6 +336,7 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
         }
         release_all(t, w);
         result = kStatusInserted;
+        direct = true;
         break;
       }
       // GPH §6.1 Extended Move: stage the cell's keys and the new one, plan.
@@ -365,6 +370,10 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
     if (lane == 0) {
       status[job.x] = result;
       if (result == kStatusInserted) atomicAdd(t.size, 1ull);
+      atomicAdd(&t.stats->transactions, 1ull);
+      atomicAdd(&t.stats->attempts, attempt + 1ull);
+      atomicAdd(&t.stats->deaths, static_cast<unsigned long long>(deaths));
+      if (result == kStatusInserted) atomicAdd(direct ? &t.stats->direct : &t.stats->moves, 1ull);
     }
     __syncwarp();
   }

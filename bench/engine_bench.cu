@@ -327,19 +327,28 @@ struct Bench {
             shape.group = g;
             shape.block = block;
             shape.keys_per_thread = k;
-            measure(shape, "|g|=" + std::to_string(g) + " K=" + std::to_string(k) + " block=" + std::to_string(block));
+            measure(shape, "find 50% uniform |g|=" + std::to_string(g) + " K=" + std::to_string(k) + " block=" + std::to_string(block));
           }
         }
       }
       for (int stream : {0, 1}) {
-        for (int persist : {0, 1}) {
-          LookupShape shape;
-          shape.streaming_loads = stream;
-          shape.persist_cells = persist;
-          measure(shape, std::string("|g|=4 K=1 streaming loads ") + (stream ? "on" : "off") + ", L2-persistent cells " +
-                             (persist ? "on" : "off"));
-        }
+        LookupShape shape;
+        shape.streaming_loads = stream;
+        measure(shape, std::string("find 50% uniform |g|=4 K=1 evict-first bucket loads ") + (stream ? "on" : "off"));
       }
+      table.set_lookup_shape(keep);
+      // Last, as it takes L2 from every later kernel: the Cell Index pinned in L2.
+      OK(table.set_cell_persistence(true));
+      for (FindRow& row : rows) {
+        make_queries<<<(nq + 255) / 256, 256, 0, s>>>(dq, nq, n, row.hit, row.zipf, 77 + row.hit, 0x9e3779b97f4a7c15ull % n | 1);
+        CK(cudaGetLastError());
+        const double ms = median_ms(args.reps, s, [&] { OK(table.find_async(dq, nq, dout, dfound, s)); });
+        check_hits(dfound, nq, row.hit, dcount, "persist");
+        variants.push_back({std::string("L2-persistent Cell Index, find ") + std::to_string(row.hit) + "% " +
+                                (row.zipf ? "zipf" : "uniform"),
+                            gops(nq, ms)});
+      }
+      OK(table.set_cell_persistence(false));
       table.set_lookup_shape(keep);
     }
     made->reset();  // free the GPH table before the baseline takes as much

@@ -18,7 +18,7 @@ void Report::print_size(const Size& s) const {
               s.insert_build, static_cast<unsigned long long>(s.build_no_room), s.baseline_build);
   std::printf("  insert, 1%% burst into the full table: %.3f G/s\n", s.insert_burst);
   std::printf("  erase, 1%% burst: %.3f G/s\n", s.erase_burst);
-  for (const Variant& v : s.variants) std::printf("  tuning: %-58s find 50%% %.2f G/s\n", v.name.c_str(), v.find50);
+  for (const Variant& v : s.variants) std::printf("  tuning: %-58s %.2f G/s\n", v.name.c_str(), v.find50);
   std::fflush(stdout);
 }
 
@@ -78,7 +78,7 @@ bool Report::write_json(const std::string& path) const {
     }
     std::fprintf(f, "     ],\n     \"lookup_shape_sweep\": [");
     for (size_t j = 0; j < s.variants.size(); ++j) {
-      std::fprintf(f, "%s{\"variant\": %s, \"find_50pct_uniform\": %.4f}", j ? ", " : "", quote(s.variants[j].name).c_str(),
+      std::fprintf(f, "%s{\"variant\": %s, \"gops\": %.4f}", j ? ", " : "", quote(s.variants[j].name).c_str(),
                    s.variants[j].find50);
     }
     std::fprintf(f, "]}%s\n", i + 1 < sizes.size() ? "," : "");

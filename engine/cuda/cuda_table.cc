@@ -100,7 +100,19 @@ absl::Status CudaTable::init() {
   GPHKV_CUDA_TRY(cudaMemsetAsync(counters_.get(), 0, counters_.bytes(), stream_));
   GPHKV_RETURN_IF_ERROR(reset_contents(stream_));
   GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
-  GPHKV_RETURN_IF_ERROR(reserve_l2_for_cells());
+  return absl::OkStatus();
+}
+
+absl::Status CudaTable::set_cell_persistence(bool on) {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  if (on) {
+    GPHKV_RETURN_IF_ERROR(reserve_l2_for_cells());
+  } else {
+    GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+    GPHKV_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+    GPHKV_CUDA_TRY(cudaCtxResetPersistingL2Cache());
+  }
+  lookup_shape_.persist_cells = on && cell_window_.bytes > 0;
   return absl::OkStatus();
 }
 

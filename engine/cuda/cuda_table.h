@@ -62,6 +62,13 @@ class CudaTable final : public Table {
   // Refinement's counters as of the last synchronous operation or synchronize().
   const RefinementStats& refinement_stats() const { return stats_; }
 
+  // Keeps the Cell Index in L2 for lookups: sets aside persisting L2 lines
+  // (a device-wide limit) and launches lookups with an access-policy window
+  // over the cells. Off by default: measured on the H100 it speeds lookups up
+  // but halves insert throughput, whose sort and atomics lose that L2
+  // (docs/gph.md, "Tuning on the H100"). Off resets the limit and the lines.
+  absl::Status set_cell_persistence(bool on);
+
   // Lookup launch shape (|g|, block); for tuning.
   void set_lookup_shape(LookupShape shape) { lookup_shape_ = shape; }
   LookupShape lookup_shape() const { return lookup_shape_; }

@@ -19,8 +19,8 @@ struct LookupShape {
   // once, and would otherwise push the Cell Index out of L2.
   bool streaming_loads = true;
   // Launch with an L2 access-policy window that keeps the Cell Index resident
-  // (persisting lines; the table sets the device's persisting L2 limit).
-  bool persist_cells = true;
+  // (persisting lines): CudaTable::set_cell_persistence turns it on.
+  bool persist_cells = false;
 };
 
 // The L2 window over the Cell Index, prepared by the table for its device.

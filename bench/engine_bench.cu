@@ -1,0 +1,491 @@
+// engine_bench: the GPH CUDA table against the device's random-gather ceiling
+// and a bucketed linear-probing baseline, in one run. Prints a table and
+// writes JSON (docs/gpu.md says how to run it on the device machine).
+//
+//   engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH]
+//
+// Every figure is the median of --reps timed runs (CUDA events) after a
+// warm-up run, in G operations per second.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/engine_bench_kernels.cuh"
+#include "bench/engine_bench_report.h"
+#include "engine/cuda/cuda_table.h"
+
+#ifndef GPHKV_GIT_COMMIT
+#define GPHKV_GIT_COMMIT "unknown"
+#endif
+
+namespace gphkv::bench {
+namespace {
+
+using engine::TableOptions;
+using engine::UpsertOutcome;
+using engine::cuda::CudaTable;
+using engine::cuda::LookupShape;
+
+#define CK(x)                                                                                     \
+  do {                                                                                            \
+    cudaError_t e_ = (x);                                                                         \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "CUDA error %s: %s at %s:%d\n", cudaGetErrorName(e_), cudaGetErrorString(e_), \
+                   __FILE__, __LINE__);                                                           \
+      std::exit(2);                                                                               \
+    }                                                                                             \
+  } while (0)
+#define OK(x)                                                                                     \
+  do {                                                                                            \
+    absl::Status s_ = (x);                                                                        \
+    if (!s_.ok()) {                                                                               \
+      std::fprintf(stderr, "%s at %s:%d\n", s_.ToString().c_str(), __FILE__, __LINE__);           \
+      std::exit(2);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+struct Args {
+  std::vector<uint64_t> keys = {100000000ull, 1000000000ull};
+  int reps = 7;
+  double load = 0.8;
+  bool sweep = false;
+  std::string json;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto val = [&](const char* name) -> const char* {
+      const std::string p = std::string("--") + name + "=";
+      return s.rfind(p, 0) == 0 ? s.c_str() + p.size() : nullptr;
+    };
+    if (const char* v = val("keys")) {
+      a.keys.clear();
+      std::string list = v;
+      size_t at = 0;
+      while (at <= list.size()) {
+        size_t end = list.find(',', at);
+        if (end == std::string::npos) end = list.size();
+        a.keys.push_back(static_cast<uint64_t>(std::stod(list.substr(at, end - at))));
+        at = end + 1;
+      }
+    } else if (const char* v = val("reps")) {
+      a.reps = std::max(1, std::atoi(v));
+    } else if (const char* v = val("load")) {
+      a.load = std::atof(v);
+    } else if (const char* v = val("json")) {
+      a.json = v;
+    } else if (s == "--sweep") {
+      a.sweep = true;
+    } else {
+      std::fprintf(stderr, "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH]\n");
+      std::exit(1);
+    }
+  }
+  return a;
+}
+
+// Median of `reps` timings of `body` (after one untimed warm-up) in ms.
+double median_ms(int reps, cudaStream_t s, const std::function<void()>& body,
+                 const std::function<void()>& between = nullptr) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int r = 0; r <= reps; ++r) {
+    if (between) between();
+    CK(cudaEventRecord(a, s));
+    body();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (r > 0) t.push_back(ms);  // r == 0 is the warm-up
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double gops(uint64_t n, double ms) { return static_cast<double>(n) / (ms * 1e-3) / 1e9; }
+
+struct Bench {
+  Args args;
+  cudaStream_t s;
+  int sms = 0;
+  Report report;
+  uint64_t last_no_room = 0;
+
+  // The random-gather ceiling over `bytes` of memory: G=4 threads read one
+  // 128-byte block (16 keys) per query, as the lookup does.
+  double ceiling(uint64_t bytes, uint64_t nq, int value_every, const uint64_t* values, uint64_t nvalues) {
+    int4* buf;
+    unsigned long long* sink;
+    CK(cudaMalloc(&buf, bytes));
+    CK(cudaMalloc(&sink, 8));
+    CK(cudaMemsetAsync(buf, 1, bytes, s));
+    const uint64_t nb = bytes / 128;
+    uint32_t seed = 1;
+    const double ms = median_ms(args.reps, s, [&] {
+      gather_ceiling<4, 128><<<sms * 8, 512, 0, s>>>(buf, nb, nq, seed++, values, nvalues, value_every, sink);
+      CK(cudaGetLastError());
+    });
+    CK(cudaFree(buf));
+    CK(cudaFree(sink));
+    return gops(nq, ms);
+  }
+
+  static void print_stats(const char* what, const engine::cuda::RefinementStats& a,
+                          const engine::cuda::RefinementStats& b) {
+    std::printf("  refinement during %s: %llu transactions, %llu attempts, %llu wait-die deaths, %llu direct, "
+                "%llu moves, %llu mapping loads\n",
+                what, b.transactions - a.transactions, b.attempts - a.attempts, b.deaths - a.deaths,
+                b.direct - a.direct, b.moves - a.moves, b.mappings - a.mappings);
+  }
+
+  // Fills `table` with keys [0, n) in 10 batches; returns G inserts/s (median of builds).
+  double build(CudaTable& table, uint64_t n, int builds, uint64_t* dk, uint64_t* dv, UpsertOutcome* doc) {
+    const uint64_t batch = (n + 9) / 10;
+    std::vector<double> rates;
+    for (int b = 0; b < builds; ++b) {
+      OK(table.clear());
+      const engine::cuda::RefinementStats before = table.refinement_stats();
+      float total = 0;
+      cudaEvent_t e0, e1;
+      CK(cudaEventCreate(&e0));
+      CK(cudaEventCreate(&e1));
+      for (uint64_t first = 0; first < n; first += batch) {
+        const uint64_t m = std::min(batch, n - first);
+        make_keys<<<(m + 255) / 256, 256, 0, s>>>(dk, dv, first, m);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(e0, s));
+        OK(table.insert_or_assign_async(dk, dv, m, doc, s));
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        total += ms;
+        // Batch by batch, the first build: the early batches show sort + Saturation
+        // Fill alone, the late ones add the Refinement of a filling table.
+        if (b == 0) std::printf("  build batch to load %.2f: %.2f ms (%.2f G/s)\n",
+                                static_cast<double>(first + m) / table.geometry().num_slots(), ms, gops(m, ms));
+      }
+      CK(cudaEventDestroy(e0));
+      CK(cudaEventDestroy(e1));
+      OK(table.synchronize(s));
+      // Keys answered kNoRoom (a cell no (Φ, Δ) fits) are left out, as the API says.
+      last_no_room = n - table.size();
+      if (last_no_room > n / 10000) {
+        std::fprintf(stderr, "build: %llu of %llu keys got kNoRoom\n", static_cast<unsigned long long>(last_no_room),
+                     static_cast<unsigned long long>(n));
+        std::exit(3);
+      }
+      if (b == 0) {
+        std::printf("  build: %llu of %llu keys got kNoRoom\n", static_cast<unsigned long long>(last_no_room),
+                    static_cast<unsigned long long>(n));
+        print_stats("the build", before, table.refinement_stats());
+      }
+      rates.push_back(gops(n, total));
+    }
+    std::sort(rates.begin(), rates.end());
+    return rates[rates.size() / 2];
+  }
+
+  // Runs one find configuration; checks the hit count; returns G finds/s.
+  double find(CudaTable& table, uint64_t n_keys, uint64_t nq, int hit_pct, bool zipf, uint64_t* dq,
+              uint64_t* dout, uint8_t* dfound, unsigned long long* dcount) {
+    make_queries<<<(nq + 255) / 256, 256, 0, s>>>(dq, nq, n_keys, hit_pct, zipf, 77 + hit_pct, 0x9e3779b97f4a7c15ull % n_keys | 1);
+    CK(cudaGetLastError());
+    const double ms = median_ms(args.reps, s, [&] { OK(table.find_async(dq, nq, dout, dfound, s)); });
+    check_hits(dfound, nq, hit_pct, dcount, "gph");
+    return gops(nq, ms);
+  }
+
+  void check_hits(const uint8_t* dfound, uint64_t nq, int hit_pct, unsigned long long* dcount, const char* who) {
+    CK(cudaMemsetAsync(dcount, 0, 8, s));
+    count_ones<<<sms * 4, 256, 0, s>>>(dfound, nq, dcount);
+    CK(cudaGetLastError());
+    unsigned long long hits = 0;
+    CK(cudaMemcpyAsync(&hits, dcount, 8, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    const double frac = static_cast<double>(hits) / nq;
+    if (std::abs(frac - hit_pct / 100.0) > 0.01) {
+      std::fprintf(stderr, "%s: %.4f of the queries hit, expected %d%%\n", who, frac, hit_pct);
+      std::exit(3);
+    }
+  }
+
+  void run_size(uint64_t n, bool sweep) {
+    const uint64_t nq = std::min<uint64_t>(n, 100000000ull);
+    const uint64_t batch = (n + 9) / 10;
+    TableOptions o;
+    o.num_buckets = engine::buckets_for_capacity(n, args.load, o.slots_per_bucket);
+    auto made = CudaTable::create(o, 0);
+    OK(made.status());
+    CudaTable& table = **made;
+    const double lf = static_cast<double>(n) / (static_cast<double>(o.num_buckets) * o.slots_per_bucket);
+    std::printf("\n== %llu keys: N=%llu buckets x M=%u, R=%u, cells/bucket=%.0f, load %.3f, table %.2f GB\n",
+                static_cast<unsigned long long>(n), static_cast<unsigned long long>(o.num_buckets),
+                o.slots_per_bucket, o.virtual_buckets, o.cells_per_bucket, lf, table.device_bytes() / 1e9);
+    std::fflush(stdout);
+
+    uint64_t *dk, *dv, *dq, *dout;
+    uint8_t *dfound, *derased;
+    UpsertOutcome* doc;
+    unsigned long long* dcount;
+    CK(cudaMalloc(&dk, batch * 8));
+    CK(cudaMalloc(&dv, batch * 8));
+    CK(cudaMalloc(&doc, batch));
+    CK(cudaMalloc(&derased, batch));
+    CK(cudaMalloc(&dq, nq * 8));
+    CK(cudaMalloc(&dout, nq * 8));
+    CK(cudaMalloc(&dfound, nq));
+    CK(cudaMalloc(&dcount, 8));
+
+    // Ceilings over a buffer as large as the key array (8 GiB at most: past
+    // L2 the size no longer matters, ../shared/device/README.md).
+    const uint64_t key_bytes = static_cast<uint64_t>(o.num_buckets) * o.slots_per_bucket * 8;
+    const double ceil = ceiling(std::min<uint64_t>(key_bytes, 8ull << 30), nq, 0, nullptr, 0);
+    const double ceil_v = ceiling(std::min<uint64_t>(key_bytes, 8ull << 30), nq, 2, dq, nq);
+    std::printf("gather ceiling, 128 B per query: %.2f G/s; with an 8 B value read for every 2nd: %.2f G/s\n", ceil, ceil_v);
+
+    const double insert_build = build(table, n, n >= 500000000ull ? 2 : 3, dk, dv, doc);
+    const uint64_t build_no_room = last_no_room;
+    std::printf("insert, build from empty to load %.2f (10 batches): %.2f G/s\n", lf, insert_build);
+
+    // Finds on the full table.
+    struct FindRow { int hit; bool zipf; double gph, base; };
+    std::vector<FindRow> rows;
+    for (bool zipf : {false, true}) {
+      for (int hit : {0, 50, 100}) rows.push_back({hit, zipf, find(table, n, nq, hit, zipf, dq, dout, dfound, dcount), 0});
+    }
+
+    // Bursts of 1% new keys into the full table, then their erase.
+    const uint64_t burst = n / 100;
+    std::vector<float> ins, era;
+    OK(table.synchronize(s));
+    const engine::cuda::RefinementStats before_bursts = table.refinement_stats();
+    for (int r = 0; r <= args.reps; ++r) {
+      make_keys<<<(burst + 255) / 256, 256, 0, s>>>(dk, dv, kBurstBase + r * burst, burst);
+      CK(cudaGetLastError());
+      cudaEvent_t e0, e1, e2;
+      CK(cudaEventCreate(&e0));
+      CK(cudaEventCreate(&e1));
+      CK(cudaEventCreate(&e2));
+      CK(cudaEventRecord(e0, s));
+      OK(table.insert_or_assign_async(dk, dv, burst, doc, s));
+      CK(cudaEventRecord(e1, s));
+      OK(table.erase_async(dk, burst, derased, s));
+      CK(cudaEventRecord(e2, s));
+      OK(table.synchronize(s));
+      float a, b;
+      CK(cudaEventElapsedTime(&a, e0, e1));
+      CK(cudaEventElapsedTime(&b, e1, e2));
+      if (r > 0) {
+        ins.push_back(a);
+        era.push_back(b);
+      }
+      check_hits(derased, burst, 100, dcount, "erase of the burst");
+      if (table.size() != n - last_no_room) {
+        std::fprintf(stderr, "after burst+erase the table holds %llu keys\n", static_cast<unsigned long long>(table.size()));
+        std::exit(3);
+      }
+      for (cudaEvent_t e : {e0, e1, e2}) CK(cudaEventDestroy(e));
+    }
+    std::sort(ins.begin(), ins.end());
+    std::sort(era.begin(), era.end());
+    print_stats("the bursts (all runs)", before_bursts, table.refinement_stats());
+    const double insert_burst = gops(burst, ins[ins.size() / 2]);
+    const double erase_burst = gops(burst, era[era.size() / 2]);
+
+    // Tuning sweep on this table: |g| and block size.
+    std::vector<Report::Variant> variants;
+    if (sweep) {
+      make_queries<<<(nq + 255) / 256, 256, 0, s>>>(dq, nq, n, 50, false, 5, 1);
+      CK(cudaGetLastError());
+      const LookupShape keep = table.lookup_shape();
+      auto measure = [&](LookupShape shape, const std::string& name) {
+        table.set_lookup_shape(shape);
+        const double ms = median_ms(args.reps, s, [&] { OK(table.find_async(dq, nq, dout, dfound, s)); });
+        check_hits(dfound, nq, 50, dcount, "sweep");
+        variants.push_back({name, gops(nq, ms)});
+      };
+      for (int g : {2, 4, 8}) {
+        for (int k : {1, 2}) {
+          for (int block : {128, 256}) {
+            if (block == 128 && !(g == 4 && k == 1)) continue;
+            LookupShape shape;
+            shape.group = g;
+            shape.block = block;
+            shape.keys_per_thread = k;
+            measure(shape, "find 50% uniform |g|=" + std::to_string(g) + " K=" + std::to_string(k) + " block=" + std::to_string(block));
+          }
+        }
+      }
+      for (int stream : {0, 1}) {
+        LookupShape shape;
+        shape.streaming_loads = stream;
+        measure(shape, std::string("find 50% uniform |g|=4 K=1 evict-first bucket loads ") + (stream ? "on" : "off"));
+      }
+      table.set_lookup_shape(keep);
+      // Last, as it takes L2 from every later kernel: the Cell Index pinned in L2.
+      OK(table.set_cell_persistence(true));
+      for (FindRow& row : rows) {
+        make_queries<<<(nq + 255) / 256, 256, 0, s>>>(dq, nq, n, row.hit, row.zipf, 77 + row.hit, 0x9e3779b97f4a7c15ull % n | 1);
+        CK(cudaGetLastError());
+        const double ms = median_ms(args.reps, s, [&] { OK(table.find_async(dq, nq, dout, dfound, s)); });
+        check_hits(dfound, nq, row.hit, dcount, "persist");
+        variants.push_back({std::string("L2-persistent Cell Index, find ") + std::to_string(row.hit) + "% " +
+                                (row.zipf ? "zipf" : "uniform"),
+                            gops(nq, ms)});
+      }
+      OK(table.set_cell_persistence(false));
+      table.set_lookup_shape(keep);
+    }
+    made->reset();  // free the GPH table before the baseline takes as much
+
+    // The baseline at the same N, M and load.
+    BaselineTable base;
+    base.num_buckets = o.num_buckets;
+    CK(cudaMalloc(&base.keys, key_bytes));
+    CK(cudaMalloc(&base.values, key_bytes));
+    CK(cudaMemsetAsync(base.keys, 0xff, key_bytes, s));
+    CK(cudaMemsetAsync(dcount, 0, 8, s));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaEventRecord(e0, s));
+    baseline_insert<16><<<(n + 255) / 256, 256, 0, s>>>(base, 0, n, dcount);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(e1, s));
+    unsigned long long failed = 0;
+    CK(cudaMemcpyAsync(&failed, dcount, 8, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    float base_build_ms;
+    CK(cudaEventElapsedTime(&base_build_ms, e0, e1));
+    if (failed) {
+      std::fprintf(stderr, "baseline: %llu inserts failed\n", failed);
+      std::exit(3);
+    }
+    for (FindRow& row : rows) {
+      make_queries<<<(nq + 255) / 256, 256, 0, s>>>(dq, nq, n, row.hit, row.zipf, 77 + row.hit, 0x9e3779b97f4a7c15ull % n | 1);
+      CK(cudaGetLastError());
+      const double ms = median_ms(args.reps, s, [&] {
+        baseline_lookup<16, 4><<<(nq + 255) / 256, 256, 0, s>>>(base, dq, nq, dout, dfound);
+        CK(cudaGetLastError());
+      });
+      check_hits(dfound, nq, row.hit, dcount, "baseline");
+      row.base = gops(nq, ms);
+    }
+    CK(cudaFree(base.keys));
+    CK(cudaFree(base.values));
+
+    Report::Size rs;
+    rs.keys = n;
+    rs.load = lf;
+    rs.buckets = o.num_buckets;
+    rs.ceiling = ceil;
+    rs.ceiling_with_values = ceil_v;
+    rs.insert_build = insert_build;
+    rs.build_no_room = build_no_room;
+    rs.insert_burst = insert_burst;
+    rs.erase_burst = erase_burst;
+    rs.baseline_build = gops(n, base_build_ms);
+    for (const FindRow& r : rows) rs.finds.push_back({r.hit, r.zipf, r.gph, r.base});
+    rs.variants = variants;
+    report.sizes.push_back(rs);
+    report.print_size(rs);
+
+    for (void* p : {(void*)dk, (void*)dv, (void*)doc, (void*)derased, (void*)dq, (void*)dout, (void*)dfound, (void*)dcount}) {
+      CK(cudaFree(p));
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+  }
+
+  // Find at 50% hits, uniform, 10^8 keys, for cells per bucket 1, 2, 4: the
+  // Cell Index grows from ~7 to ~29 MB, the L2 holds 50 MB.
+  void sweep_cells(uint64_t n) {
+    const uint64_t nq = std::min<uint64_t>(n, 100000000ull);
+    uint64_t *dk, *dv, *dq, *dout;
+    uint8_t* dfound;
+    UpsertOutcome* doc;
+    unsigned long long* dcount;
+    const uint64_t batch = (n + 9) / 10;
+    CK(cudaMalloc(&dk, batch * 8));
+    CK(cudaMalloc(&dv, batch * 8));
+    CK(cudaMalloc(&doc, batch));
+    CK(cudaMalloc(&dq, nq * 8));
+    CK(cudaMalloc(&dout, nq * 8));
+    CK(cudaMalloc(&dfound, nq));
+    CK(cudaMalloc(&dcount, 8));
+    for (double cpb : {1.0, 2.0, 4.0, 8.0}) {
+      TableOptions o;
+      o.num_buckets = engine::buckets_for_capacity(n, args.load, o.slots_per_bucket);
+      o.cells_per_bucket = cpb;
+      auto t = CudaTable::create(o, 0);
+      OK(t.status());
+      // Past its reachable load factor a shape answers kNoRoom (0.71 at one cell
+      // per bucket, 0.79 at two): build those to 0.65 and 0.74.
+      const double reach = cpb < 2 ? 0.65 : cpb < 4 ? 0.74 : args.load;
+      const uint64_t fill = static_cast<uint64_t>(n * std::min(reach, args.load) / args.load);
+      const double ins = build(**t, fill, 1, dk, dv, doc);
+      const double f50 = find(**t, fill, nq, 50, false, dq, dout, dfound, dcount);
+      const double f0 = find(**t, fill, nq, 0, false, dq, dout, dfound, dcount);
+      char name[96];
+      std::snprintf(name, sizeof name, "cells/bucket=%.0f (cell index %.0f MB, load %.2f)", cpb,
+                    o.num_buckets * cpb / 1e6, static_cast<double>(fill) / (o.num_buckets * 16.0));
+      report.cell_sweep.push_back({name, f50, f0, ins});
+      std::printf("%-52s find 50%% %.2f G/s, 0%% %.2f G/s, build %.2f G/s\n", name, f50, f0, ins);
+      std::fflush(stdout);
+    }
+    for (void* p : {(void*)dk, (void*)dv, (void*)doc, (void*)dq, (void*)dout, (void*)dfound, (void*)dcount}) CK(cudaFree(p));
+  }
+};
+
+}  // namespace
+}  // namespace gphkv::bench
+
+int main(int argc, char** argv) {
+  using namespace gphkv::bench;
+  Bench b;
+  b.args = parse(argc, argv);
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  b.sms = p.multiProcessorCount;
+  CK(cudaStreamCreateWithFlags(&b.s, cudaStreamNonBlocking));
+  std::string cmd;
+  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  b.report.device = p.name;
+  b.report.sms = p.multiProcessorCount;
+  b.report.l2_mb = p.l2CacheSize >> 20;
+  b.report.commit = GPHKV_GIT_COMMIT;
+  b.report.command = cmd;
+  b.report.date = date;
+  b.report.reps = b.args.reps;
+  std::printf("engine_bench on %s (%d SMs, %d MB L2), commit %s, %s\n", p.name, p.multiProcessorCount,
+              p.l2CacheSize >> 20, GPHKV_GIT_COMMIT, date);
+  for (size_t i = 0; i < b.args.keys.size(); ++i) b.run_size(b.args.keys[i], b.args.sweep && i == 0);
+  if (b.args.sweep) b.sweep_cells(b.args.keys[0]);
+  b.report.print_summary();
+  if (!b.args.json.empty()) {
+    if (!b.report.write_json(b.args.json)) {
+      std::fprintf(stderr, "cannot write %s\n", b.args.json.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", b.args.json.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,362 @@
+#include "engine/cuda/cuda_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/cuda/batch_sort.h"
+#include "engine/cuda/cuda_status.h"
+#include "engine/cuda/erase.h"
+#include "engine/cuda/insert.h"
+
+namespace gphkv::engine {
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the error so later calls start clean
+    return 0;
+  }
+  return n;
+}
+
+absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions& options, int device) {
+  auto table = cuda::CudaTable::create(options, device);
+  if (!table.ok()) return table.status();
+  return std::unique_ptr<Table>(std::move(*table));
+}
+
+namespace cuda {
+namespace {
+
+// The striped bucket locks of Refinement: enough that unrelated transactions
+// rarely share one, few enough to stay small (16 MiB at most).
+constexpr uint64_t kMaxLocks = uint64_t{1} << 22;
+
+absl::Status size_mismatch(const char* op, size_t keys, const char* what, size_t got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": ", keys, " keys but ", got, " ", what, "; the spans must be equally long"));
+}
+
+absl::Status check_batch(const char* op, uint64_t n) {
+  // cub's sort and the overflow list index batch positions with 32 bits.
+  if (n > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": a batch holds at most ", INT32_MAX, " keys, got ", n));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaTable>> CudaTable::create(const TableOptions& options, int device) {
+  const int count = cuda_device_count();
+  if (count == 0) {
+    int n = 0;
+    return cuda_status(cudaGetDeviceCount(&n) == cudaSuccess ? cudaErrorNoDevice : cudaGetLastError(),
+                       "cudaGetDeviceCount", __FILE__, __LINE__);
+  }
+  if (device < 0 || device >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA device ", device, " requested, ", count, " present"));
+  }
+  auto geometry = make_geometry(options);
+  if (!geometry.ok()) return geometry.status();
+  std::unique_ptr<CudaTable> t(new CudaTable(options, *geometry, device));
+  GPHKV_RETURN_IF_ERROR(t->init());
+  return t;
+}
+
+CudaTable::CudaTable(const TableOptions& options, const gph::Geometry& geometry, int device)
+    : options_(options), geo_(geometry), device_(device) {}
+
+CudaTable::~CudaTable() {
+  if (stream_ != nullptr) {
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+absl::Status CudaTable::init() {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  GPHKV_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // Keep freed batch scratch in the stream-ordered pool instead of handing it
+  // back to the driver at every synchronization.
+  cudaMemPool_t pool;
+  GPHKV_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device_));
+  uint64_t keep = UINT64_MAX;
+  GPHKV_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  int sms = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+  GPHKV_CUDA_TRY(prepare_refinement(geo_, sms, &refinement_shape_));
+
+  uint64_t locks = 1;
+  while (locks < std::min<uint64_t>(geo_.num_buckets, kMaxLocks)) locks <<= 1;
+  GPHKV_RETURN_IF_ERROR(cells_.allocate(geo_.num_cells));
+  GPHKV_RETURN_IF_ERROR(keys_.allocate(geo_.num_slots()));
+  GPHKV_RETURN_IF_ERROR(values_.allocate(geo_.num_slots()));
+  GPHKV_RETURN_IF_ERROR(oob_.allocate(1));
+  GPHKV_RETURN_IF_ERROR(counters_.allocate(1));
+  GPHKV_RETURN_IF_ERROR(locks_.allocate(locks));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(locks_.get(), 0, locks_.bytes(), stream_));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(counters_.get(), 0, counters_.bytes(), stream_));
+  GPHKV_RETURN_IF_ERROR(reset_contents(stream_));
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaTable::set_cell_persistence(bool on) {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  if (on) {
+    GPHKV_RETURN_IF_ERROR(reserve_l2_for_cells());
+  } else {
+    GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+    GPHKV_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+    GPHKV_CUDA_TRY(cudaCtxResetPersistingL2Cache());
+  }
+  lookup_shape_.persist_cells = on && cell_window_.bytes > 0;
+  return absl::OkStatus();
+}
+
+// Sets aside persisting L2 lines for the Cell Index (H100: up to ~37 MB of its
+// 50 MB) so that the random cell reads of lookups hit L2 while the buckets
+// stream through. The limit is per device: raised, never lowered, so tables
+// on one device share the set-aside.
+absl::Status CudaTable::reserve_l2_for_cells() {
+  int max_persist = 0, max_window = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, device_));
+  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device_));
+  if (max_persist <= 0 || max_window <= 0) return absl::OkStatus();  // no L2 persistence on this device
+  size_t current = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetLimit(&current, cudaLimitPersistingL2CacheSize));
+  const size_t want = std::min<size_t>(cells_.bytes(), static_cast<size_t>(max_persist));
+  if (want > current) {
+    GPHKV_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
+    current = want;
+  }
+  cell_window_.bytes = std::min<size_t>(cells_.bytes(), static_cast<size_t>(max_window));
+  cell_window_.hit_ratio =
+      static_cast<float>(std::min(1.0, static_cast<double>(current) / static_cast<double>(cell_window_.bytes)));
+  return absl::OkStatus();
+}
+
+uint64_t CudaTable::device_bytes() const {
+  return cells_.bytes() + keys_.bytes() + values_.bytes() + locks_.bytes();
+}
+
+absl::Status CudaTable::reset_contents(cudaStream_t stream) {
+  GPHKV_CUDA_TRY(cudaMemsetAsync(cells_.get(), 0, cells_.bytes(), stream));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(keys_.get(), 0xff, keys_.bytes(), stream));  // kEmptyKey = all ones
+  GPHKV_CUDA_TRY(cudaMemsetAsync(values_.get(), 0, values_.bytes(), stream));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(oob_.get(), 0, oob_.bytes(), stream));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(&counters_.get()->size, 0, sizeof(unsigned long long), stream));
+  return absl::OkStatus();
+}
+
+DeviceTable CudaTable::view() const {
+  DeviceTable t;
+  t.geo = geo_;
+  t.cells = cells_.get();
+  t.keys = keys_.get();
+  t.values = values_.get();
+  t.oob = oob_.get();
+  t.size = &counters_.get()->size;
+  t.locks = locks_.get();
+  t.lock_mask = static_cast<uint32_t>(locks_.size() - 1);
+  t.fault = &counters_.get()->fault;
+  t.stats = &counters_.get()->stats;
+  return t;
+}
+
+template <class Body>
+absl::Status CudaTable::run_sync(Body&& body) {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  absl::Status st = body();
+  if (st.ok()) return synchronize(stream_);
+  cudaStreamSynchronize(stream_);
+  return st;
+}
+
+absl::Status CudaTable::synchronize(cudaStream_t stream) {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  Counters host{};
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(&host, counters_.get(), sizeof(host), cudaMemcpyDeviceToHost, stream));
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream));
+  size_ = host.size;
+  stats_ = host.stats;
+  if (host.fault != 0) {
+    return absl::InternalError(absl::StrCat("CUDA table: ", host.fault,
+                                            " Extended Move placement(s) found no vacant slot (a bug)"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- stream-ordered device API ----
+
+absl::Status CudaTable::find_async(const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
+                                   cudaStream_t stream) {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  GPHKV_CUDA_TRY(launch_lookup(view(), keys, n, values, found, lookup_shape_, cell_window_, stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint64_t* values, uint64_t n,
+                                               UpsertOutcome* outcomes, cudaStream_t stream) {
+  GPHKV_RETURN_IF_ERROR(check_batch("insert_or_assign", n));
+  if (n == 0) return absl::OkStatus();
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  InsertScratch s{};
+  GPHKV_CUDA_TRY(sort_batch_temp_bytes(n, &s.sort_temp_bytes));
+  StreamScratch scratch(stream);
+  const size_t o_keys = scratch.reserve<uint64_t>(n);
+  const size_t o_tmp = scratch.reserve<uint32_t>(n);
+  const size_t o_index = scratch.reserve<uint32_t>(n);
+  const size_t o_status = scratch.reserve<uint8_t>(n);
+  const size_t o_overflow = scratch.reserve<uint2>(n);
+  const size_t o_count = scratch.reserve<uint32_t>(1);
+  const size_t o_temp = scratch.reserve<uint8_t>(s.sort_temp_bytes);
+  GPHKV_RETURN_IF_ERROR(scratch.allocate());
+  s.sorted_keys = scratch.at<uint64_t>(o_keys);
+  s.index_tmp = scratch.at<uint32_t>(o_tmp);
+  s.sorted_index = scratch.at<uint32_t>(o_index);
+  s.status = scratch.at<uint8_t>(o_status);
+  s.overflow = scratch.at<uint2>(o_overflow);
+  s.overflow_count = scratch.at<uint32_t>(o_count);
+  s.sort_temp = scratch.at<void>(o_temp);
+  static_assert(sizeof(UpsertOutcome) == 1, "outcomes are written as bytes");
+  GPHKV_CUDA_TRY(launch_insert(view(), keys, values, n, reinterpret_cast<uint8_t*>(outcomes), s,
+                               refinement_shape_, stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaTable::erase_async(const uint64_t* keys, uint64_t n, uint8_t* erased, cudaStream_t stream) {
+  GPHKV_RETURN_IF_ERROR(check_batch("erase", n));
+  if (n == 0) return absl::OkStatus();
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  EraseScratch s{};
+  GPHKV_CUDA_TRY(sort_batch_temp_bytes(n, &s.sort_temp_bytes));
+  StreamScratch scratch(stream);
+  const size_t o_keys = scratch.reserve<uint64_t>(n);
+  const size_t o_tmp = scratch.reserve<uint32_t>(n);
+  const size_t o_index = scratch.reserve<uint32_t>(n);
+  const size_t o_temp = scratch.reserve<uint8_t>(s.sort_temp_bytes);
+  GPHKV_RETURN_IF_ERROR(scratch.allocate());
+  s.sorted_keys = scratch.at<uint64_t>(o_keys);
+  s.index_tmp = scratch.at<uint32_t>(o_tmp);
+  s.sorted_index = scratch.at<uint32_t>(o_index);
+  s.sort_temp = scratch.at<void>(o_temp);
+  GPHKV_CUDA_TRY(launch_erase(view(), keys, n, erased, s, stream));
+  return absl::OkStatus();
+}
+
+// ---- the synchronous Table interface: copy in, launch, copy out ----
+
+absl::Status CudaTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
+                             absl::Span<uint8_t> found) {
+  if (values.size() != keys.size()) return size_mismatch("find", keys.size(), "values", values.size());
+  if (found.size() != keys.size()) return size_mismatch("find", keys.size(), "found flags", found.size());
+  const uint64_t n = keys.size();
+  if (n == 0) return absl::OkStatus();
+  std::vector<uint64_t> got(n);
+  absl::Status st = run_sync([&]() -> absl::Status {
+    StreamScratch scratch(stream_);
+    const size_t o_keys = scratch.reserve<uint64_t>(n);
+    const size_t o_values = scratch.reserve<uint64_t>(n);
+    const size_t o_found = scratch.reserve<uint8_t>(n);
+    GPHKV_RETURN_IF_ERROR(scratch.allocate());
+    uint64_t* d_keys = scratch.at<uint64_t>(o_keys);
+    uint64_t* d_values = scratch.at<uint64_t>(o_values);
+    uint8_t* d_found = scratch.at<uint8_t>(o_found);
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(d_keys, keys.data(), n * 8, cudaMemcpyHostToDevice, stream_));
+    GPHKV_RETURN_IF_ERROR(find_async(d_keys, n, d_values, d_found, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(got.data(), d_values, n * 8, cudaMemcpyDeviceToHost, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(found.data(), d_found, n, cudaMemcpyDeviceToHost, stream_));
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (found[i]) values[i] = got[i];  // values of misses stay untouched
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaTable::insert_or_assign(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
+                                         absl::Span<UpsertOutcome> outcomes) {
+  if (values.size() != keys.size()) return size_mismatch("insert_or_assign", keys.size(), "values", values.size());
+  if (outcomes.size() != keys.size()) {
+    return size_mismatch("insert_or_assign", keys.size(), "outcomes", outcomes.size());
+  }
+  GPHKV_RETURN_IF_ERROR(check_batch("insert_or_assign", keys.size()));
+  const uint64_t n = keys.size();
+  if (n == 0) return absl::OkStatus();
+  return run_sync([&]() -> absl::Status {
+    StreamScratch scratch(stream_);
+    const size_t o_keys = scratch.reserve<uint64_t>(n);
+    const size_t o_values = scratch.reserve<uint64_t>(n);
+    const size_t o_out = scratch.reserve<uint8_t>(n);
+    GPHKV_RETURN_IF_ERROR(scratch.allocate());
+    uint64_t* d_keys = scratch.at<uint64_t>(o_keys);
+    uint64_t* d_values = scratch.at<uint64_t>(o_values);
+    auto* d_out = scratch.at<UpsertOutcome>(o_out);
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(d_keys, keys.data(), n * 8, cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(d_values, values.data(), n * 8, cudaMemcpyHostToDevice, stream_));
+    GPHKV_RETURN_IF_ERROR(insert_or_assign_async(d_keys, d_values, n, d_out, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(outcomes.data(), d_out, n, cudaMemcpyDeviceToHost, stream_));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status CudaTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t> erased) {
+  if (erased.size() != keys.size()) return size_mismatch("erase", keys.size(), "erased flags", erased.size());
+  GPHKV_RETURN_IF_ERROR(check_batch("erase", keys.size()));
+  const uint64_t n = keys.size();
+  if (n == 0) return absl::OkStatus();
+  return run_sync([&]() -> absl::Status {
+    StreamScratch scratch(stream_);
+    const size_t o_keys = scratch.reserve<uint64_t>(n);
+    const size_t o_out = scratch.reserve<uint8_t>(n);
+    GPHKV_RETURN_IF_ERROR(scratch.allocate());
+    uint64_t* d_keys = scratch.at<uint64_t>(o_keys);
+    uint8_t* d_out = scratch.at<uint8_t>(o_out);
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(d_keys, keys.data(), n * 8, cudaMemcpyHostToDevice, stream_));
+    GPHKV_RETURN_IF_ERROR(erase_async(d_keys, n, d_out, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(erased.data(), d_out, n, cudaMemcpyDeviceToHost, stream_));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status CudaTable::clear() {
+  return run_sync([&]() { return reset_contents(stream_); });
+}
+
+absl::StatusOr<TableImage> CudaTable::image() const {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  TableImage img;
+  img.geometry = geo_;
+  img.cells.resize(geo_.num_cells);
+  img.keys.resize(geo_.num_slots());
+  img.values.resize(geo_.num_slots());
+  OutOfBandSlot oob{};
+  // The table's own stream: ordered after every synchronous operation.
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(img.cells.data(), cells_.get(), cells_.bytes(), cudaMemcpyDeviceToHost, stream_));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(img.keys.data(), keys_.get(), keys_.bytes(), cudaMemcpyDeviceToHost, stream_));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(img.values.data(), values_.get(), values_.bytes(), cudaMemcpyDeviceToHost, stream_));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(&oob, oob_.get(), sizeof(oob), cudaMemcpyDeviceToHost, stream_));
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  img.has_empty_key = oob.present != 0;
+  img.empty_key_value = oob.value;
+  return img;
+}
+
+absl::StatusOr<std::vector<KeyValue>> CudaTable::export_pairs() const {
+  auto img = image();
+  if (!img.ok()) return img.status();
+  std::vector<KeyValue> out;
+  out.reserve(size_);
+  if (img->has_empty_key) out.push_back({gph::kEmptyKey, img->empty_key_value});
+  for (uint64_t s = 0; s < img->keys.size(); ++s) {
+    if (img->keys[s] != gph::kEmptyKey) out.push_back({img->keys[s], img->values[s]});
+  }
+  return out;
+}
+
+}  // namespace cuda
+}  // namespace gphkv::engine

@@ -1,0 +1,65 @@
+#include "engine/cuda/erase.h"
+
+#include "engine/cuda/batch_sort.h"
+#include "gphkv/engine/gph_hash.h"
+
+namespace gphkv::engine::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+// One thread per sorted position: the stable sort put a key's first
+// occurrence first, and only it touches the table. A key has exactly one
+// bucket, so clearing its slot is the whole delete.
+template <int kM>  // M when known at compile time (the loads unroll), else 0
+__global__ void __launch_bounds__(kBlock) erase_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
+                                                       const uint32_t* __restrict__ sorted_index, uint64_t n,
+                                                       uint8_t* __restrict__ erased) {
+  const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  bool removed = false;
+  if (p < n) {
+    const uint64_t key = sorted_keys[p];
+    if (p == 0 || sorted_keys[p - 1] != key) {
+      if (key == gph::kEmptyKey) {
+        removed = t.oob->present != 0;
+        t.oob->present = 0;
+      } else {
+        const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
+        const uint32_t cell = gph::cell_of(t.geo, key);
+        const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
+        const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.keys + base);
+        uint32_t found = M;
+#pragma unroll
+        for (uint32_t s = 0; s < M / 2; ++s) {
+          const ulonglong2 two = v[s];
+          if (two.x == key) found = 2 * s;
+          if (two.y == key) found = 2 * s + 1;
+        }
+        if (found < M) {
+          t.keys[base + found] = gph::kEmptyKey;
+          removed = true;
+        }
+      }
+    }
+    erased[sorted_index[p]] = removed;
+  }
+  warp_count_add(t.size, removed, -1);
+}
+
+}  // namespace
+
+cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased,
+                         const EraseScratch& s, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  cudaError_t e = sort_batch(keys, n, s.sorted_keys, s.index_tmp, s.sorted_index, s.sort_temp, s.sort_temp_bytes, stream);
+  if (e != cudaSuccess) return e;
+  const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+  switch (t.geo.slots_per_bucket) {
+    case 16: erase_kernel<16><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, n, erased); break;
+    case 32: erase_kernel<32><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, n, erased); break;
+    default: erase_kernel<0><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, n, erased);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace gphkv::engine::cuda

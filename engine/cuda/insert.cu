@@ -1,0 +1,135 @@
+// GPH §6.3: Saturation Fill, then Refinement for the overflowed keys.
+#include "engine/cuda/insert.h"
+
+#include "engine/cuda/batch_sort.h"
+#include "gphkv/engine/gph_hash.h"
+
+namespace gphkv::engine::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+// GPH §6.1 Direct Insert, lock-free (§6.3 Saturation Fill). One thread per
+// sorted position; only the first occurrence of a key acts, with the value of
+// the last occurrence (last write wins). Cells do not change in this kernel and
+// slots only go from vacant to taken, so a key seen absent stays absent and a
+// slot seen taken stays taken: a failed compare-and-swap moves on to the next
+// vacant slot. A full bucket sends the key to the overflow list.
+template <int kM>  // M when known at compile time (the loads unroll), else 0
+__global__ void __launch_bounds__(kBlock) saturation_fill(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
+                                                          const uint32_t* __restrict__ sorted_index,
+                                                          const uint64_t* __restrict__ values, uint64_t n,
+                                                          uint8_t* __restrict__ status, uint2* __restrict__ overflow,
+                                                          uint32_t* __restrict__ overflow_count) {
+  const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  bool inserted = false;
+  if (p < n) {
+    const uint64_t key = sorted_keys[p];
+    if (p > 0 && sorted_keys[p - 1] == key) {
+      status[p] = kStatusDuplicate;
+    } else {
+      uint64_t last = p;
+      while (last + 1 < n && sorted_keys[last + 1] == key) ++last;
+      const uint64_t value = values[sorted_index[last]];
+      uint8_t st;
+      if (key == gph::kEmptyKey) {  // the one out-of-band key; deduped, so one thread
+        st = t.oob->present ? kStatusAssigned : kStatusInserted;
+        t.oob->present = 1;
+        t.oob->value = value;
+      } else {
+        const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
+        const uint32_t cell = gph::cell_of(t.geo, key);
+        const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
+        const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.keys + base);
+        uint32_t vacant = M;
+        uint32_t found = M;
+        // A stale (L1) view is harmless here: a slot seen vacant that is not
+        // fails its compare-and-swap, and no slot turns vacant in this kernel.
+#pragma unroll
+        for (uint32_t s = 0; s < M / 2; ++s) {
+          const ulonglong2 two = v[s];
+          if (two.x == key) found = 2 * s;
+          if (two.y == key) found = 2 * s + 1;
+          if (vacant == M && two.x == gph::kEmptyKey) vacant = 2 * s;
+          if (vacant == M && two.y == gph::kEmptyKey) vacant = 2 * s + 1;
+        }
+        if (found < M) {
+          t.values[base + found] = value;
+          st = kStatusAssigned;
+        } else {
+          st = kStatusOverflow;
+          for (uint32_t s = vacant; s < M; ++s) {
+            unsigned long long* slot = reinterpret_cast<unsigned long long*>(t.keys + base + s);
+            if (__ldcg(slot) != gph::kEmptyKey) continue;
+            if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
+              t.values[base + s] = value;
+              st = kStatusInserted;
+              break;
+            }
+          }
+          if (st == kStatusOverflow) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
+        }
+      }
+      status[p] = st;
+      inserted = st == kStatusInserted;
+    }
+  }
+  warp_count_add(t.size, inserted, +1);
+}
+
+// Per occurrence, in batch order: the first occurrence reports what happened
+// to the key; a later one reports kAssigned if the key is now stored (its
+// value was applied after the first's), kNoRoom if not, as the CPU backend does.
+__global__ void write_outcomes(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
+                               const uint32_t* __restrict__ sorted_index, const uint8_t* __restrict__ status,
+                               uint64_t n, uint8_t* __restrict__ outcomes) {
+  const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (p >= n) return;
+  uint8_t st = status[p];
+  if (st == kStatusDuplicate) {
+    const uint64_t key = sorted_keys[p];
+    bool present = false;
+    if (key == gph::kEmptyKey) {
+      present = t.oob->present != 0;
+    } else {
+      const uint32_t M = t.geo.slots_per_bucket;
+      const uint32_t cell = gph::cell_of(t.geo, key);
+      const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
+      for (uint32_t s = 0; s < M && !present; ++s) present = t.keys[base + s] == key;
+    }
+    st = present ? kStatusAssigned : kStatusNoRoom;
+  }
+  outcomes[sorted_index[p]] = st;
+}
+
+}  // namespace
+
+cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint64_t* values, uint64_t n,
+                          uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape,
+                          cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  cudaError_t e = sort_batch(keys, n, s.sorted_keys, s.index_tmp, s.sorted_index, s.sort_temp, s.sort_temp_bytes, stream);
+  if (e != cudaSuccess) return e;
+  if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
+  const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+  switch (t.geo.slots_per_bucket) {
+    case 16:
+      saturation_fill<16><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+                                                       s.overflow, s.overflow_count);
+      break;
+    case 32:
+      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+                                                       s.overflow, s.overflow_count);
+      break;
+    default:
+      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+                                                      s.overflow, s.overflow_count);
+  }
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  e = launch_refinement(t, s.sorted_keys, s.sorted_index, values, s.status, s.overflow, s.overflow_count, shape, stream);
+  if (e != cudaSuccess) return e;
+  write_outcomes<<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, s.status, n, outcomes);
+  return cudaGetLastError();
+}
+
+}  // namespace gphkv::engine::cuda

@@ -1,0 +1,32 @@
+// The insert pipeline (GPH §6): dedupe by sort, Saturation Fill, Refinement,
+// per-occurrence outcomes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/cuda/device_table.cuh"
+#include "engine/cuda/refinement.h"
+
+namespace gphkv::engine::cuda {
+
+// Device scratch of one insert batch of n keys (see CudaTable::insert_or_assign_async).
+struct InsertScratch {
+  uint64_t* sorted_keys;    // n
+  uint32_t* index_tmp;      // n
+  uint32_t* sorted_index;   // n
+  uint8_t* status;          // n, InsertStatus by sorted position
+  uint2* overflow;          // n: (first, last) sorted positions of each overflowed key
+  uint32_t* overflow_count; // 1
+  void* sort_temp;
+  size_t sort_temp_bytes;
+};
+
+// keys/values: the batch in batch order; outcomes: n UpsertOutcome bytes in batch order.
+cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint64_t* values, uint64_t n,
+                          uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape,
+                          cudaStream_t stream);
+
+}  // namespace gphkv::engine::cuda

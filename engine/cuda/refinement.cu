@@ -1,0 +1,454 @@
+// GPH §6.2-6.3 Refinement on the GPU.
+//
+// One warp per overflowed key (a transaction). Per-bucket locks, taken with
+// wait-die ordering (GPH §6.3): a transaction's priority is its position in
+// the overflow list; meeting a lock held by a younger one it waits, by an
+// older one it dies (releases everything, backs off, restarts with the same
+// priority), so there is no deadlock and the oldest always progresses.
+//
+// The cell lock of the paper is implied: a transaction locks all R buckets of
+// its cell's current mapping and then re-reads the cell byte; a cell byte only
+// changes under the locks of its current buckets, so two transactions on one
+// cell exclude each other.
+//
+// The cell's keys are staged in the warp's shared-memory Workspace; the
+// (Φ', Δ') search is gph::plan_extended_move, the same code the CPU backend
+// runs, evaluated by every lane of the warp in lock step so that the
+// per-bucket occupancy it asks for can be counted by the whole warp.
+#include "engine/cuda/refinement.h"
+
+#include <algorithm>
+
+#include "gphkv/engine/detail/move_planner.h"
+#include "gphkv/engine/gph_hash.h"
+
+namespace gphkv::engine::cuda {
+namespace {
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// The warp's Workspace in shared memory (GPH §6.3 stages relocation there).
+struct Workspace {
+  uint64_t* keys;        // the cell's keys, the new one last
+  uint64_t* values;
+  uint64_t* old_slot;    // where each of the cell's keys sits now (global slot index)
+  uint32_t* target;      // per key: canonical index of its bucket under the chosen byte
+  uint32_t* held;        // lock ids this transaction holds
+  uint32_t* bucket;      // [R] buckets of the mapping in `cache_phi`
+  uint32_t* count;       // [R] per bucket r: slots held by other cells (or, in placement, keys to place)
+  uint32_t* canon;       // [R] first r' with the same bucket
+  unsigned long long* vacant;  // [R] vacancy masks during placement
+  uint32_t* scalars;     // [0] held count, [1] cache_phi, [2] cache valid
+  uint32_t* cache_bucket;  // [256] planner's occupancy cache: bucket of (mapping t, r) at t*R + r
+  uint32_t* cache_count;   // [256] slots of that bucket held by other cells
+};
+
+// num_mappings * R = 2^(8 - log2 R) * R: every (Φ, r) pair of one cell.
+constexpr uint32_t kCellPairs = 256;
+
+__host__ __device__ size_t workspace_bytes(const gph::Geometry& g) {
+  const size_t cap = static_cast<size_t>(g.virtual_buckets) * g.slots_per_bucket + 1;
+  const size_t R = g.virtual_buckets;
+  return cap * (3 * sizeof(uint64_t) + sizeof(uint32_t)) + R * sizeof(unsigned long long) +
+         (2 * R + 3 * R + 4 + 2 * 256) * sizeof(uint32_t) + 32;
+}
+
+__device__ Workspace carve(const gph::Geometry& g, uint8_t* base) {
+  const size_t cap = static_cast<size_t>(g.virtual_buckets) * g.slots_per_bucket + 1;
+  const uint32_t R = g.virtual_buckets;
+  Workspace w;
+  w.keys = reinterpret_cast<uint64_t*>(base);
+  w.values = w.keys + cap;
+  w.old_slot = w.values + cap;
+  w.vacant = reinterpret_cast<unsigned long long*>(w.old_slot + cap);
+  w.target = reinterpret_cast<uint32_t*>(w.vacant + R);
+  w.held = w.target + cap;
+  w.bucket = w.held + 2 * R;
+  w.count = w.bucket + R;
+  w.canon = w.count + R;
+  w.scalars = w.canon + R;
+  w.cache_bucket = w.scalars + 4;
+  w.cache_count = w.cache_bucket + 256;
+  return w;
+}
+
+__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+
+// Warp-collective: every lane's writes reach L2 before any lock opens.
+__device__ void release_all(const DeviceTable& t, Workspace& w) {
+  __threadfence();
+  __syncwarp();
+  const uint32_t n = w.scalars[0];
+  for (uint32_t i = lane_id(); i < n; i += 32) atomicExch(&t.locks[w.held[i]], 0u);
+  __syncwarp();
+  if (lane_id() == 0) w.scalars[0] = 0;
+  __syncwarp();
+}
+
+// Warp-collective: w.bucket/w.canon := the R buckets of (cell, phi).
+__device__ void load_mapping(const DeviceTable& t, uint32_t cell, uint32_t phi, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets;
+  __syncwarp();  // every lane is done reading the previous mapping
+  for (uint32_t r = lane_id(); r < R; r += 32) w.bucket[r] = gph::bucket_of(t.geo, cell, r, phi);
+  __syncwarp();
+  for (uint32_t r = lane_id(); r < R; r += 32) {
+    uint32_t c = r;
+    for (uint32_t q = 0; q < r; ++q) {
+      if (w.bucket[q] == w.bucket[r]) {
+        c = q;
+        break;
+      }
+    }
+    w.canon[r] = c;
+  }
+  if (lane_id() == 0) {
+    w.scalars[1] = phi;
+    w.scalars[2] = 1;
+  }
+  __syncwarp();
+}
+
+// Warp-collective, wait-die (GPH §6.3): locks the buckets in w.bucket, all R
+// at once, one lane per bucket. A lock held by a younger transaction (larger
+// id) is waited for; one held by an older one makes us die: false, and the
+// caller releases everything it holds and starts over with the same id.
+__device__ bool lock_mapping(const DeviceTable& t, uint32_t me, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets;
+  for (uint32_t r0 = 0; r0 < R; r0 += 32) {
+    const uint32_t r = r0 + lane_id();
+    bool pending = r < R;
+    for (;;) {
+      bool die = false;
+      bool got = false;
+      uint32_t id = 0;
+      if (pending) {
+        id = w.bucket[r] & t.lock_mask;
+        const uint32_t owner = atomicCAS(&t.locks[id], 0u, me);
+        if (owner == 0) {
+          got = true;
+          pending = false;
+        } else if (owner == me) {
+          pending = false;  // ours already (another bucket of ours shares the striped lock)
+        } else if (me > owner) {
+          die = true;
+        }
+      }
+      const unsigned got_mask = __ballot_sync(kFullWarp, got);
+      if (got) w.held[w.scalars[0] + __popc(got_mask & ((1u << lane_id()) - 1u))] = id;
+      __syncwarp();
+      if (lane_id() == 0) w.scalars[0] += __popc(got_mask);
+      __syncwarp();
+      if (__any_sync(kFullWarp, die)) return false;
+      if (!__any_sync(kFullWarp, pending)) break;
+      __nanosleep(100);  // an older transaction waits for a younger holder
+    }
+  }
+  __threadfence();  // acquire: the previous holders' writes are visible to our L2 loads
+  return true;
+}
+
+// Warp-collective: w.count[r] := slots of w.bucket[r] held by keys of other cells.
+__device__ void count_others(const DeviceTable& t, uint32_t cell, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  __syncwarp();  // every lane is done reading the previous counts
+  for (uint32_t r = lane_id(); r < R; r += 32) w.count[r] = 0;
+  __syncwarp();
+  for (uint32_t x = lane_id(); x < R * M; x += 32) {
+    const uint32_t r = x / M;
+    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(w.bucket[r]) * M + x % M);
+    if (k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell) atomicAdd(&w.count[r], 1u);
+  }
+  __syncwarp();
+}
+
+// Warp-collective: slots of one bucket holding keys of other cells.
+__device__ uint32_t others_in_bucket(const DeviceTable& t, uint32_t bucket, uint32_t cell) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  uint32_t n = 0;
+  for (uint32_t s = lane_id(); s < M; s += 32) {
+    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(bucket) * M + s);
+    n += k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell;
+  }
+  return __reduce_add_sync(kFullWarp, n);
+}
+
+// Warp-collective: the first vacant slot of `bucket`, or M. Uniform result.
+__device__ uint32_t first_vacant(const DeviceTable& t, uint32_t bucket) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  for (uint32_t s0 = 0; s0 < M; s0 += 32) {
+    const uint32_t s = s0 + lane_id();
+    const bool vacant = s < M && load_cg(t.keys + static_cast<uint64_t>(bucket) * M + s) == gph::kEmptyKey;
+    const unsigned mask = __ballot_sync(kFullWarp, vacant);
+    if (mask) return s0 + __ffs(mask) - 1;
+  }
+  return M;
+}
+
+// Warp-collective: stages the keys of `cell` from the buckets in w.bucket
+// (each distinct bucket once) in the Workspace; returns how many.
+__device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t cell, Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  uint32_t n = 0;
+  __syncwarp();  // every lane is done with the previous transaction's keys
+  for (uint32_t x0 = 0; x0 < R * M; x0 += 32) {
+    const uint32_t x = x0 + lane_id();
+    bool mine = false;
+    uint64_t k = 0, slot = 0;
+    if (x < R * M && w.canon[x / M] == x / M) {
+      slot = static_cast<uint64_t>(w.bucket[x / M]) * M + x % M;
+      k = load_cg(t.keys + slot);
+      mine = k != gph::kEmptyKey && gph::cell_of(t.geo, k) == cell;
+    }
+    const unsigned mask = __ballot_sync(kFullWarp, mine);
+    if (mine) {
+      const uint32_t at = n + __popc(mask & ((1u << lane_id()) - 1u));
+      w.keys[at] = k;
+      w.values[at] = load_cg(t.values + slot);
+      w.old_slot[at] = slot;
+    }
+    n += __popc(mask);
+  }
+  __syncwarp();
+  return n;
+}
+
+// Warp-collective: fills the planner's occupancy cache for the mappings
+// t in [t0, t1) of the search (Φ = first + t, wrapping): bucket ids, then the
+// slots other cells hold there, all (t, r, slot) loads spread over the lanes
+// and issued together.
+__device__ void prefill_occupancy(const DeviceTable& t, uint32_t cell, uint32_t first_phi, uint32_t t0, uint32_t t1,
+                                  Workspace& w) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket, mappings = t.geo.num_mappings();
+  __syncwarp();
+  for (uint32_t e = lane_id(); e < (t1 - t0) * R; e += 32) {
+    const uint32_t idx = t0 * R + e;
+    w.cache_bucket[idx] = gph::bucket_of(t.geo, cell, idx % R, (first_phi + idx / R) % mappings);
+    w.cache_count[idx] = 0;
+  }
+  __syncwarp();
+  for (uint32_t x = lane_id(); x < (t1 - t0) * R * M; x += 32) {
+    const uint32_t idx = t0 * R + x / M;
+    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(w.cache_bucket[idx]) * M + x % M);
+    if (k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell) atomicAdd(&w.cache_count[idx], 1u);
+  }
+  __syncwarp();
+}
+
+// The occupancy gph::plan_extended_move asks for, answered from the cache
+// (lane 0 runs the planner alone: its arrays stay in one lane's registers and
+// L1, and the warp's loads were issued together by prefill_occupancy). The
+// planner asks mapping by mapping, in search order, so the lookup starts at
+// the mapping of the previous answer. A bucket of a mapping not cached yet
+// counts as full and raises `miss`: such a mapping cannot be chosen, so a
+// plan found among the cached mappings is exactly the one the CPU finds, and
+// a failure with a miss is retried with more mappings cached.
+struct CachedOccupancy {
+  const Workspace* w;
+  uint32_t R, M, cached;  // cached: mappings t < cached are in the cache
+  uint32_t at = 0;        // mapping of the last answer
+  bool miss = false;
+  __device__ uint32_t operator()(uint32_t b) {
+    for (uint32_t t = at; t < cached && t < at + 2; ++t) {
+      for (uint32_t r = 0; r < R; ++r) {
+        if (w->cache_bucket[t * R + r] == b) {
+          at = t;
+          return w->cache_count[t * R + r];
+        }
+      }
+    }
+    for (uint32_t idx = 0; idx < cached * R; ++idx) {
+      if (w->cache_bucket[idx] == b) return w->cache_count[idx];
+    }
+    miss = true;
+    return M;
+  }
+};
+
+// Warp-collective, under the locks of all buckets involved: the cell's keys
+// fit the buckets of `chosen` given what other cells hold there now. Leaves
+// w.target[k] = canonical bucket index of key k.
+__device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
+  const uint32_t R = t.geo.virtual_buckets;
+  load_mapping(t, cell, gph::cell_mapping(t.geo, chosen), w);
+  count_others(t, cell, w);
+  const uint32_t phi = gph::cell_mapping(t.geo, chosen), delta = gph::cell_offset(t.geo, chosen);
+  for (uint32_t k = lane_id(); k < n; k += 32) {
+    const uint32_t rotated = (gph::virtual_bucket_of(t.geo, w.keys[k], phi) + delta) & (R - 1);
+    w.target[k] = w.canon[rotated];
+    atomicAdd(&w.count[w.target[k]], 1u);
+  }
+  __syncwarp();
+  bool fits = true;
+  for (uint32_t r = lane_id(); r < R; r += 32) fits &= w.count[r] <= t.geo.slots_per_bucket;
+  return __all_sync(kFullWarp, fits);
+}
+
+// Warp-collective: vacate the old slots, switch the cell byte, and place every
+// key at its target bucket. Key k takes the j-th vacant slot of its bucket,
+// j = the number of keys before it with the same bucket: all in parallel.
+__device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
+  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
+  __syncwarp();
+  for (uint32_t k = lane_id(); k + 1 < n; k += 32) store_cg(t.keys + w.old_slot[k], gph::kEmptyKey);
+  for (uint32_t r = lane_id(); r < R; r += 32) w.vacant[r] = 0;
+  __threadfence_block();
+  __syncwarp();
+  if (lane_id() == 0) *reinterpret_cast<volatile uint8_t*>(t.cells + cell) = chosen;
+  for (uint32_t x = lane_id(); x < R * M; x += 32) {
+    const uint32_t r = x / M;
+    if (w.canon[r] != r) continue;
+    if (load_cg(t.keys + static_cast<uint64_t>(w.bucket[r]) * M + x % M) == gph::kEmptyKey) {
+      atomicOr(&w.vacant[r], 1ull << (x % M));
+    }
+  }
+  __syncwarp();
+  for (uint32_t k = lane_id(); k < n; k += 32) {
+    const uint32_t r = w.target[k];
+    uint32_t rank = 0;
+    for (uint32_t q = 0; q < k; ++q) rank += w.target[q] == r;
+    unsigned long long mask = w.vacant[r];
+    for (uint32_t j = 0; j < rank && mask; ++j) mask &= mask - 1;
+    if (mask == 0) {
+      atomicAdd(t.fault, 1u);  // the verified plan overfilled a bucket: a bug
+      continue;
+    }
+    const uint64_t slot = static_cast<uint64_t>(w.bucket[r]) * M + (__ffsll(static_cast<long long>(mask)) - 1);
+    store_cg(t.keys + slot, w.keys[k]);
+    store_cg(t.values + slot, w.values[k]);
+  }
+  __syncwarp();
+}
+
+__global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
+                                  const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values,
+                                  uint8_t* __restrict__ status, const uint2* __restrict__ overflow,
+                                  const uint32_t* __restrict__ overflow_count, size_t ws_bytes) {
+  extern __shared__ __align__(16) uint8_t shared[];
+  const int lane = lane_id();
+  const int warp = threadIdx.x >> 5;
+  Workspace w = carve(t.geo, shared + warp * ws_bytes);
+  if (lane == 0) w.scalars[0] = 0;
+  __syncwarp();
+  const uint32_t total = *overflow_count;
+  const uint32_t warps = gridDim.x * (blockDim.x >> 5);
+  const uint32_t M = t.geo.slots_per_bucket;
+
+  for (uint32_t e = blockIdx.x * (blockDim.x >> 5) + warp; e < total; e += warps) {
+    const uint2 job = overflow[e];
+    const uint64_t key = sorted_keys[job.x];
+    const uint64_t value = values[sorted_index[job.y]];
+    const uint32_t me = e + 1;  // lock word: 0 free, else owner's id (smaller = older)
+    const uint32_t cell = gph::cell_of(t.geo, key);
+    uint8_t result = kStatusNoRoom;
+    uint32_t attempt = 0, deaths = 0;
+    bool direct = false;
+    for (;; ++attempt) {
+      if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // back off after a death or a stale plan
+      const uint8_t current = load_cell_cg(t.cells + cell);
+      const uint32_t mapping = gph::cell_mapping(t.geo, current);
+      load_mapping(t, cell, mapping, w);
+      if (!lock_mapping(t, me, w)) {
+        release_all(t, w);
+        ++deaths;
+        continue;
+      }
+      // A cell byte changes only under the locks of its current buckets.
+      if (__shfl_sync(kFullWarp, load_cell_cg(t.cells + cell), 0) != current) {
+        release_all(t, w);
+        continue;
+      }
+      // GPH §6.1 Direct Insert again: a move of this cell may have made room.
+      const uint32_t home = gph::bucket_for_key(t.geo, key, cell, current);
+      const uint32_t s = first_vacant(t, home);
+      if (s < M) {
+        if (lane == 0) {
+          store_cg(t.keys + static_cast<uint64_t>(home) * M + s, key);
+          store_cg(t.values + static_cast<uint64_t>(home) * M + s, value);
+        }
+        release_all(t, w);
+        result = kStatusInserted;
+        direct = true;
+        break;
+      }
+      // GPH §6.1 Extended Move: stage the cell's keys and the new one, plan.
+      uint32_t n = gather_cell_keys(t, cell, w);
+      if (lane == 0) {
+        w.keys[n] = key;
+        w.values[n] = value;
+      }
+      ++n;
+      // Plan with the occupancy of 1, then 4, 16, ... mappings loaded: most
+      // cells fit under their current mapping (docs/gph.md, Insert kernel).
+      uint8_t chosen = current;
+      bool planned = false;
+      const uint32_t mappings = t.geo.num_mappings();
+      for (uint32_t cached = 0, want = 1;; want = min(want * 4, mappings)) {
+        prefill_occupancy(t, cell, mapping, cached, want, w);
+        cached = want;
+        bool miss = false;
+        if (lane == 0) {
+          CachedOccupancy occupancy{&w, t.geo.virtual_buckets, M, cached};
+          planned = gph::plan_extended_move(t.geo, cell, current, w.keys, n, occupancy, &chosen);
+          miss = occupancy.miss;
+          atomicAdd(&t.stats->mappings, static_cast<unsigned long long>(cached));
+        }
+        planned = __shfl_sync(kFullWarp, planned, 0);
+        chosen = static_cast<uint8_t>(__shfl_sync(kFullWarp, static_cast<uint32_t>(chosen), 0));
+        miss = __shfl_sync(kFullWarp, miss, 0);
+        if (planned || !miss || cached == mappings) break;
+      }
+      if (!planned) {
+        release_all(t, w);
+        result = kStatusNoRoom;
+        break;
+      }
+      // The plan read unlocked buckets: lock the targets, then check it again.
+      load_mapping(t, cell, gph::cell_mapping(t.geo, chosen), w);
+      if (!lock_mapping(t, me, w) || !still_fits(t, cell, chosen, w, n)) {
+        release_all(t, w);
+        continue;
+      }
+      relocate(t, cell, chosen, w, n);
+      release_all(t, w);
+      result = kStatusInserted;
+      break;
+    }
+    if (lane == 0) {
+      status[job.x] = result;
+      if (result == kStatusInserted) atomicAdd(t.size, 1ull);
+      atomicAdd(&t.stats->transactions, 1ull);
+      atomicAdd(&t.stats->attempts, attempt + 1ull);
+      atomicAdd(&t.stats->deaths, static_cast<unsigned long long>(deaths));
+      if (result == kStatusInserted) atomicAdd(direct ? &t.stats->direct : &t.stats->moves, 1ull);
+    }
+    __syncwarp();
+  }
+}
+
+}  // namespace
+
+cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementShape* shape) {
+  const size_t per_warp = (workspace_bytes(g) + 15) & ~size_t{15};
+  constexpr size_t kBudget = 160 * 1024;  // leave room for other blocks on the SM
+  shape->warps_per_block = static_cast<int>(std::clamp<size_t>(kBudget / per_warp, 1, 4));
+  shape->shared_bytes = per_warp * shape->warps_per_block;
+  // As many warps as fit at once: a transaction waits on memory most of the time.
+  shape->blocks = sms * static_cast<int>(std::clamp<size_t>(200 * 1024 / shape->shared_bytes, 1, 16));
+  if (shape->shared_bytes > 48 * 1024) {
+    return cudaFuncSetAttribute(refinement_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(shape->shared_bytes));
+  }
+  return cudaSuccess;
+}
+
+cudaError_t launch_refinement(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
+                              const uint64_t* values, uint8_t* status, const uint2* overflow,
+                              const uint32_t* overflow_count, const RefinementShape& shape,
+                              cudaStream_t stream) {
+  const size_t per_warp = shape.shared_bytes / shape.warps_per_block;
+  refinement_kernel<<<shape.blocks, shape.warps_per_block * 32, shape.shared_bytes, stream>>>(
+      t, sorted_keys, sorted_index, values, status, overflow, overflow_count, per_warp);
+  return cudaGetLastError();
+}
+
+}  // namespace gphkv::engine::cuda

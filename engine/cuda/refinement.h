@@ -1,0 +1,32 @@
+// GPH §6.2-6.3 Refinement: Extended Move for the keys Saturation Fill could not place.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda/device_table.cuh"
+
+namespace gphkv::engine::cuda {
+
+// Launch shape of the Refinement kernel, fixed per table (it depends on R*M).
+struct RefinementShape {
+  int warps_per_block = 4;
+  int blocks = 0;               // grid: warps loop over the overflow list
+  size_t shared_bytes = 0;      // dynamic shared memory per block (the Workspaces)
+};
+
+// Computes the shape for a geometry on a device with `sms` multiprocessors and
+// raises the kernel's shared-memory limit when a Workspace needs it.
+cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementShape* shape);
+
+// One warp per overflowed key: lock the cell's buckets (wait-die), retry the
+// direct insert, else plan an Extended Move with the shared planner, lock the
+// target buckets, verify and relocate through the warp's shared-memory
+// Workspace. status[first] becomes kStatusInserted or kStatusNoRoom.
+cudaError_t launch_refinement(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
+                              const uint64_t* values, uint8_t* status, const uint2* overflow,
+                              const uint32_t* overflow_count,
+                              const RefinementShape& shape, cudaStream_t stream);
+
+}  // namespace gphkv::engine::cuda

@@ -8,11 +8,16 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "spdlog/spdlog.h"
 #include "server/byte_size.h"
 #include "server/server.h"
 
 using gphkv::server::ByteSize;
+
+#ifndef GPHKV_VERSION
+#define GPHKV_VERSION "0.0.0"
+#endif
 
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051", "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
@@ -49,9 +54,25 @@ int fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Block the stop signals first, so every thread started later (gRPC's,
+  // the executor's, the table's workers) inherits the mask, and take them
+  // synchronously with sigwait below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   absl::SetProgramUsageMessage(
       "gphkv-server: a gRPC key-value store over a GPH perfect-hash table (CUDA or CPU).\n"
       "Usage: gphkv-server [--flags]; SIGTERM/SIGINT drains and exits 0.");
+  // --help lists the flags of this file (absl's default looks for a file
+  // named after the binary, which a hyphenated name never matches).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/main.cc"); };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return std::string("gphkv-server " GPHKV_VERSION "\n"); };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
 
   const std::string level = absl::GetFlag(FLAGS_log_level);
@@ -85,14 +106,6 @@ int main(int argc, char** argv) {
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys, o.batcher.max_delay.count(),
       o.batcher.max_queue_keys, o.store.initial_capacity);
-
-  // Block the stop signals in every thread (gRPC's included, which start
-  // below) and take them synchronously here.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

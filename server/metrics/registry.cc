@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 namespace gphkv::metrics {
@@ -18,8 +19,13 @@ void atomic_add(std::atomic<double>& a, double v) {
 std::string format_double(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   if (std::isnan(v)) return "NaN";
+  // The shortest text that reads back as the same double (0.00032, not
+  // 0.00032000000000000003).
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 

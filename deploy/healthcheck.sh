@@ -5,4 +5,4 @@
 set -eu
 listen=${GPHKV_LISTEN_ADDRESS:-0.0.0.0:50051}
 port=${listen##*:}
-exec /opt/gphkv/bin/gphkv --server="127.0.0.1:$port" health
+exec /opt/gphkv/bin/gphkv --server="127.0.0.1:$port" --timeout=2s health

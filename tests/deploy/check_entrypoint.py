@@ -64,7 +64,7 @@ def main():
 
     # The healthcheck asks the port of GPHKV_LISTEN_ADDRESS on loopback.
     text = open(os.path.join(d.DEPLOY, "healthcheck.sh")).read()
-    f.check('--server="127.0.0.1:$port" health' in text and "${listen##*:}" in text,
+    f.check('--server="127.0.0.1:$port" --timeout=2s health' in text and "${listen##*:}" in text,
             "healthcheck.sh must ask gphkv health on GPHKV_LISTEN_ADDRESS's port")
 
     return f.finish("check_entrypoint")

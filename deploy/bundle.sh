@@ -11,7 +11,7 @@
 # and libcuda/libnvidia-* come from the host's driver at run time (the NVIDIA
 # container toolkit mounts them), so neither may be bundled.
 #
-# Usage: deploy/bundle.sh BUILD_DIR OUT_DIR
+# Usage: deploy/bundle.sh BUILD_DIR OUT_DIR   (GPHKV_BUNDLE_STRIP=0 keeps debug info)
 set -euo pipefail
 build=${1:?usage: bundle.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: bundle.sh BUILD_DIR OUT_DIR}
@@ -44,6 +44,10 @@ for name in gphkv-server gphkv gphkv-loadgen; do
     exit 1
   fi
   cp "$bin" "$out/bin/$name"
+  # Debug info stays in the build tree; the image gets the lean binary.
+  if [ "${GPHKV_BUNDLE_STRIP:-1}" = 1 ] && command -v strip >/dev/null; then
+    strip --strip-debug "$out/bin/$name"
+  fi
   found=$((found + 1))
   # "libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)"
   while read -r soname arrow path _; do

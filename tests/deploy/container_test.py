@@ -135,10 +135,12 @@ def main():
             f.check("/opt/gphkv/bin/gphkv-healthcheck" in (hc.get("Test") or []), f"HEALTHCHECK {hc}")
             f.check({"50051/tcp", "9464/tcp"} <= set(cfg.get("ExposedPorts", {})), f"EXPOSE {cfg.get('ExposedPorts')}")
             rc, out = podman("run", "--rm", "--network=host", "--entrypoint", "/bin/sh", IMAGE, "-c",
-                             "for b in /opt/gphkv/bin/gphkv-server /opt/gphkv/bin/gphkv /opt/gphkv/bin/gphkv-loadgen; do"
-                             " [ -e $b ] && ldd $b; done", check=False, quiet=True)
+                             "set -e; for b in /opt/gphkv/bin/gphkv-server /opt/gphkv/bin/gphkv /opt/gphkv/bin/gphkv-loadgen; do"
+                             " if [ -e $b ]; then echo \"== $b\"; ldd $b; fi; done", check=False, quiet=True)
             f.check(rc == 0 and "not found" not in out and "libgrpc" in out,
-                    f"every library of the binaries resolves inside the image (ldd):\n{out[-2000:]}")
+                    "every library of the binaries resolves inside the image (ldd): "
+                    + "; ".join(l.strip() for l in out.splitlines() if "not found" in l or l.startswith("==")))
+            print("in the image: " + ", ".join(l[3:] for l in out.splitlines() if l.startswith("== ")))
 
             # The daemon, on loopback, under a memory limit.
             grpc_port, metrics_port = d.free_port(), d.free_port()

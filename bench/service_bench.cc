@@ -40,6 +40,7 @@ ABSL_FLAG(int, streams, 256, "concurrent single-key calls in single_get");
 ABSL_FLAG(double, seconds, 5, "measured seconds per workload");
 ABSL_FLAG(uint32_t, max_delay_us, 100, "server --max_delay_us for batched runs");
 ABSL_FLAG(uint64_t, max_batch_keys, 16384, "server --max_batch_keys for batched runs");
+ABSL_FLAG(uint32_t, completion_threads, 1, "server --completion_threads");
 ABSL_FLAG(std::string, json, "", "write results as JSON to this file");
 
 namespace {
@@ -56,7 +57,45 @@ struct Result {
   double p50_us = 0, p99_us = 0;
   uint64_t server_batches = 0;
   uint64_t server_batched_keys = 0;
+  // Where the time goes, from the server's own histograms (means per call or
+  // per launch over the run): time in the batcher queue, engine time per
+  // launch (table + value heap), end-to-end time inside the server, and the
+  // share of wall time the executor spent in the engine.
+  double queue_wait_us = 0, engine_us_per_launch = 0, server_us = 0, engine_busy = 0;
 };
+
+// Sum and count of one histogram series in a rendered /metrics page.
+std::pair<double, double> histogram_totals(const std::string& page, const std::string& series) {
+  auto value = [&](const std::string& suffix) {
+    const std::string head = series.substr(0, series.find('{')) + suffix +
+                             (series.find('{') == std::string::npos ? "" : series.substr(series.find('{'))) + " ";
+    const size_t at = page.find("\n" + head);
+    return at == std::string::npos ? 0.0 : std::strtod(page.c_str() + at + 1 + head.size(), nullptr);
+  };
+  return {value("_sum"), value("_count")};
+}
+
+struct Totals {
+  std::pair<double, double> queue, engine, server;
+};
+
+Totals totals(const gphkv::server::Server& s) {
+  const std::string page = s.render_metrics();
+  return {histogram_totals(page, "gphkv_queue_wait_seconds"),
+          histogram_totals(page, "gphkv_device_seconds{op=\"get\"}"),
+          histogram_totals(page, "gphkv_request_duration_seconds{op=\"get\"}")};
+}
+
+void add_breakdown(const Totals& a, const Totals& b, double wall, Result* r) {
+  auto mean_us = [](std::pair<double, double> x, std::pair<double, double> y) {
+    const double n = y.second - x.second;
+    return n > 0 ? (y.first - x.first) / n * 1e6 : 0.0;
+  };
+  r->queue_wait_us = mean_us(a.queue, b.queue);
+  r->engine_us_per_launch = mean_us(a.engine, b.engine);
+  r->server_us = mean_us(a.server, b.server);
+  r->engine_busy = (b.engine.first - a.engine.first) / wall;
+}
 
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
@@ -78,6 +117,7 @@ std::unique_ptr<gphkv::server::Server> start(uint64_t max_batch_keys, uint32_t m
   o.batcher.max_batch_keys = max_batch_keys;
   o.batcher.max_delay = std::chrono::microseconds(max_delay_us);
   o.batcher.max_queue_keys = uint64_t{1} << 24;
+  o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
   auto s = gphkv::server::Server::start(o);
   if (!s.ok()) {
     std::fprintf(stderr, "server: %s\n", s.status().ToString().c_str());
@@ -119,6 +159,7 @@ Result batched_get(gphkv::server::Server& server) {
   const uint64_t n = absl::GetFlag(FLAGS_keys);
   auto ctl = gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port()));
   const auto before = *ctl->Stats();
+  const Totals t_before = totals(server);
   std::vector<std::vector<double>> lat(clients);
   std::atomic<uint64_t> calls{0}, errors{0};
   std::atomic<bool> stop{false};
@@ -156,6 +197,7 @@ Result batched_get(gphkv::server::Server& server) {
   r.p50_us = percentile(all, 0.50);
   r.p99_us = percentile(all, 0.99);
   add_server_stats(*ctl, before, &r);
+  add_breakdown(t_before, totals(server), r.seconds, &r);
   return r;
 }
 
@@ -169,6 +211,7 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
     clients.push_back(gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port())));
   }
   const auto before = *clients[0]->Stats();
+  const Totals t_before = totals(server);
   struct Loop {
     std::vector<double> lat;
     std::mt19937_64 rng;
@@ -222,13 +265,16 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
   r.p50_us = percentile(all, 0.50);
   r.p99_us = percentile(all, 0.99);
   add_server_stats(*clients[0], before, &r);
+  add_breakdown(t_before, totals(server), r.seconds, &r);
   return r;
 }
 
 void print(const Result& r) {
-  std::printf("%-12s %-48s %10.0f calls/s %12.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  errors %llu\n",
+  std::printf("%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
+              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  errors %llu\n",
               r.name.c_str(), r.config.c_str(), r.calls / r.seconds, r.keys / r.seconds, r.p50_us, r.p99_us,
               r.server_batches ? static_cast<double>(r.server_batched_keys) / r.server_batches : 0.0,
+              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy,
               static_cast<unsigned long long>(r.errors));
   std::fflush(stdout);
 }
@@ -236,9 +282,11 @@ void print(const Result& r) {
 std::string to_json(const Result& r) {
   return absl::StrFormat(
       R"({"workload":"%s","config":"%s","seconds":%.3f,"calls":%d,"keys":%d,"errors":%d,)"
-      R"("calls_per_s":%.1f,"keys_per_s":%.1f,"p50_us":%.1f,"p99_us":%.1f,"server_batches":%d,"server_batched_keys":%d})",
+      R"("calls_per_s":%.1f,"keys_per_s":%.1f,"p50_us":%.1f,"p99_us":%.1f,"server_batches":%d,"server_batched_keys":%d,)"
+      R"("queue_wait_us":%.1f,"engine_us_per_launch":%.1f,"in_server_us":%.1f,"engine_busy":%.4f})",
       r.name, r.config, r.seconds, r.calls, r.keys, r.errors, r.calls / r.seconds, r.keys / r.seconds,
-      r.p50_us, r.p99_us, r.server_batches, r.server_batched_keys);
+      r.p50_us, r.p99_us, r.server_batches, r.server_batched_keys, r.queue_wait_us,
+      r.engine_us_per_launch, r.server_us, r.engine_busy);
 }
 
 }  // namespace

@@ -13,10 +13,12 @@ double seconds_since(Clock::time_point t) {
 
 }  // namespace
 
-Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics)
+Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+                   unsigned completion_threads)
     : store_(std::move(store)),
       batcher_(batcher),
       metrics_(metrics),
+      completions_(completion_threads),
       memory_limit_bytes_(store_->memory_limit_bytes()) {
   publish();
 }
@@ -30,6 +32,7 @@ void Executor::start() { thread_ = std::thread([this] { loop(); }); }
 
 void Executor::join() {
   if (thread_.joinable()) thread_.join();
+  completions_.stop();  // every answer handed over is delivered before join returns
 }
 
 void Executor::loop() {
@@ -37,7 +40,6 @@ void Executor::loop() {
     std::vector<Call> batch = batcher_->next_batch();
     if (batch.empty()) return;  // closed and drained
     run_batch(batch);
-    publish();
   }
 }
 
@@ -78,7 +80,14 @@ void Executor::run_batch(std::vector<Call>& batch) {
     }
     ++batches_;
     batched_keys_ += keys;
-    for (size_t i = 0; i < run.size(); ++i) run[i]->done(std::move(statuses[i]));
+    publish();  // before answering: Stats after an acknowledged write sees it
+    // The run took effect: hand its answers over and go on with the next run.
+    std::vector<std::pair<std::function<void(absl::Status)>, absl::Status>> answers;
+    answers.reserve(run.size());
+    for (size_t i = 0; i < run.size(); ++i) answers.emplace_back(std::move(run[i]->done), std::move(statuses[i]));
+    completions_.submit([answers = std::move(answers)]() mutable {
+      for (auto& [done, status] : answers) done(std::move(status));
+    });
     begin = end;
   }
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/batcher.h"
+#include "server/completion_pool.h"
 #include "server/service_metrics.h"
 #include "server/store.h"
 
@@ -31,8 +32,10 @@ struct ExecutorStats {
 
 class Executor {
  public:
-  // metrics may be null (tests of the pipeline alone).
-  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics);
+  // metrics may be null (tests of the pipeline alone). completion_threads:
+  // threads that answer calls (0 = answer on the executor thread).
+  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+           unsigned completion_threads = 1);
   ~Executor();
 
   void start();
@@ -50,6 +53,7 @@ class Executor {
   Batcher* batcher_;
   ServiceMetrics* metrics_;
   std::thread thread_;
+  CompletionPool completions_;
 
   uint64_t batches_ = 0;
   uint64_t batched_keys_ = 0;

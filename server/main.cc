@@ -40,6 +40,9 @@ ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
           "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
           "keys the first table is sized for; it grows (rebuilds at twice the size) as needed");
+ABSL_FLAG(uint32_t, completion_threads, 1,
+          "threads that serialize and send answers, so the executor goes on to the next batch "
+          "(0 = the executor answers); see docs/performance.md");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error or off");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, how long open Pipeline streams may take to end before they are cancelled");
@@ -97,15 +100,16 @@ int main(int argc, char** argv) {
   o.batcher.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_max_delay_us));
   o.batcher.max_queue_keys = absl::GetFlag(FLAGS_max_queue_keys);
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
+  o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
 
   spdlog::info(
       "gphkv-server starting: listen_address={} metrics_address={} backend={} gpu={} memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
-      "initial_capacity={}",
+      "initial_capacity={} completion_threads={}",
       o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys, o.batcher.max_delay.count(),
-      o.batcher.max_queue_keys, o.store.initial_capacity);
+      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads);
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

@@ -65,6 +65,7 @@ Server::~Server() { shutdown(); }
 int Server::port() const { return impl_->port; }
 int Server::metrics_port() const { return impl_->metrics_port; }
 std::string Server::backend_name() const { return impl_->backend; }
+std::string Server::render_metrics() const { return impl_->metrics.registry().render(); }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   if (options.limits.max_call_keys > options.batcher.max_queue_keys) {
@@ -99,7 +100,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
                options.store.memory_limit_bytes);
 
   impl->batcher = std::make_unique<Batcher>(options.batcher);
-  impl->executor = std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics);
+  impl->executor = std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
+                                              options.completion_threads);
   impl->executor->start();
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
   impl->service = std::make_unique<KeyValueService>(

@@ -27,6 +27,8 @@ struct ServerOptions {
   RequestLimits limits{};
   // gRPC message size cap, both directions.
   int max_message_bytes = 256 << 20;
+  // Threads that serialize and send answers (0 = the executor thread does).
+  unsigned completion_threads = 1;
   // How long shutdown waits for open streams before cancelling them.
   int shutdown_grace_ms = 5000;
 };
@@ -43,6 +45,8 @@ class Server {
   int port() const;
   int metrics_port() const;
   std::string backend_name() const;
+  // The /metrics page, rendered now (for tools that embed a server).
+  std::string render_metrics() const;
 
   // Stops accepting calls, answers every pending call (queued work runs),
   // stops the executor and the metrics endpoint. Idempotent.

@@ -265,6 +265,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     keys_.swap(retry_keys);
     values_.swap(retry_values);
   }
+  heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
   if (!engine_status.ok()) {
     // An engine failure mid-write leaves the run's outcome unknown: report it
     // as INTERNAL for every admitted call rather than claim success.
@@ -278,7 +279,6 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     if (found[x] && pending[x] != kNoHandle) heap_->release(old_handle[x]);
   }
   for (ValueHandle h : superseded) heap_->release(h);
-  heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
 }
 
 void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {

@@ -113,6 +113,25 @@ def main():
     rules = yaml.safe_load(open(RULES))
     records = {r["record"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "record" in r}
 
+    # Layout: unique ids, panels inside the 24-column grid, none overlapping.
+    ids, cells = set(), {}
+    for p in panels_of(dash):
+        f.check(p.get("id") not in ids, f"panel id {p.get('id')} is used twice")
+        ids.add(p.get("id"))
+        g = p.get("gridPos", {})
+        if not f.check(all(k in g for k in "xywh") and g["x"] + g["w"] <= 24, f"panel {p.get('title')!r}: gridPos {g}"):
+            continue
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                other = cells.setdefault((x, y), p.get("title"))
+                if other != p.get("title"):
+                    f.check(False, f"panels {other!r} and {p.get('title')!r} overlap")
+                    break
+            else:
+                continue
+            break
+    f.check(dash.get("uid") == "gphkv" and dash.get("schemaVersion", 0) >= 36, "dashboard uid and schemaVersion")
+
     targets = []  # (panel title, expr)
     for p in panels_of(dash):
         if p.get("type") == "row":

@@ -1,0 +1,335 @@
+// service_bench: gphkv-server throughput and latency over loopback gRPC.
+//
+// Starts a server in this process (CPU or CUDA backend), preloads keys with
+// fixed-size values, then runs one workload per configuration:
+//   batched_get  C client threads, each a closed loop of Get(1000 random keys)
+//   single_get   S concurrent single-key Get calls in flight (async, closed
+//                loop), with the server's cross-call batching on or off
+//   delay_sweep  single_get at several --max_delay_us values (how the
+//                default was chosen)
+// Prints a table and writes JSON (--json).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gphkv/client/client.h"
+#include "server/server.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, workloads, "batched_get,single_get", "comma-separated: batched_get, single_get, delay_sweep");
+ABSL_FLAG(std::string, backend, "cpu", "auto, cpu or cuda");
+ABSL_FLAG(uint64_t, keys, 1000000, "keys preloaded");
+ABSL_FLAG(uint32_t, value_bytes, 64, "bytes per value");
+ABSL_FLAG(uint32_t, batch, 1000, "keys per Get in batched_get");
+ABSL_FLAG(int, clients, 4, "client threads in batched_get");
+ABSL_FLAG(int, streams, 256, "concurrent single-key calls in single_get");
+ABSL_FLAG(double, seconds, 5, "measured seconds per workload");
+ABSL_FLAG(uint32_t, max_delay_us, 100, "server --max_delay_us for batched runs");
+ABSL_FLAG(uint64_t, max_batch_keys, 16384, "server --max_batch_keys for batched runs");
+ABSL_FLAG(uint32_t, completion_threads, 1, "server --completion_threads");
+ABSL_FLAG(std::string, json, "", "write results as JSON to this file");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  std::string name;
+  std::string config;
+  double seconds = 0;
+  uint64_t calls = 0;
+  uint64_t keys = 0;
+  uint64_t errors = 0;
+  double p50_us = 0, p99_us = 0;
+  uint64_t server_batches = 0;
+  uint64_t server_batched_keys = 0;
+  // Where the time goes, from the server's own histograms (means per call or
+  // per launch over the run): time in the batcher queue, engine time per
+  // launch (table + value heap), end-to-end time inside the server, and the
+  // share of wall time the executor spent in the engine.
+  double queue_wait_us = 0, engine_us_per_launch = 0, server_us = 0, engine_busy = 0;
+};
+
+// Sum and count of one histogram series in a rendered /metrics page.
+std::pair<double, double> histogram_totals(const std::string& page, const std::string& series) {
+  auto value = [&](const std::string& suffix) {
+    const std::string head = series.substr(0, series.find('{')) + suffix +
+                             (series.find('{') == std::string::npos ? "" : series.substr(series.find('{'))) + " ";
+    const size_t at = page.find("\n" + head);
+    return at == std::string::npos ? 0.0 : std::strtod(page.c_str() + at + 1 + head.size(), nullptr);
+  };
+  return {value("_sum"), value("_count")};
+}
+
+struct Totals {
+  std::pair<double, double> queue, engine, server;
+};
+
+Totals totals(const gphkv::server::Server& s) {
+  const std::string page = s.render_metrics();
+  return {histogram_totals(page, "gphkv_queue_wait_seconds"),
+          histogram_totals(page, "gphkv_device_seconds{op=\"get\"}"),
+          histogram_totals(page, "gphkv_request_duration_seconds{op=\"get\"}")};
+}
+
+void add_breakdown(const Totals& a, const Totals& b, double wall, Result* r) {
+  auto mean_us = [](std::pair<double, double> x, std::pair<double, double> y) {
+    const double n = y.second - x.second;
+    return n > 0 ? (y.first - x.first) / n * 1e6 : 0.0;
+  };
+  r->queue_wait_us = mean_us(a.queue, b.queue);
+  r->engine_us_per_launch = mean_us(a.engine, b.engine);
+  r->server_us = mean_us(a.server, b.server);
+  r->engine_busy = (b.engine.first - a.engine.first) / wall;
+}
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(i), v.end());
+  return v[i];
+}
+
+std::unique_ptr<gphkv::server::Server> start(uint64_t max_batch_keys, uint32_t max_delay_us) {
+  gphkv::server::ServerOptions o;
+  o.listen_address = "127.0.0.1:0";
+  o.metrics_address = "";
+  const std::string b = absl::GetFlag(FLAGS_backend);
+  o.backend = b == "cuda" ? gphkv::server::BackendChoice::kCuda
+              : b == "cpu" ? gphkv::server::BackendChoice::kCpu
+                           : gphkv::server::BackendChoice::kAuto;
+  o.store.initial_capacity = absl::GetFlag(FLAGS_keys) + 1024;
+  o.store.memory_limit_bytes = uint64_t{16} << 30;
+  o.batcher.max_batch_keys = max_batch_keys;
+  o.batcher.max_delay = std::chrono::microseconds(max_delay_us);
+  o.batcher.max_queue_keys = uint64_t{1} << 24;
+  o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
+  auto s = gphkv::server::Server::start(o);
+  if (!s.ok()) {
+    std::fprintf(stderr, "server: %s\n", s.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*s);
+}
+
+void preload(gphkv::Client& c) {
+  const uint64_t n = absl::GetFlag(FLAGS_keys);
+  const std::string value(absl::GetFlag(FLAGS_value_bytes), 'v');
+  std::vector<uint64_t> keys;
+  std::vector<std::string_view> values;
+  for (uint64_t k = 0; k < n; k += 10000) {
+    keys.clear();
+    values.clear();
+    for (uint64_t i = k; i < std::min(n, k + 10000); ++i) {
+      keys.push_back(i);
+      values.push_back(value);
+    }
+    auto r = c.Put(keys, values);
+    if (!r.ok()) {
+      std::fprintf(stderr, "preload: %s\n", r.status().ToString().c_str());
+      std::exit(1);
+    }
+  }
+}
+
+void add_server_stats(gphkv::Client& c, const gphkv::v1::StatsResponse& before, Result* r) {
+  auto after = c.Stats();
+  if (!after.ok()) return;
+  r->server_batches = after->batches() - before.batches();
+  r->server_batched_keys = after->batched_keys() - before.batched_keys();
+}
+
+Result batched_get(gphkv::server::Server& server) {
+  const int clients = absl::GetFlag(FLAGS_clients);
+  const uint32_t batch = absl::GetFlag(FLAGS_batch);
+  const uint64_t n = absl::GetFlag(FLAGS_keys);
+  auto ctl = gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port()));
+  const auto before = *ctl->Stats();
+  const Totals t_before = totals(server);
+  std::vector<std::vector<double>> lat(clients);
+  std::atomic<uint64_t> calls{0}, errors{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&, t] {
+      // One channel per client thread, as separate processes would have.
+      gphkv::ClientOptions o;
+      auto c = gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port()), o);
+      std::mt19937_64 rng(t);
+      std::vector<uint64_t> keys(batch);
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (auto& k : keys) k = rng() % n;
+        const auto s = Clock::now();
+        auto r = c->Get(keys);
+        lat[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
+        if (!r.ok()) ++errors;
+        ++calls;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  stop = true;
+  for (auto& th : threads) th.join();
+  Result r;
+  r.name = "batched_get";
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.config = absl::StrFormat("clients=%d batch=%d value_bytes=%d", clients, batch, absl::GetFlag(FLAGS_value_bytes));
+  r.calls = calls;
+  r.keys = calls * batch;
+  r.errors = errors;
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  r.p50_us = percentile(all, 0.50);
+  r.p99_us = percentile(all, 0.99);
+  add_server_stats(*ctl, before, &r);
+  add_breakdown(t_before, totals(server), r.seconds, &r);
+  return r;
+}
+
+// S independent closed loops of async single-key gets over a few channels.
+Result single_get(gphkv::server::Server& server, const std::string& label) {
+  const int streams = absl::GetFlag(FLAGS_streams);
+  const uint64_t n = absl::GetFlag(FLAGS_keys);
+  constexpr int kChannels = 4;
+  std::vector<std::unique_ptr<gphkv::Client>> clients;
+  for (int i = 0; i < kChannels; ++i) {
+    clients.push_back(gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port())));
+  }
+  const auto before = *clients[0]->Stats();
+  const Totals t_before = totals(server);
+  struct Loop {
+    std::vector<double> lat;
+    std::mt19937_64 rng;
+    uint64_t key = 0;
+    Clock::time_point sent;
+  };
+  std::vector<Loop> loops(streams);
+  std::atomic<uint64_t> calls{0}, errors{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = streams;
+  std::function<void(int)> issue = [&](int i) {
+    Loop& l = loops[i];
+    if (stop.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> g(mu);
+      if (--running == 0) cv.notify_all();
+      return;
+    }
+    l.key = l.rng() % n;
+    l.sent = Clock::now();
+    clients[i % kChannels]->GetAsync({&l.key, 1}, false, [&, i](absl::StatusOr<gphkv::GetResult> r) {
+      Loop& me = loops[i];
+      me.lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - me.sent).count());
+      if (!r.ok()) ++errors;
+      ++calls;
+      issue(i);
+    });
+  };
+  const auto t0 = Clock::now();
+  for (int i = 0; i < streams; ++i) {
+    loops[i].rng.seed(i);
+    issue(i);
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  stop = true;
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait_for(g, std::chrono::seconds(30), [&] { return running == 0; });
+  }
+  Result r;
+  r.name = "single_get";
+  r.config = absl::StrFormat("streams=%d %s", streams, label);
+  r.seconds = secs;
+  r.calls = calls;
+  r.keys = calls;
+  r.errors = errors;
+  std::vector<double> all;
+  for (auto& l : loops) all.insert(all.end(), l.lat.begin(), l.lat.end());
+  r.p50_us = percentile(all, 0.50);
+  r.p99_us = percentile(all, 0.99);
+  add_server_stats(*clients[0], before, &r);
+  add_breakdown(t_before, totals(server), r.seconds, &r);
+  return r;
+}
+
+void print(const Result& r) {
+  std::printf("%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
+              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  errors %llu\n",
+              r.name.c_str(), r.config.c_str(), r.calls / r.seconds, r.keys / r.seconds, r.p50_us, r.p99_us,
+              r.server_batches ? static_cast<double>(r.server_batched_keys) / r.server_batches : 0.0,
+              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy,
+              static_cast<unsigned long long>(r.errors));
+  std::fflush(stdout);
+}
+
+std::string to_json(const Result& r) {
+  return absl::StrFormat(
+      R"({"workload":"%s","config":"%s","seconds":%.3f,"calls":%d,"keys":%d,"errors":%d,)"
+      R"("calls_per_s":%.1f,"keys_per_s":%.1f,"p50_us":%.1f,"p99_us":%.1f,"server_batches":%d,"server_batched_keys":%d,)"
+      R"("queue_wait_us":%.1f,"engine_us_per_launch":%.1f,"in_server_us":%.1f,"engine_busy":%.4f})",
+      r.name, r.config, r.seconds, r.calls, r.keys, r.errors, r.calls / r.seconds, r.keys / r.seconds,
+      r.p50_us, r.p99_us, r.server_batches, r.server_batched_keys, r.queue_wait_us,
+      r.engine_us_per_launch, r.server_us, r.engine_busy);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+  std::vector<Result> results;
+  const std::vector<std::string> workloads = absl::StrSplit(absl::GetFlag(FLAGS_workloads), ',');
+  const uint64_t mbk = absl::GetFlag(FLAGS_max_batch_keys);
+  const uint32_t delay = absl::GetFlag(FLAGS_max_delay_us);
+  for (const std::string& w : workloads) {
+    if (w == "batched_get") {
+      auto server = start(mbk, delay);
+      preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+      results.push_back(batched_get(*server));
+      print(results.back());
+    } else if (w == "single_get") {
+      for (bool batching : {true, false}) {
+        // Off: every call is its own engine launch (max_batch_keys=1).
+        auto server = batching ? start(mbk, delay) : start(1, 0);
+        preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+        results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
+                                                       : "batching=off"));
+        print(results.back());
+      }
+    } else if (w == "delay_sweep") {
+      for (uint32_t d : {0u, 25u, 50u, 100u, 200u, 500u}) {
+        auto server = start(mbk, d);
+        preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+        results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
+        print(results.back());
+      }
+    } else {
+      std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
+      return 2;
+    }
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    std::ofstream out(path);
+    out << "[\n";
+    for (size_t i = 0; i < results.size(); ++i) out << (i ? ",\n" : "") << to_json(results[i]);
+    out << "\n]\n";
+  }
+  return 0;
+}

@@ -1,0 +1,283 @@
+// gphkv: the command-line client.
+//
+//   gphkv [--server=host:port] [--timeout=5s] [--json] COMMAND ARGS
+//     get KEY...            values of keys (--raw: value bytes only)
+//     put KEY VALUE         store VALUE; put KEY --file=F; put KEY - (stdin)
+//     del KEY...            remove keys
+//     stats                 the server's table, memory and batching state
+//     health                exit 0 when the server reports SERVING
+//
+// Exit status: 0 success; 1 a key was not found (get) or the server is not
+// serving (health); 2 usage error; 3 the RPC failed.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "gphkv/client/client.h"
+
+ABSL_FLAG(std::string, server, "localhost:50051", "gphkv-server address, host:port");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call (e.g. 500ms, 5s)");
+ABSL_FLAG(bool, json, false, "print one JSON object (for scripts) instead of text");
+ABSL_FLAG(bool, raw, false, "get: write only the value bytes of found keys, nothing else");
+ABSL_FLAG(std::string, file, "", "put: read the value from this file");
+
+namespace {
+
+constexpr int kExitMissing = 1, kExitUsage = 2, kExitRpc = 3;
+
+const char* kUsage =
+    "gphkv: the gphkv command-line client.\n"
+    "Usage: gphkv [--server=host:port] [--timeout=5s] [--json] COMMAND ARGS\n"
+    "  get KEY...          print the values of keys (--raw: value bytes only)\n"
+    "  put KEY VALUE       store VALUE under KEY\n"
+    "  put KEY --file=F    store the contents of file F\n"
+    "  put KEY -           store standard input\n"
+    "  del KEY...          remove keys\n"
+    "  stats               the server's table, memory and batching state\n"
+    "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
+    "Keys are unsigned 64-bit integers (decimal or 0x hex).\n"
+    "Exit status: 0 ok, 1 key not found / not serving, 2 usage, 3 RPC failed.";
+
+int usage_error(const std::string& msg) {
+  std::cerr << "gphkv: " << msg << "\n\n" << kUsage << "\n";
+  return kExitUsage;
+}
+
+int rpc_error(const absl::Status& s, bool json) {
+  if (json) {
+    std::cout << absl::StrFormat(R"({"error":{"code":"%s","message":"%s"}})",
+                                 absl::StatusCodeToString(s.code()), absl::CEscape(s.message()))
+              << "\n";
+  }
+  std::cerr << "gphkv: " << absl::StatusCodeToString(s.code()) << ": " << s.message() << "\n";
+  return kExitRpc;
+}
+
+bool parse_key(const std::string& text, uint64_t* key) {
+  if (absl::StartsWithIgnoreCase(text, "0x")) {
+    return absl::SimpleHexAtoi(text.substr(2), key);
+  }
+  return absl::SimpleAtoi(text, key);
+}
+
+bool parse_keys(const std::vector<std::string>& args, size_t from, std::vector<uint64_t>* keys,
+                std::string* bad) {
+  for (size_t i = from; i < args.size(); ++i) {
+    uint64_t k;
+    if (!parse_key(args[i], &k)) {
+      *bad = args[i];
+      return false;
+    }
+    keys->push_back(k);
+  }
+  return true;
+}
+
+bool printable(std::string_view v) {
+  for (unsigned char c : v) {
+    if (c < 0x20 && c != '\t') return false;
+    if (c >= 0x7f) return false;
+  }
+  return true;
+}
+
+// A JSON string literal for text that printable() accepted.
+std::string json_string(std::string_view v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += "\\\"";
+    else if (c == '\\') out += "\\\\";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out + "\"";
+}
+
+int cmd_get(gphkv::Client& client, const std::vector<std::string>& args, bool json) {
+  std::vector<uint64_t> keys;
+  std::string bad;
+  if (args.size() < 3) return usage_error("get needs at least one KEY");
+  if (!parse_keys(args, 2, &keys, &bad)) return usage_error("'" + bad + "' is not a 64-bit key");
+  auto r = client.Get(keys);
+  if (!r.ok()) return rpc_error(r.status(), json);
+  bool all_found = true;
+  if (absl::GetFlag(FLAGS_raw)) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      all_found &= r->found(i);
+      std::cout << r->value(i);
+    }
+  } else if (json) {
+    std::cout << "{\"results\":[";
+    for (size_t i = 0; i < keys.size(); ++i) {
+      all_found &= r->found(i);
+      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"found\":"
+                << (r->found(i) ? "true" : "false");
+      if (r->found(i)) {
+        const std::string_view v = r->value(i);
+        std::cout << ",\"length\":" << v.size() << ",\"value_base64\":\""
+                  << absl::Base64Escape(absl::string_view(v.data(), v.size())) << "\"";
+        if (printable(v)) std::cout << ",\"value\":" << json_string(v);
+      }
+      std::cout << "}";
+    }
+    std::cout << "]}\n";
+  } else {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      all_found &= r->found(i);
+      std::cout << keys[i] << "\t";
+      if (!r->found(i)) {
+        std::cout << "(not found)\n";
+        continue;
+      }
+      const std::string_view v = r->value(i);
+      if (printable(v)) {
+        std::cout << v << "\n";
+      } else {
+        std::cout << "(" << v.size() << " bytes) \"" << absl::CHexEscape(absl::string_view(v.data(), v.size()))
+                  << "\"\n";
+      }
+    }
+  }
+  return all_found ? 0 : kExitMissing;
+}
+
+int cmd_put(gphkv::Client& client, const std::vector<std::string>& args, bool json) {
+  const std::string file = absl::GetFlag(FLAGS_file);
+  uint64_t key;
+  if (args.size() < 3) return usage_error("put needs KEY and VALUE, KEY --file=F, or KEY -");
+  if (!parse_key(args[2], &key)) return usage_error("'" + args[2] + "' is not a 64-bit key");
+  std::string value;
+  if (!file.empty()) {
+    if (args.size() != 3) return usage_error("put KEY --file=F takes no VALUE argument");
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return usage_error("cannot read --file=" + file);
+    value.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else if (args.size() == 4 && args[3] == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    value = ss.str();
+  } else if (args.size() == 4) {
+    value = args[3];
+  } else {
+    return usage_error("put needs exactly KEY and VALUE (or KEY --file=F, or KEY - for stdin)");
+  }
+  const std::vector<uint64_t> keys{key};
+  const std::vector<std::string_view> values{value};
+  auto r = client.Put(keys, values);
+  if (!r.ok()) return rpc_error(r.status(), json);
+  const bool created = (*r)[0];
+  if (json) {
+    std::cout << "{\"key\":\"" << key << "\",\"created\":" << (created ? "true" : "false")
+              << ",\"length\":" << value.size() << "}\n";
+  } else {
+    std::cout << key << "\t" << (created ? "created" : "replaced") << " (" << value.size()
+              << " bytes)\n";
+  }
+  return 0;
+}
+
+int cmd_del(gphkv::Client& client, const std::vector<std::string>& args, bool json) {
+  std::vector<uint64_t> keys;
+  std::string bad;
+  if (args.size() < 3) return usage_error("del needs at least one KEY");
+  if (!parse_keys(args, 2, &keys, &bad)) return usage_error("'" + bad + "' is not a 64-bit key");
+  auto r = client.Delete(keys);
+  if (!r.ok()) return rpc_error(r.status(), json);
+  if (json) std::cout << "{\"results\":[";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (json) {
+      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"deleted\":"
+                << ((*r)[i] ? "true" : "false") << "}";
+    } else {
+      std::cout << keys[i] << "\t" << ((*r)[i] ? "deleted" : "(not found)") << "\n";
+    }
+  }
+  if (json) std::cout << "]}\n";
+  return 0;
+}
+
+int cmd_stats(gphkv::Client& client, bool json) {
+  auto r = client.Stats();
+  if (!r.ok()) return rpc_error(r.status(), json);
+  const auto& s = *r;
+  if (json) {
+    std::cout << absl::StrFormat(
+        R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
+        R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
+        R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s"})",
+        absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(),
+        s.table_bytes(), s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(),
+        s.batched_keys(), s.uptime_seconds(), absl::CEscape(s.version()))
+              << "\n";
+  } else {
+    std::cout << absl::StrFormat(
+        "version            %s\nbackend            %s\ndevice             %s\nkeys               %d\n"
+        "load_factor        %.4f\ntable_bytes        %d\nvalue_heap_bytes   %d\n"
+        "memory_limit_bytes %d\nrebuilds           %d\nbatches            %d\n"
+        "batched_keys       %d\nuptime_seconds     %.1f\n",
+        s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(),
+        s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(),
+        s.uptime_seconds());
+  }
+  return 0;
+}
+
+int cmd_health(gphkv::Client& client, bool json) {
+  const absl::Status s = client.Health();
+  if (json) {
+    std::cout << "{\"serving\":" << (s.ok() ? "true" : "false");
+    if (!s.ok()) std::cout << ",\"message\":\"" << absl::CEscape(s.message()) << "\"";
+    std::cout << "}\n";
+  } else {
+    std::cout << (s.ok() ? std::string("SERVING") : absl::StrCat("NOT SERVING: ", s.message())) << "\n";
+  }
+  return s.ok() ? 0 : kExitMissing;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "client/cli_main.cc"); };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args(positional.begin(), positional.end());
+  if (args.size() < 2) return usage_error("no command given");
+  const bool json = absl::GetFlag(FLAGS_json);
+
+  gphkv::ClientOptions options;
+  options.timeout = std::chrono::milliseconds(absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_timeout)));
+  // The CLI answers once; health probes want a prompt verdict, not retries.
+  options.max_attempts = args[1] == "health" ? 1 : 3;
+  auto client = gphkv::Client::Connect(absl::GetFlag(FLAGS_server), options);
+
+  const std::string& cmd = args[1];
+  if (cmd == "get") return cmd_get(*client, args, json);
+  if (cmd == "put") return cmd_put(*client, args, json);
+  if (cmd == "del" || cmd == "delete") return cmd_del(*client, args, json);
+  if (cmd == "stats") {
+    if (args.size() != 2) return usage_error("stats takes no arguments");
+    return cmd_stats(*client, json);
+  }
+  if (cmd == "health") {
+    if (args.size() != 2) return usage_error("health takes no arguments");
+    return cmd_health(*client, json);
+  }
+  return usage_error("unknown command '" + cmd + "'");
+}

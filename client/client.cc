@@ -1,0 +1,305 @@
+#include "gphkv/client/client.h"
+
+#include <atomic>
+#include <mutex>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace gphkv {
+namespace {
+
+absl::Status to_absl(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+std::string seconds(std::chrono::milliseconds ms) {
+  return absl::StrFormat("%.3fs", static_cast<double>(ms.count()) / 1000.0);
+}
+
+// The channel's retry policy: UNAVAILABLE only, exponential backoff. gRPC
+// retries transparently (sync and async alike) and never past the deadline.
+std::string service_config(const ClientOptions& o) {
+  const int attempts = std::max(1, std::min(o.max_attempts, 5));
+  if (attempts == 1) return "{}";
+  return absl::StrCat(
+      R"({"methodConfig":[{"name":[{"service":"gphkv.v1.KeyValue"},{"service":"grpc.health.v1.Health"}],)",
+      R"("retryPolicy":{"maxAttempts":)", attempts, R"(,"initialBackoff":")", seconds(o.initial_backoff),
+      R"(","maxBackoff":")", seconds(o.max_backoff),
+      R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})");
+}
+
+std::vector<bool> to_vector(const google::protobuf::RepeatedField<bool>& f) {
+  return std::vector<bool>(f.begin(), f.end());
+}
+
+void fill_get(v1::GetRequest* req, absl::Span<const uint64_t> keys, bool exists_only) {
+  req->mutable_keys()->Add(keys.begin(), keys.end());
+  if (exists_only) req->set_value_mode(v1::VALUE_MODE_EXISTS);
+}
+
+void fill_delete(v1::DeleteRequest* req, absl::Span<const uint64_t> keys) {
+  req->mutable_keys()->Add(keys.begin(), keys.end());
+}
+
+}  // namespace
+
+v1::PutRequest make_put_request(absl::Span<const uint64_t> keys,
+                                absl::Span<const std::string_view> values) {
+  v1::PutRequest req;
+  req.mutable_keys()->Add(keys.begin(), keys.end());
+  size_t total = 0;
+  for (std::string_view v : values) total += v.size();
+  std::string* buf = req.mutable_values();
+  buf->reserve(total);
+  req.mutable_value_lengths()->Reserve(static_cast<int>(values.size()));
+  for (std::string_view v : values) {
+    req.add_value_lengths(static_cast<uint32_t>(v.size()));
+    buf->append(v.data(), v.size());
+  }
+  return req;
+}
+
+GetResult::GetResult(v1::GetResponse response) : response_(std::move(response)) {
+  offsets_.resize(static_cast<size_t>(response_.value_lengths_size()) + 1);
+  uint64_t off = 0;
+  for (int i = 0; i < response_.value_lengths_size(); ++i) {
+    offsets_[i] = off;
+    off += response_.value_lengths(i);
+  }
+  offsets_.back() = off;
+}
+
+std::string_view GetResult::value(size_t i) const {
+  if (i + 1 >= offsets_.size() || offsets_.back() > response_.values().size()) return {};
+  return std::string_view(response_.values()).substr(offsets_[i], offsets_[i + 1] - offsets_[i]);
+}
+
+std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  args.SetServiceConfigJSON(service_config(options));
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return std::make_unique<Client>(std::move(channel), options);
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : options_(options), channel_(std::move(channel)), stub_(v1::KeyValue::NewStub(channel_)) {}
+
+Client::~Client() = default;
+
+void Client::prepare(grpc::ClientContext* ctx) const {
+  if (options_.timeout.count() > 0) {
+    ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  }
+}
+
+absl::StatusOr<GetResult> Client::Get(absl::Span<const uint64_t> keys, bool exists_only) {
+  v1::GetRequest req;
+  fill_get(&req, keys, exists_only);
+  v1::GetResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  if (auto s = to_absl(stub_->Get(&ctx, req, &resp)); !s.ok()) return s;
+  return GetResult(std::move(resp));
+}
+
+absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
+                                              absl::Span<const std::string_view> values) {
+  if (keys.size() != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
+  }
+  const v1::PutRequest req = make_put_request(keys, values);
+  v1::PutResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  if (auto s = to_absl(stub_->Put(&ctx, req, &resp)); !s.ok()) return s;
+  return to_vector(resp.created());
+}
+
+absl::StatusOr<std::vector<bool>> Client::Delete(absl::Span<const uint64_t> keys) {
+  v1::DeleteRequest req;
+  fill_delete(&req, keys);
+  v1::DeleteResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  if (auto s = to_absl(stub_->Delete(&ctx, req, &resp)); !s.ok()) return s;
+  return to_vector(resp.deleted());
+}
+
+absl::StatusOr<v1::StatsResponse> Client::Stats() {
+  v1::StatsResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  if (auto s = to_absl(stub_->Stats(&ctx, v1::StatsRequest(), &resp)); !s.ok()) return s;
+  return resp;
+}
+
+absl::Status Client::Health() {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest req;  // service "": the server as a whole
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  if (auto s = to_absl(health->Check(&ctx, req, &resp)); !s.ok()) return s;
+  if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(absl::StrCat(
+        "server reports ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// One async unary call's state, freed when its callback has run.
+template <typename Req, typename Resp>
+struct AsyncCall {
+  grpc::ClientContext ctx;
+  Req req;
+  Resp resp;
+};
+
+}  // namespace
+
+void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
+                      std::function<void(absl::StatusOr<GetResult>)> done) {
+  auto* call = new AsyncCall<v1::GetRequest, v1::GetResponse>();
+  fill_get(&call->req, keys, exists_only);
+  prepare(&call->ctx);
+  stub_->async()->Get(&call->ctx, &call->req, &call->resp,
+                      [call, done = std::move(done)](grpc::Status s) {
+                        std::unique_ptr<AsyncCall<v1::GetRequest, v1::GetResponse>> owned(call);
+                        if (!s.ok()) {
+                          done(to_absl(s));
+                        } else {
+                          done(GetResult(std::move(call->resp)));
+                        }
+                      });
+}
+
+void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
+                      std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  if (keys.size() != values.size()) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("PutAsync: ", keys.size(), " keys but ", values.size(), " values")));
+    return;
+  }
+  auto* call = new AsyncCall<v1::PutRequest, v1::PutResponse>();
+  call->req = make_put_request(keys, values);
+  prepare(&call->ctx);
+  stub_->async()->Put(&call->ctx, &call->req, &call->resp,
+                      [call, done = std::move(done)](grpc::Status s) {
+                        std::unique_ptr<AsyncCall<v1::PutRequest, v1::PutResponse>> owned(call);
+                        if (!s.ok()) {
+                          done(to_absl(s));
+                        } else {
+                          done(to_vector(call->resp.created()));
+                        }
+                      });
+}
+
+void Client::DeleteAsync(absl::Span<const uint64_t> keys,
+                         std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  auto* call = new AsyncCall<v1::DeleteRequest, v1::DeleteResponse>();
+  fill_delete(&call->req, keys);
+  prepare(&call->ctx);
+  stub_->async()->Delete(&call->ctx, &call->req, &call->resp,
+                         [call, done = std::move(done)](grpc::Status s) {
+                           std::unique_ptr<AsyncCall<v1::DeleteRequest, v1::DeleteResponse>> owned(call);
+                           if (!s.ok()) {
+                             done(to_absl(s));
+                           } else {
+                             done(to_vector(call->resp.deleted()));
+                           }
+                         });
+}
+
+// --- PipelineStream ---------------------------------------------------------
+
+struct PipelineStream::State {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::PipelineRequest, v1::PipelineResponse>> rw;
+  std::mutex write_mu;  // Write and WritesDone are not safe to call concurrently
+  bool writes_done = false;
+  std::atomic<uint64_t> next_id{1};
+  bool closed = false;
+};
+
+PipelineStream::PipelineStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+PipelineStream::~PipelineStream() {
+  if (state_ && !state_->closed) {
+    state_->ctx.TryCancel();
+    (void)Close();
+  }
+}
+
+std::unique_ptr<PipelineStream> Client::OpenPipeline() {
+  auto state = std::make_unique<PipelineStream::State>();
+  state->rw = stub_->Pipeline(&state->ctx);
+  return std::unique_ptr<PipelineStream>(new PipelineStream(std::move(state)));
+}
+
+absl::StatusOr<uint64_t> PipelineStream::send(v1::PipelineRequest* req) {
+  const uint64_t id = state_->next_id.fetch_add(1);
+  req->set_id(id);
+  std::lock_guard<std::mutex> lock(state_->write_mu);
+  if (state_->writes_done) return absl::FailedPreconditionError("pipeline stream already closed");
+  if (!state_->rw->Write(*req)) {
+    return absl::UnavailableError("pipeline stream broke; Close() returns the reason");
+  }
+  return id;
+}
+
+absl::StatusOr<uint64_t> PipelineStream::SendGet(absl::Span<const uint64_t> keys, bool exists_only) {
+  v1::PipelineRequest req;
+  fill_get(req.mutable_get(), keys, exists_only);
+  return send(&req);
+}
+
+absl::StatusOr<uint64_t> PipelineStream::SendPut(absl::Span<const uint64_t> keys,
+                                                 absl::Span<const std::string_view> values) {
+  if (keys.size() != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SendPut: ", keys.size(), " keys but ", values.size(), " values"));
+  }
+  v1::PipelineRequest req;
+  *req.mutable_put() = make_put_request(keys, values);
+  return send(&req);
+}
+
+absl::StatusOr<uint64_t> PipelineStream::SendDelete(absl::Span<const uint64_t> keys) {
+  v1::PipelineRequest req;
+  fill_delete(req.mutable_delete_(), keys);
+  return send(&req);
+}
+
+absl::StatusOr<v1::PipelineResponse> PipelineStream::Receive() {
+  v1::PipelineResponse resp;
+  if (!state_->rw->Read(&resp)) return absl::NotFoundError("pipeline stream ended");
+  return resp;
+}
+
+absl::Status PipelineStream::Close() {
+  if (state_->closed) return absl::FailedPreconditionError("pipeline stream already closed");
+  {
+    std::lock_guard<std::mutex> lock(state_->write_mu);
+    if (!state_->writes_done) {
+      state_->writes_done = true;
+      state_->rw->WritesDone();
+    }
+  }
+  v1::PipelineResponse drain;
+  while (state_->rw->Read(&drain)) {
+  }
+  state_->closed = true;
+  return to_absl(state_->rw->Finish());
+}
+
+}  // namespace gphkv

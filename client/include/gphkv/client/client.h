@@ -1,0 +1,128 @@
+// gphkv::Client: the C++ client of gphkv.v1.KeyValue.
+//
+// Sync and async batched get/put/delete, a pipelined stream, Stats and the
+// health check. Every call carries a deadline (ClientOptions::timeout).
+// Calls refused with UNAVAILABLE (server restarting, connection lost) are
+// retried with backoff by the channel's retry policy; no other status is
+// retried, since the server refuses those without changing anything and a
+// retry would be refused the same way.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "gphkv/v1/gphkv.grpc.pb.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace gphkv {
+
+struct ClientOptions {
+  // Deadline of each call (0 = none).
+  std::chrono::milliseconds timeout{10000};
+  // Attempts per call on UNAVAILABLE (1 = no retries; gRPC caps it at 5).
+  int max_attempts = 4;
+  std::chrono::milliseconds initial_backoff{50};
+  std::chrono::milliseconds max_backoff{1000};
+  // Largest message sent or received.
+  int max_message_bytes = 256 << 20;
+};
+
+// The answer to a Get: found flags and values by index, over the response's
+// one contiguous value buffer (no per-value allocation).
+class GetResult {
+ public:
+  GetResult() = default;
+  explicit GetResult(v1::GetResponse response);
+
+  size_t size() const { return static_cast<size_t>(response_.found_size()); }
+  bool found(size_t i) const { return response_.found(static_cast<int>(i)); }
+  // The value of key i (empty when not found or when only existence was asked).
+  std::string_view value(size_t i) const;
+  const v1::GetResponse& response() const { return response_; }
+
+ private:
+  v1::GetResponse response_;
+  std::vector<uint64_t> offsets_;  // offsets_[i]: start of value i in response_.values()
+};
+
+// A bidirectional Pipeline stream: many operations in flight, answered by id.
+// Send from one thread and Receive from another (or alternate on one).
+class PipelineStream {
+ public:
+  ~PipelineStream();
+  // Sends one operation; returns its id, or an error once the stream broke.
+  absl::StatusOr<uint64_t> SendGet(absl::Span<const uint64_t> keys, bool exists_only = false);
+  absl::StatusOr<uint64_t> SendPut(absl::Span<const uint64_t> keys,
+                                   absl::Span<const std::string_view> values);
+  absl::StatusOr<uint64_t> SendDelete(absl::Span<const uint64_t> keys);
+  // The next answer (in completion order; match it by id()). NOT_FOUND once
+  // the server has answered everything and ended the stream.
+  absl::StatusOr<v1::PipelineResponse> Receive();
+  // Half-closes, drains unread answers and returns the stream's status.
+  absl::Status Close();
+
+ private:
+  friend class Client;
+  struct State;
+  explicit PipelineStream(std::unique_ptr<State> state);
+  absl::StatusOr<uint64_t> send(v1::PipelineRequest* req);
+  std::unique_ptr<State> state_;
+};
+
+class Client {
+ public:
+  // Connects lazily to `address` (host:port); the first call dials.
+  static std::unique_ptr<Client> Connect(const std::string& address, ClientOptions options = {});
+  Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+  ~Client();
+
+  // Sync calls: the whole batch is one RPC, answered in request order.
+  absl::StatusOr<GetResult> Get(absl::Span<const uint64_t> keys, bool exists_only = false);
+  // created[i]: keys[i] was not stored before.
+  absl::StatusOr<std::vector<bool>> Put(absl::Span<const uint64_t> keys,
+                                        absl::Span<const std::string_view> values);
+  // deleted[i]: keys[i] was stored and is now removed.
+  absl::StatusOr<std::vector<bool>> Delete(absl::Span<const uint64_t> keys);
+  absl::StatusOr<v1::StatsResponse> Stats();
+  // OK when the server reports SERVING; UNAVAILABLE with the reported status
+  // otherwise (or the RPC's error).
+  absl::Status Health();
+
+  // Async calls: `done` runs on a gRPC thread when the answer arrives. The
+  // Client must outlive the calls.
+  void GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
+                std::function<void(absl::StatusOr<GetResult>)> done);
+  void PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
+                std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  void DeleteAsync(absl::Span<const uint64_t> keys,
+                   std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+
+  // Opens a Pipeline stream (deadline: none; close it when done).
+  std::unique_ptr<PipelineStream> OpenPipeline();
+
+  v1::KeyValue::Stub* stub() { return stub_.get(); }
+
+ private:
+  void prepare(grpc::ClientContext* ctx) const;
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::KeyValue::Stub> stub_;
+};
+
+// Builds requests (exposed for tests and tools that use the stub directly).
+v1::PutRequest make_put_request(absl::Span<const uint64_t> keys,
+                                absl::Span<const std::string_view> values);
+
+}  // namespace gphkv

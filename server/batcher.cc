@@ -1,0 +1,61 @@
+#include "server/batcher.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gphkv::server {
+
+absl::Status Batcher::enqueue(Call&& call) {
+  const uint64_t keys = call.num_keys();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return absl::UnavailableError("server is shutting down; retry on another replica");
+    if (queued_keys_ + keys > options_.max_queue_keys) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server overloaded: ", queued_keys_, " keys queued, this call adds ", keys,
+          ", the bound (--max_queue_keys) is ", options_.max_queue_keys, "; retry with backoff"));
+    }
+    call.enqueued = Clock::now();
+    queued_keys_ += keys;
+    queue_.push_back(std::move(call));
+  }
+  cv_.notify_one();
+  return absl::OkStatus();
+}
+
+std::vector<Call> Batcher::next_batch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+  if (queue_.empty()) return {};
+  // Wait for the batch to fill, but no longer than the oldest call's delay
+  // budget. When the executor was busy the budget is usually spent already,
+  // so a loaded server closes batches at once, full of what queued meanwhile.
+  const Clock::time_point close_at = queue_.front().enqueued + options_.max_delay;
+  cv_.wait_until(lock, close_at, [&] { return closed_ || queued_keys_ >= options_.max_batch_keys; });
+
+  std::vector<Call> batch;
+  uint64_t keys = 0;
+  while (!queue_.empty()) {
+    const uint64_t k = queue_.front().num_keys();
+    if (!batch.empty() && keys + k > options_.max_batch_keys) break;
+    keys += k;
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  queued_keys_ -= keys;
+  return batch;
+}
+
+void Batcher::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+uint64_t Batcher::queued_keys() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_keys_;
+}
+
+}  // namespace gphkv::server

@@ -1,0 +1,54 @@
+// The batcher: a bounded FIFO of calls from every handler, cut into batches
+// for the executor. A batch closes when its calls hold max_batch_keys keys or
+// its oldest call has waited max_delay; calls are never split, so a batch
+// holds at least one call and takes effect in arrival order.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/call.h"
+
+namespace gphkv::server {
+
+struct BatcherOptions {
+  uint64_t max_batch_keys = 16384;
+  std::chrono::microseconds max_delay{200};
+  // Bound on keys waiting; past it enqueue() refuses with RESOURCE_EXHAUSTED.
+  uint64_t max_queue_keys = 1 << 20;
+};
+
+class Batcher {
+ public:
+  explicit Batcher(BatcherOptions options) : options_(options) {}
+
+  // Queues `call` (stamping its enqueue time). RESOURCE_EXHAUSTED when the
+  // queue is full, UNAVAILABLE once close() was called; in both cases the
+  // call is untouched and `done` is not run.
+  absl::Status enqueue(Call&& call);
+
+  // Blocks until a batch closes and returns it; an empty batch means the
+  // batcher is closed and drained.
+  std::vector<Call> next_batch();
+
+  // Refuses new calls; next_batch() hands out what is queued, then returns empty.
+  void close();
+
+  uint64_t queued_keys() const;
+  const BatcherOptions& options() const { return options_; }
+
+ private:
+  const BatcherOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Call> queue_;
+  uint64_t queued_keys_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace gphkv::server

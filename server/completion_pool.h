@@ -1,0 +1,37 @@
+// Threads that answer calls for the executor. Answering a gRPC call
+// serializes its response on the calling thread (a 1000-value Get is ~70 KB),
+// so the executor hands each run's answers here and goes on to the next
+// batch: answers of batch n are written while batch n+1 runs in the engine.
+// A call is still answered only after its operations took effect.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gphkv::server {
+
+class CompletionPool {
+ public:
+  // threads == 0: answers run inline on the submitting thread.
+  explicit CompletionPool(unsigned threads);
+  ~CompletionPool();
+
+  void submit(std::function<void()> task);
+  // Runs what is queued, then joins the threads. Idempotent.
+  void stop();
+
+ private:
+  void work();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace gphkv::server

@@ -1,0 +1,136 @@
+#include "server/executor.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace gphkv::server {
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+                   unsigned completion_threads)
+    : store_(std::move(store)),
+      batcher_(batcher),
+      metrics_(metrics),
+      completions_(completion_threads),
+      memory_limit_bytes_(store_->memory_limit_bytes()) {
+  publish();
+}
+
+Executor::~Executor() {
+  batcher_->close();
+  join();
+}
+
+void Executor::start() { thread_ = std::thread([this] { loop(); }); }
+
+void Executor::join() {
+  if (thread_.joinable()) thread_.join();
+  completions_.stop();  // every answer handed over is delivered before join returns
+}
+
+void Executor::loop() {
+  for (;;) {
+    std::vector<Call> batch = batcher_->next_batch();
+    if (batch.empty()) return;  // closed and drained
+    run_batch(batch);
+  }
+}
+
+void Executor::run_batch(std::vector<Call>& batch) {
+  const Clock::time_point start = Clock::now();
+  if (metrics_ != nullptr) metrics_->batch_calls->observe(static_cast<double>(batch.size()));
+  std::vector<Call*> live;
+  live.reserve(batch.size());
+  for (Call& c : batch) {
+    if (metrics_ != nullptr) {
+      metrics_->queue_wait->observe(std::chrono::duration<double>(start - c.enqueued).count());
+    }
+    if (c.deadline <= start) {
+      c.done(absl::DeadlineExceededError(absl::StrCat(
+          "deadline passed after ",
+          std::chrono::duration_cast<std::chrono::microseconds>(start - c.enqueued).count(),
+          " us in the server's queue; nothing was changed")));
+      continue;
+    }
+    live.push_back(&c);
+  }
+  std::vector<absl::Status> statuses;
+  for (size_t begin = 0; begin < live.size();) {
+    const OpKind kind = live[begin]->kind;
+    size_t end = begin;
+    uint64_t keys = 0;
+    while (end < live.size() && live[end]->kind == kind) keys += live[end++]->num_keys();
+    const absl::Span<Call* const> run(live.data() + begin, end - begin);
+    const Clock::time_point t0 = Clock::now();
+    switch (kind) {
+      case OpKind::kGet: store_->apply_gets(run, &statuses); break;
+      case OpKind::kPut: store_->apply_puts(run, &statuses); break;
+      case OpKind::kDelete: store_->apply_deletes(run, &statuses); break;
+    }
+    if (metrics_ != nullptr) {
+      metrics_->device_seconds[static_cast<int>(kind)]->observe(seconds_since(t0));
+      metrics_->batch_keys->observe(static_cast<double>(keys));
+    }
+    ++batches_;
+    batched_keys_ += keys;
+    publish();  // before answering: Stats after an acknowledged write sees it
+    // The run took effect: hand its answers over and go on with the next run.
+    std::vector<std::pair<std::function<void(absl::Status)>, absl::Status>> answers;
+    answers.reserve(run.size());
+    for (size_t i = 0; i < run.size(); ++i) answers.emplace_back(std::move(run[i]->done), std::move(statuses[i]));
+    completions_.submit([answers = std::move(answers)]() mutable {
+      for (auto& [done, status] : answers) done(std::move(status));
+    });
+    begin = end;
+  }
+}
+
+void Executor::publish() {
+  pub_keys_.store(store_->keys(), std::memory_order_relaxed);
+  pub_load_factor_.store(store_->load_factor(), std::memory_order_relaxed);
+  pub_table_bytes_.store(store_->table_bytes(), std::memory_order_relaxed);
+  pub_heap_bytes_.store(store_->value_heap_bytes(), std::memory_order_relaxed);
+  pub_rebuilds_.store(store_->counters().rebuilds, std::memory_order_relaxed);
+  pub_batches_.store(batches_, std::memory_order_relaxed);
+  pub_batched_keys_.store(batched_keys_, std::memory_order_relaxed);
+  if (metrics_ != nullptr) {
+    metrics_->table_keys->set(static_cast<double>(store_->keys()));
+    metrics_->table_load_factor->set(store_->load_factor());
+    metrics_->table_bytes->set(static_cast<double>(store_->table_bytes()));
+    metrics_->value_heap_bytes->set(static_cast<double>(store_->value_heap_bytes()));
+    metrics_->memory_limit_bytes->set(static_cast<double>(memory_limit_bytes_));
+    metrics_->queue_keys->set(static_cast<double>(batcher_->queued_keys()));
+    const StoreCounters& c = store_->counters();
+    const uint64_t growth = c.rebuilds - c.rebuilds_no_room;
+    if (growth > reported_growth_) {
+      metrics_->rebuilds->with({{"cause", "growth"}})->inc(growth - reported_growth_);
+      reported_growth_ = growth;
+    }
+    if (c.rebuilds_no_room > reported_no_room_) {
+      metrics_->rebuilds->with({{"cause", "no_room"}})->inc(c.rebuilds_no_room - reported_no_room_);
+      reported_no_room_ = c.rebuilds_no_room;
+    }
+  }
+}
+
+ExecutorStats Executor::stats() const {
+  ExecutorStats s;
+  s.keys = pub_keys_.load(std::memory_order_relaxed);
+  s.load_factor = pub_load_factor_.load(std::memory_order_relaxed);
+  s.table_bytes = pub_table_bytes_.load(std::memory_order_relaxed);
+  s.value_heap_bytes = pub_heap_bytes_.load(std::memory_order_relaxed);
+  s.memory_limit_bytes = memory_limit_bytes_;
+  s.rebuilds = pub_rebuilds_.load(std::memory_order_relaxed);
+  s.batches = pub_batches_.load(std::memory_order_relaxed);
+  s.batched_keys = pub_batched_keys_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace gphkv::server

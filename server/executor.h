@@ -1,0 +1,68 @@
+// The executor: the one thread that owns the store (table + value heap).
+// It takes batches from the batcher, refuses calls whose deadline passed,
+// splits each batch into runs of consecutive same-kind calls (so operations
+// on one key take effect in arrival order), applies each run as one engine
+// launch, and answers the run's calls before starting the next.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "server/batcher.h"
+#include "server/completion_pool.h"
+#include "server/service_metrics.h"
+#include "server/store.h"
+
+namespace gphkv::server {
+
+// What Stats reports; published by the executor after every batch.
+struct ExecutorStats {
+  uint64_t keys = 0;
+  double load_factor = 0;
+  uint64_t table_bytes = 0;
+  uint64_t value_heap_bytes = 0;
+  uint64_t memory_limit_bytes = 0;
+  uint64_t rebuilds = 0;
+  uint64_t batches = 0;
+  uint64_t batched_keys = 0;
+};
+
+class Executor {
+ public:
+  // metrics may be null (tests of the pipeline alone). completion_threads:
+  // threads that answer calls (0 = answer on the executor thread).
+  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+           unsigned completion_threads = 1);
+  ~Executor();
+
+  void start();
+  // Returns once the batcher is closed and every queued call was answered.
+  void join();
+
+  ExecutorStats stats() const;
+
+ private:
+  void loop();
+  void run_batch(std::vector<Call>& batch);
+  void publish();
+
+  std::unique_ptr<Store> store_;
+  Batcher* batcher_;
+  ServiceMetrics* metrics_;
+  std::thread thread_;
+  CompletionPool completions_;
+
+  uint64_t batches_ = 0;
+  uint64_t batched_keys_ = 0;
+  // Stats readers run on gRPC threads: they read these, never the store.
+  std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0},
+      pub_batches_{0}, pub_batched_keys_{0};
+  std::atomic<double> pub_load_factor_{0};
+  uint64_t memory_limit_bytes_;
+  uint64_t reported_growth_ = 0, reported_no_room_ = 0;  // rebuilds already counted in metrics
+};
+
+}  // namespace gphkv::server

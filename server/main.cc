@@ -1,0 +1,124 @@
+// gphkv-server: the daemon. Flags are defined here, beside their only reader.
+#include <signal.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "spdlog/spdlog.h"
+#include "server/byte_size.h"
+#include "server/server.h"
+
+using gphkv::server::ByteSize;
+
+#ifndef GPHKV_VERSION
+#define GPHKV_VERSION "0.0.0"
+#endif
+
+ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051", "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
+          "host:port of the Prometheus endpoint (GET /metrics); empty disables it");
+ABSL_FLAG(std::string, backend, "auto",
+          "table backend: auto (cuda when a CUDA device is visible, else cpu), cuda or cpu");
+ABSL_FLAG(int, gpu, 0, "CUDA device id for --backend=cuda");
+ABSL_FLAG(ByteSize, memory, ByteSize{uint64_t{1} << 30},
+          "cap on table + value heap bytes (e.g. 512MiB, 4GiB); a put past it gets RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint32_t, max_value_bytes, 1 << 20, "largest value a put may store, in bytes");
+ABSL_FLAG(uint32_t, max_call_keys, 65536,
+          "most keys one Get/Put/Delete (or pipelined op) may carry; more is INVALID_ARGUMENT");
+ABSL_FLAG(uint64_t, max_batch_keys, 16384,
+          "a batch closes when its calls hold this many keys (1 = no cross-call batching); "
+          "see docs/performance.md for the measurement behind the default");
+ABSL_FLAG(uint32_t, max_delay_us, 100,
+          "a batch closes when its oldest call has waited this long, in microseconds "
+          "(0 = never wait for more calls); see docs/performance.md");
+ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
+          "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
+          "keys the first table is sized for; it grows (rebuilds at twice the size) as needed");
+ABSL_FLAG(uint32_t, completion_threads, 1,
+          "threads that serialize and send answers, so the executor goes on to the next batch "
+          "(0 = the executor answers); see docs/performance.md");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error or off");
+ABSL_FLAG(int, shutdown_grace_ms, 5000,
+          "on SIGTERM/SIGINT, how long open Pipeline streams may take to end before they are cancelled");
+
+namespace {
+
+int fail(const std::string& message) {
+  spdlog::critical("{}", message);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals first, so every thread started later (gRPC's,
+  // the executor's, the table's workers) inherits the mask, and take them
+  // synchronously with sigwait below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::SetProgramUsageMessage(
+      "gphkv-server: a gRPC key-value store over a GPH perfect-hash table (CUDA or CPU).\n"
+      "Usage: gphkv-server [--flags]; SIGTERM/SIGINT drains and exits 0.");
+  // --help lists the flags of this file (absl's default looks for a file
+  // named after the binary, which a hyphenated name never matches).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/main.cc"); };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return std::string("gphkv-server " GPHKV_VERSION "\n"); };
+  absl::SetFlagsUsageConfig(usage);
+  absl::ParseCommandLine(argc, argv);
+
+  const std::string level = absl::GetFlag(FLAGS_log_level);
+  const auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off") return fail("unknown --log_level=" + level);
+  spdlog::set_level(lvl);
+
+  gphkv::server::ServerOptions o;
+  o.listen_address = absl::GetFlag(FLAGS_listen_address);
+  o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend == "auto") o.backend = gphkv::server::BackendChoice::kAuto;
+  else if (backend == "cpu") o.backend = gphkv::server::BackendChoice::kCpu;
+  else if (backend == "cuda") o.backend = gphkv::server::BackendChoice::kCuda;
+  else return fail("--backend must be auto, cuda or cpu, got '" + backend + "'");
+  o.gpu = absl::GetFlag(FLAGS_gpu);
+  o.store.memory_limit_bytes = absl::GetFlag(FLAGS_memory).bytes;
+  o.store.initial_capacity = absl::GetFlag(FLAGS_initial_capacity);
+  o.limits.max_value_bytes = absl::GetFlag(FLAGS_max_value_bytes);
+  o.limits.max_call_keys = absl::GetFlag(FLAGS_max_call_keys);
+  o.batcher.max_batch_keys = absl::GetFlag(FLAGS_max_batch_keys);
+  o.batcher.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_max_delay_us));
+  o.batcher.max_queue_keys = absl::GetFlag(FLAGS_max_queue_keys);
+  o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
+  o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
+
+  spdlog::info(
+      "gphkv-server starting: listen_address={} metrics_address={} backend={} gpu={} memory={} "
+      "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
+      "initial_capacity={} completion_threads={}",
+      o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
+      gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
+      o.limits.max_call_keys, o.batcher.max_batch_keys, o.batcher.max_delay.count(),
+      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads);
+
+  auto server = gphkv::server::Server::start(o);
+  if (!server.ok()) return fail(std::string(server.status().message()));
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->shutdown();
+  server->reset();
+  spdlog::info("exit 0");
+  return 0;
+}

@@ -1,0 +1,60 @@
+#include "server/request_validation.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gphkv::server {
+namespace {
+
+absl::Status check_count(const char* what, int keys, const RequestLimits& limits) {
+  if (keys == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has no keys; send 1 to ", limits.max_call_keys, " (--max_call_keys)"));
+  }
+  if (static_cast<uint64_t>(keys) > limits.max_call_keys) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", keys,
+                                                   " keys; the limit per call (--max_call_keys) is ",
+                                                   limits.max_call_keys, "; split the batch"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status validate(const v1::GetRequest& req, const RequestLimits& limits) {
+  if (!v1::ValueMode_IsValid(req.value_mode())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GetRequest.value_mode ", req.value_mode(),
+        " is not a ValueMode (0 UNSPECIFIED, 1 VALUES, 2 EXISTS)"));
+  }
+  return check_count("GetRequest", req.keys_size(), limits);
+}
+
+absl::Status validate(const v1::PutRequest& req, const RequestLimits& limits) {
+  if (auto s = check_count("PutRequest", req.keys_size(), limits); !s.ok()) return s;
+  if (req.value_lengths_size() != req.keys_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest has ", req.keys_size(), " keys but ",
+                                                   req.value_lengths_size(),
+                                                   " value_lengths; they must match"));
+  }
+  uint64_t total = 0;
+  for (int i = 0; i < req.value_lengths_size(); ++i) {
+    const uint32_t len = req.value_lengths(i);
+    if (len > limits.max_value_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PutRequest value ", i, " (key ", req.keys(i), ") is ", len,
+          " bytes; the limit (--max_value_bytes) is ", limits.max_value_bytes));
+    }
+    total += len;
+  }
+  if (total != req.values().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest.values holds ", req.values().size(),
+                                                   " bytes but value_lengths sum to ", total));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate(const v1::DeleteRequest& req, const RequestLimits& limits) {
+  return check_count("DeleteRequest", req.keys_size(), limits);
+}
+
+}  // namespace gphkv::server

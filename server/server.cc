@@ -1,0 +1,167 @@
+#include "server/server.h"
+
+#include <fstream>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+#include "server/executor.h"
+#include "server/kv_service.h"
+#include "server/metrics/http_server.h"
+#include "server/service_metrics.h"
+
+#ifndef GPHKV_VERSION
+#define GPHKV_VERSION "0.0.0"
+#endif
+
+namespace gphkv::server {
+namespace {
+
+// The CPU model, for Stats and build_info on the CPU backend.
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "cpu";
+}
+
+}  // namespace
+
+engine::Backend resolve_backend(BackendChoice choice) {
+  switch (choice) {
+    case BackendChoice::kCpu: return engine::Backend::kCpu;
+    case BackendChoice::kCuda: return engine::Backend::kCuda;
+    default: return engine::cuda_device_count() > 0 ? engine::Backend::kCuda : engine::Backend::kCpu;
+  }
+}
+
+struct Server::Impl {
+  ServerOptions options;
+  ServiceMetrics metrics;
+  std::unique_ptr<Batcher> batcher;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<KeyValueService> service;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<metrics::HttpServer> http;
+  int port = 0;
+  int metrics_port = 0;
+  std::string backend;
+  bool stopped = false;
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { shutdown(); }
+
+int Server::port() const { return impl_->port; }
+int Server::metrics_port() const { return impl_->metrics_port; }
+std::string Server::backend_name() const { return impl_->backend; }
+std::string Server::render_metrics() const { return impl_->metrics.registry().render(); }
+
+absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
+  if (options.limits.max_call_keys > options.batcher.max_queue_keys) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_call_keys=", options.limits.max_call_keys, " exceeds --max_queue_keys=",
+        options.batcher.max_queue_keys, ": the largest call could never be queued"));
+  }
+  if (options.batcher.max_batch_keys == 0) {
+    return absl::InvalidArgumentError("--max_batch_keys must be at least 1");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const engine::Backend backend = resolve_backend(options.backend);
+  if (options.backend == BackendChoice::kAuto) {
+    spdlog::info("--backend=auto: {} CUDA device(s) visible, using the {} backend",
+                 engine::cuda_device_count(), engine::backend_name(backend));
+  }
+  options.store.backend = backend;
+  options.store.device = options.gpu;
+  options.store.max_value_bytes = options.limits.max_value_bytes;
+  auto store = Store::create(options.store);
+  if (!store.ok()) {
+    return absl::Status(store.status().code(),
+                        absl::StrCat("cannot create the ", std::string(engine::backend_name(backend)),
+                                     " table: ", store.status().message()));
+  }
+  impl->backend = std::string(engine::backend_name(backend));
+  const std::string device =
+      backend == engine::Backend::kCuda ? absl::StrCat("cuda:", options.gpu) : cpu_model();
+  spdlog::info("backend {} on {}: table of {} buckets ({} bytes), memory limit {} bytes", impl->backend,
+               device, (*store)->table().geometry().num_buckets, (*store)->table_bytes(),
+               options.store.memory_limit_bytes);
+
+  impl->batcher = std::make_unique<Batcher>(options.batcher);
+  impl->executor = std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
+                                              options.completion_threads);
+  impl->executor->start();
+  impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
+  impl->service = std::make_unique<KeyValueService>(
+      impl->batcher.get(), impl->executor.get(), &impl->metrics, options.limits,
+      ServiceInfo{impl->backend, device, GPHKV_VERSION});
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &impl->port);
+  builder.RegisterService(impl->service.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  impl->grpc_server = builder.BuildAndStart();
+  if (!impl->grpc_server || impl->port == 0) {
+    impl->batcher->close();
+    impl->executor->join();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on --listen_address=", options.listen_address));
+  }
+  impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
+
+  if (!options.metrics_address.empty()) {
+    Impl* raw = impl.get();
+    impl->http = std::make_unique<metrics::HttpServer>([raw] { return raw->metrics.registry().render(); });
+    auto port = impl->http->start(options.metrics_address);
+    if (!port.ok()) {
+      impl->grpc_server->Shutdown();
+      impl->batcher->close();
+      impl->executor->join();
+      return port.status();
+    }
+    impl->metrics_port = *port;
+  }
+  spdlog::info("serving gphkv.v1.KeyValue on {} (port {}); metrics on {}", options.listen_address,
+               impl->port,
+               options.metrics_address.empty() ? std::string("(disabled)")
+                                                : absl::StrCat(options.metrics_address, " (port ",
+                                                               impl->metrics_port, ")/metrics"));
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+void Server::shutdown() {
+  Impl& s = *impl_;
+  if (s.stopped) return;
+  s.stopped = true;
+  spdlog::info("shutting down: refusing new calls, answering pending ones");
+  s.grpc_server->GetHealthCheckService()->SetServingStatus(false);
+  // Shutdown stops new calls at once and waits for every started call to
+  // finish; the executor keeps running meanwhile, so queued work completes.
+  // Streams still open after the grace period are cancelled.
+  s.grpc_server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(s.options.shutdown_grace_ms));
+  s.batcher->close();
+  s.executor->join();
+  s.grpc_server->Wait();
+  if (s.http) s.http->stop();
+  const ExecutorStats st = s.executor->stats();
+  spdlog::info("stopped: {} batches, {} keys batched, {} keys stored", st.batches, st.batched_keys,
+               st.keys);
+}
+
+}  // namespace gphkv::server

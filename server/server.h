@@ -1,0 +1,62 @@
+// gphkv-server assembled: store, batcher, executor, the gRPC service (with
+// health and reflection) and the metrics endpoint. main.cc turns flags into
+// ServerOptions; tests build a Server directly on 127.0.0.1 port 0.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/batcher.h"
+#include "server/request_validation.h"
+#include "server/store.h"
+
+namespace gphkv::server {
+
+enum class BackendChoice { kAuto, kCpu, kCuda };
+
+struct ServerOptions {
+  std::string listen_address = "0.0.0.0:50051";
+  // Empty disables the metrics endpoint.
+  std::string metrics_address = "0.0.0.0:9464";
+  BackendChoice backend = BackendChoice::kAuto;
+  int gpu = 0;
+  StoreOptions store{};
+  BatcherOptions batcher{};
+  RequestLimits limits{};
+  // gRPC message size cap, both directions.
+  int max_message_bytes = 256 << 20;
+  // Threads that serialize and send answers (0 = the executor thread does).
+  unsigned completion_threads = 1;
+  // How long shutdown waits for open streams before cancelling them.
+  int shutdown_grace_ms = 5000;
+};
+
+// Resolves --backend=auto: CUDA when a device is visible, else CPU.
+engine::Backend resolve_backend(BackendChoice choice);
+
+class Server {
+ public:
+  static absl::StatusOr<std::unique_ptr<Server>> start(ServerOptions options);
+  ~Server();
+
+  // The bound ports (useful when the options asked for port 0).
+  int port() const;
+  int metrics_port() const;
+  std::string backend_name() const;
+  // The /metrics page, rendered now (for tools that embed a server).
+  std::string render_metrics() const;
+
+  // Stops accepting calls, answers every pending call (queued work runs),
+  // stops the executor and the metrics endpoint. Idempotent.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gphkv::server

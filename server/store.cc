@@ -1,0 +1,317 @@
+#include "server/store.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace gphkv::server {
+namespace {
+
+constexpr ValueHandle kNoHandle = ~ValueHandle{0};
+// Growth doubles until every pair fits; more than this many doublings in one
+// rebuild means something is wrong with the table, not with its size.
+constexpr int kMaxGrowAttempts = 6;
+
+// Index of each distinct key of a run, in order of first occurrence.
+struct UniqueKeys {
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<uint64_t> keys;
+  uint32_t add(uint64_t key) {
+    auto [it, inserted] = index.try_emplace(key, static_cast<uint32_t>(keys.size()));
+    if (inserted) keys.push_back(key);
+    return it->second;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::create(const StoreOptions& options) {
+  if (!(options.max_load_factor > 0.0 && options.max_load_factor <= 1.0)) {
+    return absl::InvalidArgumentError("max_load_factor must be in (0, 1]");
+  }
+  engine::TableOptions topts = options.table;
+  topts.num_buckets = engine::buckets_for_capacity(std::max<uint64_t>(options.initial_capacity, 1),
+                                                   options.max_load_factor, topts.slots_per_bucket);
+  auto probe = engine::make_geometry(topts);
+  if (!probe.ok()) return probe.status();
+  const uint64_t table_bytes = probe->num_slots() * 2 * sizeof(uint64_t) + probe->num_cells;
+  if (table_bytes > options.memory_limit_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--initial_capacity=", options.initial_capacity, " needs a table of ", table_bytes,
+        " bytes, more than --memory=", options.memory_limit_bytes));
+  }
+  auto table = engine::make_table(options.backend, topts, options.device);
+  if (!table.ok()) return table.status();
+  // The CUDA value heap (device slabs + gather kernel) is not written yet:
+  // values stay in host memory for both backends until it is.
+  auto heap = std::make_unique<HostValueHeap>(options.max_value_bytes);
+  return std::unique_ptr<Store>(new Store(options, std::move(*table), std::move(heap)));
+}
+
+Store::Store(const StoreOptions& options, std::unique_ptr<engine::Table> table,
+             std::unique_ptr<ValueHeap> heap)
+    : options_(options), table_(std::move(table)), heap_(std::move(heap)) {
+  heap_->set_limit(options_.memory_limit_bytes - table_bytes());
+}
+
+uint64_t Store::bytes_for_buckets(uint64_t buckets) const {
+  const uint64_t slots = buckets * table_->geometry().slots_per_bucket;
+  const uint64_t cells = static_cast<uint64_t>(
+      std::ceil(static_cast<double>(buckets) * table_->options().cells_per_bucket));
+  return slots * 2 * sizeof(uint64_t) + cells;
+}
+
+uint64_t Store::table_bytes() const { return bytes_for_buckets(table_->geometry().num_buckets); }
+
+uint64_t Store::grown_buckets(uint64_t keys) const {
+  uint64_t buckets = uint64_t{table_->geometry().num_buckets} * 2;
+  const uint32_t m = table_->geometry().slots_per_bucket;
+  while (static_cast<double>(keys) > options_.max_load_factor * static_cast<double>(buckets * m)) {
+    buckets *= 2;
+  }
+  return buckets;
+}
+
+absl::Status Store::grow(uint64_t buckets, const char* cause) {
+  auto pairs = table_->export_pairs();
+  if (!pairs.ok()) return pairs.status();
+  std::vector<uint64_t> keys(pairs->size()), values(pairs->size());
+  for (size_t i = 0; i < pairs->size(); ++i) {
+    keys[i] = (*pairs)[i].key;
+    values[i] = (*pairs)[i].value;
+  }
+  std::vector<engine::UpsertOutcome> outcomes(keys.size());
+  for (int attempt = 0; attempt < kMaxGrowAttempts; ++attempt, buckets *= 2) {
+    engine::TableOptions topts = table_->options();
+    topts.num_buckets = buckets;
+    auto fresh = engine::make_table(options_.backend, topts, options_.device);
+    if (!fresh.ok()) return fresh.status();
+    if (auto s = (*fresh)->insert_or_assign(keys, values, absl::MakeSpan(outcomes)); !s.ok()) return s;
+    bool all_placed = true;
+    for (auto o : outcomes) all_placed &= (o != engine::UpsertOutcome::kNoRoom);
+    if (!all_placed) continue;
+    spdlog::info("table rebuilt ({}): {} -> {} buckets, {} keys, load factor {:.3f}", cause,
+                 table_->geometry().num_buckets, buckets, keys.size(), (*fresh)->load_factor());
+    table_ = std::move(*fresh);
+    ++counters_.rebuilds;
+    if (std::string_view(cause) == "no_room") ++counters_.rebuilds_no_room;
+    counters_.rebuild_keys += keys.size();
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat("table rebuild (", cause, ") could not place ",
+                                          keys.size(), " keys even at ", buckets, " buckets"));
+}
+
+void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  keys_.clear();
+  for (Call* c : calls) keys_.insert(keys_.end(), c->get->keys().begin(), c->get->keys().end());
+  values_.resize(keys_.size());
+  flags_.resize(keys_.size());
+  if (auto s = table_->find(keys_, absl::MakeSpan(values_), absl::MakeSpan(flags_)); !s.ok()) {
+    statuses->assign(calls.size(), s);
+    return;
+  }
+  size_t pos = 0;
+  std::vector<ValueHandle> found_handles;
+  for (Call* c : calls) {
+    const int n = c->get->keys_size();
+    const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
+    v1::GetResponse* out = c->get_out;
+    out->mutable_found()->Resize(n, false);
+    out->mutable_value_lengths()->Resize(n, 0);
+    found_handles.clear();
+    for (int i = 0; i < n; ++i, ++pos) {
+      if (!flags_[pos]) continue;
+      out->set_found(i, true);
+      if (with_values) {
+        out->set_value_lengths(i, heap_->length(values_[pos]));
+        found_handles.push_back(values_[pos]);
+      }
+    }
+    // One contiguous buffer per call: the response's `values` field itself.
+    if (with_values) heap_->gather(found_handles, out->mutable_values());
+  }
+}
+
+void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  UniqueKeys unique;
+  for (Call* c : calls) {
+    for (uint64_t k : c->put->keys()) unique.add(k);
+  }
+  const size_t u = unique.keys.size();
+  std::vector<uint64_t> old_handle(u);
+  std::vector<uint8_t> found(u);
+  if (auto s = table_->find(unique.keys, absl::MakeSpan(old_handle), absl::MakeSpan(found)); !s.ok()) {
+    statuses->assign(calls.size(), s);
+    return;
+  }
+  // Per distinct key: stored after the calls admitted so far, and the handle
+  // the latest admitted occurrence wrote.
+  std::vector<uint8_t> present(found);
+  std::vector<ValueHandle> pending(u, kNoHandle);
+  std::vector<uint32_t> counted_in(u, UINT32_MAX);  // last call that counted the key as new
+  std::vector<ValueHandle> superseded, allocated;
+  uint64_t new_keys = 0;
+  const uint64_t base_keys = table_->size();
+  const uint64_t slots = table_->geometry().num_slots();
+
+  for (size_t ci = 0; ci < calls.size(); ++ci) {
+    const v1::PutRequest& req = *calls[ci]->put;
+    const int n = req.keys_size();
+    uint64_t call_new = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint32_t x = unique.index.find(req.keys(i))->second;
+      if (!present[x] && counted_in[x] != ci) {
+        counted_in[x] = static_cast<uint32_t>(ci);
+        ++call_new;
+      }
+    }
+    // Admission against --memory: the table this call needs (grown, if it
+    // would pass the load-factor limit) plus every value slot it allocates.
+    const uint64_t projected = base_keys + new_keys + call_new;
+    const bool needs_growth =
+        static_cast<double>(projected) > options_.max_load_factor * static_cast<double>(slots);
+    const uint64_t table_need = needs_growth ? bytes_for_buckets(grown_buckets(projected)) : table_bytes();
+    const uint64_t limit = options_.memory_limit_bytes;
+    if (table_need > limit) {
+      (*statuses)[ci] = absl::ResourceExhaustedError(absl::StrCat(
+          "put refused: storing ", projected, " keys needs a table of ", table_need,
+          " bytes, over the memory limit (--memory) of ", limit, " bytes"));
+      continue;
+    }
+    heap_->set_limit(limit - table_need);
+    allocated.clear();
+    size_t off = 0;
+    absl::Status st;
+    for (int i = 0; i < n && st.ok(); ++i) {
+      const uint32_t len = req.value_lengths(i);
+      auto h = heap_->allocate(std::string_view(req.values()).substr(off, len));
+      off += len;
+      if (h.ok()) {
+        allocated.push_back(*h);
+      } else {
+        st = h.status();
+      }
+    }
+    if (!st.ok()) {
+      for (ValueHandle h : allocated) heap_->release(h);
+      (*statuses)[ci] = absl::ResourceExhaustedError(absl::StrCat(
+          "put refused: ", st.message(), " (table ", table_need, " bytes, value heap ",
+          heap_->reserved_bytes(), " bytes; --memory=", limit, ")"));
+      continue;
+    }
+    // Admitted: created flags against the state before this call, then the
+    // call's values become the pending ones (the last occurrence wins).
+    v1::PutResponse* out = calls[ci]->put_out;
+    out->mutable_created()->Resize(n, false);
+    for (int i = 0; i < n; ++i) {
+      const uint32_t x = unique.index.find(req.keys(i))->second;
+      out->set_created(i, !present[x]);
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint32_t x = unique.index.find(req.keys(i))->second;
+      present[x] = 1;
+      if (pending[x] != kNoHandle) superseded.push_back(pending[x]);
+      pending[x] = allocated[i];
+    }
+    new_keys += call_new;
+  }
+
+  keys_.clear();
+  values_.clear();
+  for (size_t x = 0; x < u; ++x) {
+    if (pending[x] == kNoHandle) continue;
+    keys_.push_back(unique.keys[x]);
+    values_.push_back(pending[x]);
+  }
+  absl::Status engine_status;
+  const uint64_t projected = base_keys + new_keys;
+  if (static_cast<double>(projected) > options_.max_load_factor * static_cast<double>(slots)) {
+    engine_status = grow(grown_buckets(projected), "growth");
+  }
+  // Write; keys the table cannot place (kNoRoom) are retried after a rebuild
+  // into a table twice the size. A write is never dropped.
+  std::vector<uint64_t> retry_keys, retry_values;
+  for (int attempt = 0; engine_status.ok() && !keys_.empty(); ++attempt) {
+    outcomes_.resize(keys_.size());
+    engine_status = table_->insert_or_assign(keys_, values_, absl::MakeSpan(outcomes_));
+    if (!engine_status.ok()) break;
+    retry_keys.clear();
+    retry_values.clear();
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (outcomes_[i] == engine::UpsertOutcome::kNoRoom) {
+        retry_keys.push_back(keys_[i]);
+        retry_values.push_back(values_[i]);
+      }
+    }
+    if (retry_keys.empty()) break;
+    if (attempt >= kMaxGrowAttempts) {
+      engine_status = absl::InternalError(absl::StrCat(
+          "table could not place ", retry_keys.size(), " keys after ", attempt, " rebuilds"));
+      break;
+    }
+    // The admission check budgeted growth only past max_load_factor; a
+    // no-room below it is rare (an unlucky cell) and grows regardless.
+    if (bytes_for_buckets(grown_buckets(table_->size() + retry_keys.size())) + heap_->reserved_bytes() >
+        options_.memory_limit_bytes) {
+      spdlog::warn("growing the table for {} unplaced keys exceeds --memory={} for the duration",
+                   retry_keys.size(), options_.memory_limit_bytes);
+    }
+    engine_status = grow(grown_buckets(table_->size() + retry_keys.size()), "no_room");
+    keys_.swap(retry_keys);
+    values_.swap(retry_values);
+  }
+  heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
+  if (!engine_status.ok()) {
+    // An engine failure mid-write leaves the run's outcome unknown: report it
+    // as INTERNAL for every admitted call rather than claim success.
+    spdlog::error("put batch failed in the engine: {}", engine_status.ToString());
+    for (auto& s : *statuses) {
+      if (s.ok()) s = absl::InternalError(absl::StrCat("engine write failed: ", engine_status.message()));
+    }
+    return;
+  }
+  for (size_t x = 0; x < u; ++x) {
+    if (found[x] && pending[x] != kNoHandle) heap_->release(old_handle[x]);
+  }
+  for (ValueHandle h : superseded) heap_->release(h);
+}
+
+void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  UniqueKeys unique;
+  for (Call* c : calls) {
+    for (uint64_t k : c->del->keys()) unique.add(k);
+  }
+  const size_t u = unique.keys.size();
+  std::vector<uint64_t> handles(u);
+  std::vector<uint8_t> found(u), erased(u);
+  absl::Status s = table_->find(unique.keys, absl::MakeSpan(handles), absl::MakeSpan(found));
+  if (s.ok()) s = table_->erase(unique.keys, absl::MakeSpan(erased));
+  if (!s.ok()) {
+    statuses->assign(calls.size(), s);
+    return;
+  }
+  // The first occurrence of a stored key deletes it; later ones find it gone.
+  std::vector<uint8_t> gone(u, 0);
+  for (Call* c : calls) {
+    const int n = c->del->keys_size();
+    c->del_out->mutable_deleted()->Resize(n, false);
+    for (int i = 0; i < n; ++i) {
+      const uint32_t x = unique.index.find(c->del->keys(i))->second;
+      if (erased[x] && !gone[x]) {
+        c->del_out->set_deleted(i, true);
+        gone[x] = 1;
+      }
+    }
+  }
+  for (size_t x = 0; x < u; ++x) {
+    if (erased[x] && found[x]) heap_->release(handles[x]);
+  }
+}
+
+}  // namespace gphkv::server

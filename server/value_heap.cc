@@ -1,0 +1,106 @@
+#include "server/value_heap.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace gphkv::server {
+namespace {
+
+// A handle: the size class in the top 8 bits, the slot index below.
+constexpr int kClassShift = 56;
+constexpr uint64_t kSlotMask = (uint64_t{1} << kClassShift) - 1;
+
+ValueHandle make_handle(uint32_t size_class, uint64_t slot) {
+  return (static_cast<uint64_t>(size_class) << kClassShift) | slot;
+}
+uint32_t handle_class(ValueHandle h) { return static_cast<uint32_t>(h >> kClassShift); }
+uint64_t handle_slot(ValueHandle h) { return h & kSlotMask; }
+
+}  // namespace
+
+HostValueHeap::HostValueHeap(uint32_t max_value_bytes) : max_value_bytes_(max_value_bytes) {
+  // 16, 24, 32, 48, 64, 96, ...: alternate x1.5 and x(4/3) steps, up to the
+  // first class that holds max_value_bytes.
+  uint64_t size = kMinClassBytes;
+  for (;;) {
+    SizeClass c;
+    c.slot_bytes = static_cast<uint32_t>(size);
+    c.slots_per_slab = static_cast<uint32_t>(std::max<uint64_t>(1, kMinSlabBytes / size));
+    classes_.push_back(std::move(c));
+    if (size >= max_value_bytes) break;
+    const bool power_of_two = (size & (size - 1)) == 0;
+    size = power_of_two ? size + size / 2 : (size / 3) * 4;
+  }
+}
+
+uint32_t HostValueHeap::class_of(uint32_t length) const {
+  // At most ~2 * log2(max_value_bytes) classes: a binary search is plenty.
+  auto it = std::lower_bound(classes_.begin(), classes_.end(), length,
+                             [](const SizeClass& c, uint32_t len) { return c.slot_bytes < len; });
+  return static_cast<uint32_t>(it - classes_.begin());
+}
+
+absl::StatusOr<ValueHandle> HostValueHeap::allocate(std::string_view bytes) {
+  if (bytes.size() > max_value_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat("value of ", bytes.size(),
+                                                   " bytes is over the limit of ",
+                                                   max_value_bytes_, " bytes"));
+  }
+  const uint32_t len = static_cast<uint32_t>(bytes.size());
+  const uint32_t ci = class_of(len);
+  SizeClass& c = classes_[ci];
+  uint64_t slot;
+  if (!c.free_slots.empty()) {
+    slot = c.free_slots.back();
+    c.free_slots.pop_back();
+  } else {
+    const uint64_t slab_bytes = static_cast<uint64_t>(c.slot_bytes) * c.slots_per_slab;
+    if (reserved_ + slab_bytes > limit_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "value heap needs ", slab_bytes, " more bytes for a ", len, "-byte value but holds ",
+          reserved_, " of the ", limit_, " bytes that --memory leaves it"));
+    }
+    c.slabs.push_back(std::unique_ptr<char[]>(new char[slab_bytes]));
+    reserved_ += slab_bytes;
+    const uint64_t first = static_cast<uint64_t>(c.slabs.size() - 1) * c.slots_per_slab;
+    c.lengths.resize(first + c.slots_per_slab, 0);
+    // Push in reverse so the lowest slot is handed out first.
+    for (uint64_t s = first + c.slots_per_slab; s-- > first + 1;) c.free_slots.push_back(s);
+    slot = first;
+  }
+  c.lengths[slot] = len;
+  if (len > 0) std::memcpy(slot_ptr(c, slot), bytes.data(), len);
+  used_ += c.slot_bytes;
+  ++live_;
+  return make_handle(ci, slot);
+}
+
+void HostValueHeap::release(ValueHandle handle) {
+  SizeClass& c = classes_[handle_class(handle)];
+  c.free_slots.push_back(handle_slot(handle));
+  used_ -= c.slot_bytes;
+  --live_;
+}
+
+uint32_t HostValueHeap::length(ValueHandle handle) const {
+  return classes_[handle_class(handle)].lengths[handle_slot(handle)];
+}
+
+void HostValueHeap::gather(absl::Span<const ValueHandle> handles, std::string* out) const {
+  size_t total = out->size();
+  for (ValueHandle h : handles) total += length(h);
+  size_t pos = out->size();
+  out->resize(total);
+  char* dst = out->data();
+  for (ValueHandle h : handles) {
+    const SizeClass& c = classes_[handle_class(h)];
+    const uint64_t slot = handle_slot(h);
+    const uint32_t len = c.lengths[slot];
+    if (len > 0) std::memcpy(dst + pos, slot_ptr(c, slot), len);
+    pos += len;
+  }
+}
+
+}  // namespace gphkv::server

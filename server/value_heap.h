@@ -1,0 +1,99 @@
+// The value heap: where value bytes live; the table's slot holds only a handle.
+//
+// Values are byte strings up to --max_value_bytes. The heap keeps them in size
+// classes with free lists, so a put reuses a freed slot of its class without a
+// call into the system allocator, and a handle fits the table's 64-bit value.
+// One owner (the executor thread) calls every method: no locks inside.
+//
+// ValueHeap is the interface; HostValueHeap serves the CPU backend. A device
+// heap for CUDA (slabs in device memory, values gathered by a kernel into one
+// buffer and copied out once) implements the same interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace gphkv::server {
+
+// An opaque reference to one stored value: the table's 64-bit slot value.
+using ValueHandle = uint64_t;
+
+class ValueHeap {
+ public:
+  virtual ~ValueHeap() = default;
+
+  // Copies `bytes` into a slot of their size class. RESOURCE_EXHAUSTED, with
+  // the sizes involved, when the slot would take reserved memory past limit().
+  virtual absl::StatusOr<ValueHandle> allocate(std::string_view bytes) = 0;
+  // Returns the handle's slot to its class's free list.
+  virtual void release(ValueHandle handle) = 0;
+  // The stored value's byte length.
+  virtual uint32_t length(ValueHandle handle) const = 0;
+  // Appends the stored bytes of each handle to `out`, in order: one contiguous
+  // buffer for a whole batch (on a device, the gather kernel's job).
+  virtual void gather(absl::Span<const ValueHandle> handles, std::string* out) const = 0;
+
+  // Bytes reserved from the backend's memory (slabs, whether used or free).
+  virtual uint64_t reserved_bytes() const = 0;
+  // Bytes of live values, rounded up to their size classes.
+  virtual uint64_t used_bytes() const = 0;
+  // Number of live values.
+  virtual uint64_t live_values() const = 0;
+
+  // The cap on reserved_bytes(); the executor lowers it by what the table takes.
+  void set_limit(uint64_t bytes) { limit_ = bytes; }
+  uint64_t limit() const { return limit_; }
+
+ protected:
+  uint64_t limit_ = UINT64_MAX;
+};
+
+// The heap in host memory (the CPU backend's). Size classes grow by factors
+// of 1.5 and 2 alternately (16, 24, 32, 48, ...), so at most a third of a slot
+// is padding. A class reserves slabs of at least kMinSlabBytes at a time.
+class HostValueHeap final : public ValueHeap {
+ public:
+  static constexpr uint32_t kMinClassBytes = 16;
+  static constexpr uint64_t kMinSlabBytes = 256 * 1024;
+
+  // max_value_bytes: the largest value allocate() accepts.
+  explicit HostValueHeap(uint32_t max_value_bytes);
+
+  absl::StatusOr<ValueHandle> allocate(std::string_view bytes) override;
+  void release(ValueHandle handle) override;
+  uint32_t length(ValueHandle handle) const override;
+  void gather(absl::Span<const ValueHandle> handles, std::string* out) const override;
+  uint64_t reserved_bytes() const override { return reserved_; }
+  uint64_t used_bytes() const override { return used_; }
+  uint64_t live_values() const override { return live_; }
+
+  // The size class a value of `length` bytes goes to, and that class's slot size.
+  uint32_t class_of(uint32_t length) const;
+  uint32_t class_bytes(uint32_t size_class) const { return classes_[size_class].slot_bytes; }
+
+ private:
+  struct SizeClass {
+    uint32_t slot_bytes = 0;
+    uint32_t slots_per_slab = 0;
+    std::vector<std::unique_ptr<char[]>> slabs;
+    std::vector<uint32_t> lengths;     // per slot; the value's byte length
+    std::vector<uint64_t> free_slots;  // LIFO: the most recently freed slot is warm in cache
+  };
+  char* slot_ptr(const SizeClass& c, uint64_t slot) const {
+    return c.slabs[slot / c.slots_per_slab].get() + (slot % c.slots_per_slab) * c.slot_bytes;
+  }
+
+  uint32_t max_value_bytes_;
+  std::vector<SizeClass> classes_;
+  uint64_t reserved_ = 0;
+  uint64_t used_ = 0;
+  uint64_t live_ = 0;
+};
+
+}  // namespace gphkv::server

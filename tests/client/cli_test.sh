@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The gphkv CLI against a real gphkv-server process on loopback: every
+# command, text and --json output, exit codes, and SIGTERM -> exit 0.
+# Usage: cli_test.sh SERVER_BINARY CLI_BINARY
+set -uo pipefail
+server_bin=$1
+cli=$2
+dir=$(mktemp -d)
+log=$dir/server.log
+"$server_bin" --listen_address=127.0.0.1:0 --metrics_address= --backend=cpu --initial_capacity=1000 \
+  --memory=64MiB >"$log" 2>&1 &
+pid=$!
+cleanup() { kill -9 "$pid" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- server log"; cat "$log"; exit 1; }
+
+port=""
+for _ in $(seq 100); do  # bounded: 10 s
+  port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log" | head -1)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || fail "server did not report its port"
+g() { "$cli" --server=127.0.0.1:"$port" --timeout=5s "$@"; }
+
+g health >/dev/null || fail "health should exit 0 on a serving server"
+[ "$(g put 7 hello)" = $'7\tcreated (5 bytes)' ] || fail "put text output"
+[ "$(g put 7 world)" = $'7\treplaced (5 bytes)' ] || fail "put replace output"
+printf 'from\nstdin' | g put 8 - >/dev/null || fail "put from stdin"
+head -c 3000 /dev/urandom >"$dir/blob"
+g put 9 --file="$dir/blob" >/dev/null || fail "put --file"
+g --raw get 9 >"$dir/blob.out" || fail "get --raw"
+cmp -s "$dir/blob" "$dir/blob.out" || fail "binary value did not round-trip"
+out=$(g get 7 8 10); rc=$?
+[ $rc -eq 1 ] || fail "get with a missing key should exit 1, got $rc"
+echo "$out" | grep -q $'^7\tworld$' || fail "get text output: $out"
+echo "$out" | grep -q $'^10\t(not found)$' || fail "missing key output: $out"
+json=$(g --json get 7 10)
+[ "$json" = '{"results":[{"key":"7","found":true,"length":5,"value_base64":"d29ybGQ=","value":"world"},{"key":"10","found":false}]}' ] \
+  || fail "get --json: $json"
+[ "$(g --json del 7 10)" = '{"results":[{"key":"7","deleted":true},{"key":"10","deleted":false}]}' ] || fail "del --json"
+g stats | grep -q '^backend *cpu$' || fail "stats text"
+g --json stats | grep -q '"keys":2,' || fail "stats --json: $(g --json stats)"
+g get notakey >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad key should be a usage error (2)"
+g frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown command should exit 2"
+
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+wait "$pid"; rc=$?
+[ $rc -eq 0 ] || fail "server should exit 0 on SIGTERM, got $rc"
+grep -q "exit 0" "$log" || fail "server log lacks its shutdown"
+# A stopped server is not healthy.
+"$cli" --server=127.0.0.1:"$port" --timeout=1s health >/dev/null 2>&1 && fail "health should fail with no server"
+echo "PASS"

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""deploy/entrypoint.sh turns GPHKV_* variables into gphkv-server flags: runs it
+with a stand-in server that prints its arguments, and checks the flags, the
+--memory percentage of the memory limit, argument order and refusals."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import deploylib as d
+
+ENTRYPOINT = os.path.join(d.DEPLOY, "entrypoint.sh")
+
+
+def run(env, *args):
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = os.path.join(tmp, "gphkv-server")
+        with open(fake, "w") as out:
+            out.write('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+        os.chmod(fake, 0o755)
+        full = {"PATH": "/usr/bin:/bin", "GPHKV_SERVER_BIN": fake, **env}
+        p = subprocess.run(["/bin/sh", ENTRYPOINT, *args], env=full, capture_output=True, text=True, timeout=10)
+        return p.returncode, p.stdout.splitlines(), p.stderr
+
+
+def main():
+    f = d.Failures()
+
+    rc, argv, _ = run({})
+    f.check(rc == 0 and argv == ["--listen_address=0.0.0.0:50051", "--metrics_address=0.0.0.0:9464"],
+            f"no variables: {rc} {argv}")
+
+    rc, argv, _ = run({"GPHKV_LISTEN_ADDRESS": "127.0.0.1:7000", "GPHKV_METRICS_ADDRESS": "127.0.0.1:7001",
+                       "GPHKV_BACKEND": "cpu", "GPHKV_GPU": "3", "GPHKV_LOG_LEVEL": "debug", "GPHKV_MEMORY": "2GiB"},
+                      "--max_delay_us=50", "--backend=cuda")
+    f.check(rc == 0 and argv == ["--listen_address=127.0.0.1:7000", "--metrics_address=127.0.0.1:7001",
+                                 "--backend=cpu", "--gpu=3", "--log_level=debug", "--memory=2GiB",
+                                 "--max_delay_us=50", "--backend=cuda"],
+            f"every variable, then arguments last (so they win): {rc} {argv}")
+
+    # 75% of a 32 GiB limit (the Downward API hands over bytes).
+    rc, argv, err = run({"GPHKV_MEMORY_PERCENT": "75", "GPHKV_MEMORY_LIMIT_BYTES": str(32 << 30)})
+    f.check(rc == 0 and f"--memory={(32 << 30) // 100 * 75}" in argv, f"percent of the limit: {rc} {argv} {err}")
+    f.check("75% of the" in err, f"the computed --memory is logged: {err!r}")
+
+    # An explicit GPHKV_MEMORY wins over the percentage.
+    rc, argv, _ = run({"GPHKV_MEMORY": "1GiB", "GPHKV_MEMORY_PERCENT": "75", "GPHKV_MEMORY_LIMIT_BYTES": "1000"})
+    f.check(rc == 0 and "--memory=1GiB" in argv and sum(a.startswith("--memory") for a in argv) == 1,
+            f"GPHKV_MEMORY over GPHKV_MEMORY_PERCENT: {argv}")
+
+    # Refusals: nonsense percentages, and a percentage of no limit.
+    for bad in ("0", "101", "75%", "x"):
+        rc, argv, err = run({"GPHKV_MEMORY_PERCENT": bad, "GPHKV_MEMORY_LIMIT_BYTES": "1000000"})
+        f.check(rc == 64 and not argv, f"GPHKV_MEMORY_PERCENT={bad} must be refused: {rc} {argv}")
+    rc, argv, err = run({"GPHKV_MEMORY_PERCENT": "75", "GPHKV_MEMORY_LIMIT_BYTES": "max"})
+    f.check(rc == 64 and "no memory limit" in err, f"percent without a limit must be refused: {rc} {err!r}")
+    rc, argv, err = run({"GPHKV_MEMORY_PERCENT": "75", "GPHKV_MEMORY_LIMIT_BYTES": str(2**63 - 1)})
+    f.check(rc == 64, f"cgroup v1's 'unlimited' must be refused: {rc} {argv}")
+
+    # Arguments with spaces survive as one argument.
+    rc, argv, _ = run({}, "--log_level=info", "an argument with spaces")
+    f.check(argv[-1] == "an argument with spaces", f"arguments are passed intact: {argv}")
+
+    # The healthcheck asks the port of GPHKV_LISTEN_ADDRESS on loopback.
+    text = open(os.path.join(d.DEPLOY, "healthcheck.sh")).read()
+    f.check('--server="127.0.0.1:$port" --timeout=2s health' in text and "${listen##*:}" in text,
+            "healthcheck.sh must ask gphkv health on GPHKV_LISTEN_ADDRESS's port")
+
+    return f.finish("check_entrypoint")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

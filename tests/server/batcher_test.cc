@@ -1,0 +1,85 @@
+#include "server/batcher.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace gphkv::server {
+namespace {
+
+struct Req {
+  v1::GetRequest req;
+  v1::GetResponse resp;
+};
+
+Call get_call(Req* r, int keys) {
+  for (int i = 0; i < keys; ++i) r->req.add_keys(i);
+  Call c;
+  c.kind = OpKind::kGet;
+  c.get = &r->req;
+  c.get_out = &r->resp;
+  c.done = [](absl::Status) {};
+  return c;
+}
+
+TEST(Batcher, ClosesAtMaxBatchKeysWithoutSplittingCalls) {
+  Batcher b({/*max_batch_keys=*/10, std::chrono::seconds(10), /*max_queue_keys=*/1000});
+  Req r[4];
+  for (auto& x : r) ASSERT_TRUE(b.enqueue(get_call(&x, 4)).ok());
+  // 4+4 fit in 10, the third would not: two calls, at once (no 10 s wait).
+  const auto t0 = Clock::now();
+  auto batch = b.next_batch();
+  EXPECT_EQ(batch.size(), 2u);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(batch[0].get, &r[0].req);
+  EXPECT_EQ(batch[1].get, &r[1].req);
+  EXPECT_EQ(b.queued_keys(), 8u);
+}
+
+TEST(Batcher, ClosesAfterMaxDelay) {
+  Batcher b({1000, std::chrono::milliseconds(20), 1000});
+  Req r;
+  ASSERT_TRUE(b.enqueue(get_call(&r, 1)).ok());
+  const auto t0 = Clock::now();
+  auto batch = b.next_batch();
+  const auto waited = Clock::now() - t0;
+  EXPECT_EQ(batch.size(), 1u);
+  EXPECT_GE(waited, std::chrono::milliseconds(15));
+  EXPECT_LT(waited, std::chrono::seconds(2));
+}
+
+TEST(Batcher, AnOversizeCallGoesAlone) {
+  Batcher b({4, std::chrono::milliseconds(0), 1000});
+  Req big, small;
+  ASSERT_TRUE(b.enqueue(get_call(&big, 9)).ok());
+  ASSERT_TRUE(b.enqueue(get_call(&small, 1)).ok());
+  EXPECT_EQ(b.next_batch().size(), 1u);
+  EXPECT_EQ(b.next_batch().size(), 1u);
+}
+
+TEST(Batcher, RefusesPastTheQueueBoundAndAfterClose) {
+  Batcher b({100, std::chrono::milliseconds(0), 10});
+  Req a, c, d;
+  ASSERT_TRUE(b.enqueue(get_call(&a, 8)).ok());
+  absl::Status s = b.enqueue(get_call(&c, 3));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(s.message()).find("--max_queue_keys"), std::string::npos) << s;
+  b.close();
+  EXPECT_EQ(b.enqueue(get_call(&d, 1)).code(), absl::StatusCode::kUnavailable);
+  // Closed: what was queued is still handed out, then an empty batch.
+  EXPECT_EQ(b.next_batch().size(), 1u);
+  EXPECT_TRUE(b.next_batch().empty());
+}
+
+TEST(Batcher, CloseWakesAWaitingExecutor) {
+  Batcher b({100, std::chrono::milliseconds(0), 100});
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    b.close();
+  });
+  EXPECT_TRUE(b.next_batch().empty());
+  closer.join();
+}
+
+}  // namespace
+}  // namespace gphkv::server

@@ -1,0 +1,224 @@
+// The store against a model: runs of calls with duplicates within and
+// across calls, growth through many rebuilds, and the --memory cap.
+#include "server/store.h"
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace gphkv::server {
+namespace {
+
+// Owns a call's request and response.
+struct OwnedCall {
+  v1::GetRequest get;
+  v1::GetResponse get_out;
+  v1::PutRequest put;
+  v1::PutResponse put_out;
+  v1::DeleteRequest del;
+  v1::DeleteResponse del_out;
+  Call call;
+};
+
+std::unique_ptr<OwnedCall> make_get(const std::vector<uint64_t>& keys) {
+  auto c = std::make_unique<OwnedCall>();
+  c->get.mutable_keys()->Add(keys.begin(), keys.end());
+  c->call.kind = OpKind::kGet;
+  c->call.get = &c->get;
+  c->call.get_out = &c->get_out;
+  return c;
+}
+
+std::unique_ptr<OwnedCall> make_put(const std::vector<uint64_t>& keys, const std::vector<std::string>& values) {
+  auto c = std::make_unique<OwnedCall>();
+  c->put.mutable_keys()->Add(keys.begin(), keys.end());
+  for (const auto& v : values) {
+    c->put.add_value_lengths(static_cast<uint32_t>(v.size()));
+    c->put.mutable_values()->append(v);
+  }
+  c->call.kind = OpKind::kPut;
+  c->call.put = &c->put;
+  c->call.put_out = &c->put_out;
+  return c;
+}
+
+std::unique_ptr<OwnedCall> make_del(const std::vector<uint64_t>& keys) {
+  auto c = std::make_unique<OwnedCall>();
+  c->del.mutable_keys()->Add(keys.begin(), keys.end());
+  c->call.kind = OpKind::kDelete;
+  c->call.del = &c->del;
+  c->call.del_out = &c->del_out;
+  return c;
+}
+
+std::string value_at(const v1::GetResponse& r, int i) {
+  size_t off = 0;
+  for (int j = 0; j < i; ++j) off += r.value_lengths(j);
+  return r.values().substr(off, r.value_lengths(i));
+}
+
+std::unique_ptr<Store> small_store(uint64_t memory = 64 << 20, uint64_t capacity = 64) {
+  StoreOptions o;
+  o.initial_capacity = capacity;
+  o.memory_limit_bytes = memory;
+  o.max_value_bytes = 4096;
+  o.table.cpu_threads = 2;
+  auto s = Store::create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+TEST(Store, RunsMatchAModelThroughGrowth) {
+  auto store = small_store();
+  std::map<uint64_t, std::string> model;
+  std::mt19937_64 rng(7);
+  const uint64_t key_space = 20000;  // far past the 64-key first table: many rebuilds
+  for (int round = 0; round < 300; ++round) {
+    const OpKind kind = static_cast<OpKind>(rng() % 3 == 0 ? (rng() % 3) : 1);
+    std::vector<std::unique_ptr<OwnedCall>> calls;
+    const int ncalls = 1 + static_cast<int>(rng() % 4);
+    for (int c = 0; c < ncalls; ++c) {
+      std::vector<uint64_t> keys;
+      const int n = 1 + static_cast<int>(rng() % 200);
+      for (int i = 0; i < n; ++i) keys.push_back(rng() % key_space);
+      if (kind == OpKind::kPut) {
+        std::vector<std::string> values;
+        for (uint64_t k : keys) values.push_back(std::to_string(k) + ":" + std::to_string(round) + std::string(rng() % 50, 'v'));
+        calls.push_back(make_put(keys, values));
+      } else if (kind == OpKind::kGet) {
+        calls.push_back(make_get(keys));
+      } else {
+        calls.push_back(make_del(keys));
+      }
+    }
+    std::vector<Call*> run;
+    for (auto& c : calls) run.push_back(&c->call);
+    std::vector<absl::Status> statuses;
+    if (kind == OpKind::kPut) store->apply_puts(run, &statuses);
+    if (kind == OpKind::kGet) store->apply_gets(run, &statuses);
+    if (kind == OpKind::kDelete) store->apply_deletes(run, &statuses);
+    for (size_t ci = 0; ci < calls.size(); ++ci) {
+      ASSERT_TRUE(statuses[ci].ok()) << statuses[ci];
+      OwnedCall& c = *calls[ci];
+      if (kind == OpKind::kPut) {
+        // created[i]: not stored before this call (earlier calls of the run count).
+        for (int i = 0; i < c.put.keys_size(); ++i) {
+          EXPECT_EQ(c.put_out.created(i), model.count(c.put.keys(i)) == 0) << "key " << c.put.keys(i);
+        }
+        size_t off = 0;
+        for (int i = 0; i < c.put.keys_size(); ++i) {
+          model[c.put.keys(i)] = c.put.values().substr(off, c.put.value_lengths(i));
+          off += c.put.value_lengths(i);
+        }
+      } else if (kind == OpKind::kGet) {
+        for (int i = 0; i < c.get.keys_size(); ++i) {
+          auto it = model.find(c.get.keys(i));
+          ASSERT_EQ(c.get_out.found(i), it != model.end()) << "key " << c.get.keys(i);
+          if (it != model.end()) EXPECT_EQ(value_at(c.get_out, i), it->second);
+        }
+      } else {
+        for (int i = 0; i < c.del.keys_size(); ++i) {
+          EXPECT_EQ(c.del_out.deleted(i), model.erase(c.del.keys(i)) == 1);
+        }
+      }
+    }
+    ASSERT_EQ(store->keys(), model.size());
+  }
+  EXPECT_GT(store->counters().rebuilds, 3u);
+  EXPECT_LE(store->load_factor(), 0.85);
+}
+
+TEST(Store, ExistsModeReturnsFlagsWithoutValues) {
+  auto store = small_store();
+  auto put = make_put({1, 2}, {"one", "two"});
+  std::vector<absl::Status> st;
+  Call* p = &put->call;
+  store->apply_puts({&p, 1}, &st);
+  auto get = make_get({1, 3, 2});
+  get->get.set_value_mode(v1::VALUE_MODE_EXISTS);
+  Call* g = &get->call;
+  store->apply_gets({&g, 1}, &st);
+  ASSERT_TRUE(st[0].ok());
+  EXPECT_TRUE(get->get_out.found(0));
+  EXPECT_FALSE(get->get_out.found(1));
+  EXPECT_TRUE(get->get_out.found(2));
+  EXPECT_EQ(get->get_out.values(), "");
+  EXPECT_EQ(get->get_out.value_lengths(0), 0u);
+}
+
+TEST(Store, APutPastTheMemoryCapIsRefusedAndChangesNothing) {
+  // 2 MiB: the first table plus a few 256 KiB slabs of the 4 KiB class.
+  auto store = small_store(2 << 20, 64);
+  const std::string big(4000, 'b');
+  uint64_t next = 0;
+  absl::Status refused;
+  std::vector<absl::Status> st;
+  for (int round = 0; round < 200 && refused.ok(); ++round) {
+    std::vector<uint64_t> keys;
+    std::vector<std::string> values;
+    for (int i = 0; i < 10; ++i) {
+      keys.push_back(next++);
+      values.push_back(big);
+    }
+    auto put = make_put(keys, values);
+    Call* p = &put->call;
+    store->apply_puts({&p, 1}, &st);
+    refused = st[0];
+  }
+  ASSERT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(std::string(refused.message()).find("--memory"), std::string::npos) << refused;
+  // The refused call's keys (the last ten) are all absent; earlier ones are intact.
+  std::vector<uint64_t> all;
+  for (uint64_t k = 0; k < next; ++k) all.push_back(k);
+  auto get = make_get(all);
+  Call* g = &get->call;
+  store->apply_gets({&g, 1}, &st);
+  ASSERT_TRUE(st[0].ok());
+  for (uint64_t k = 0; k < next; ++k) {
+    EXPECT_EQ(get->get_out.found(static_cast<int>(k)), k + 10 < next) << k;
+  }
+  EXPECT_EQ(store->keys(), next - 10);
+  EXPECT_LE(store->table_bytes() + store->value_heap_bytes(), store->memory_limit_bytes());
+  // Deleting frees room: the same put now succeeds.
+  auto del = make_del({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Call* d = &del->call;
+  store->apply_deletes({&d, 1}, &st);
+  std::vector<uint64_t> keys;
+  std::vector<std::string> values;
+  for (uint64_t k = next - 10; k < next; ++k) {
+    keys.push_back(k);
+    values.push_back(big);
+  }
+  auto put = make_put(keys, values);
+  Call* p = &put->call;
+  store->apply_puts({&p, 1}, &st);
+  EXPECT_TRUE(st[0].ok()) << st[0];
+}
+
+TEST(Store, RefusesAnInitialCapacityPastTheCap) {
+  StoreOptions o;
+  o.initial_capacity = 10'000'000;
+  o.memory_limit_bytes = 1 << 20;
+  EXPECT_EQ(Store::create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Store, EveryKeyIsValidIncludingTheSentinel) {
+  auto store = small_store();
+  const std::vector<uint64_t> keys{0, ~uint64_t{0}, ~uint64_t{0} - 1};
+  auto put = make_put(keys, {"zero", "max", "max-1"});
+  std::vector<absl::Status> st;
+  Call* p = &put->call;
+  store->apply_puts({&p, 1}, &st);
+  ASSERT_TRUE(st[0].ok());
+  auto get = make_get(keys);
+  Call* g = &get->call;
+  store->apply_gets({&g, 1}, &st);
+  EXPECT_EQ(value_at(get->get_out, 1), "max");
+  EXPECT_EQ(value_at(get->get_out, 2), "max-1");
+}
+
+}  // namespace
+}  // namespace gphkv::server

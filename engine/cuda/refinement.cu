@@ -332,6 +332,10 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
   const uint32_t total = *overflow_count;
   const uint32_t warps = gridDim.x * (blockDim.x >> 5);
   const uint32_t M = t.geo.slots_per_bucket;
+  // This warp's share of the counters, added to the table's once at the end:
+  // one global atomic per transaction on a handful of addresses serializes.
+  RefinementStats mine{};
+  unsigned long long inserted = 0;
 
   for (uint32_t e = blockIdx.x * (blockDim.x >> 5) + warp; e < total; e += warps) {
     const uint2 job = overflow[e];
@@ -340,7 +344,7 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
     const uint32_t me = e + 1;  // lock word: 0 free, else owner's id (smaller = older)
     const uint32_t cell = gph::cell_of(t.geo, key);
     uint8_t result = kStatusNoRoom;
-    uint32_t attempt = 0, deaths = 0;
+    uint32_t attempt = 0, deaths = 0, no_room_seen = 0;
     bool direct = false;
     for (;; ++attempt) {
       if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // back off after a death or a stale plan
@@ -377,20 +381,20 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
         w.values[n] = value;
       }
       ++n;
-      // Plan with the occupancy of 1, then 4, 16, ... mappings loaded: most
+      // Plan with the occupancy of 1, then 2, 4, ... mappings loaded: most
       // cells fit under their current mapping (docs/gph.md, Insert kernel).
       uint8_t chosen = current;
       bool planned = false;
       const uint32_t mappings = t.geo.num_mappings();
-      for (uint32_t cached = 0, want = 1;; want = min(want * 4, mappings)) {
+      for (uint32_t cached = 0, want = 1;; want = min(want * 2, mappings)) {
         prefill_occupancy(t, cell, mapping, cached, want, w);
+        mine.mappings += want - cached;
         cached = want;
         bool miss = false;
         if (lane == 0) {
           CachedOccupancy occupancy{&w, t.geo.virtual_buckets, M, cached};
           planned = gph::plan_extended_move(t.geo, cell, current, w.keys, n, occupancy, &chosen);
           miss = occupancy.miss;
-          atomicAdd(&t.stats->mappings, static_cast<unsigned long long>(cached));
         }
         planned = __shfl_sync(kFullWarp, planned, 0);
         chosen = static_cast<uint8_t>(__shfl_sync(kFullWarp, static_cast<uint32_t>(chosen), 0));
@@ -399,6 +403,10 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       }
       if (!planned) {
         release_all(t, w);
+        // The occupancy was read without locks, and a bucket read while another
+        // transaction moves keys inside it can look fuller than it is: confirm
+        // a failure with fresh reads before answering kNoRoom.
+        if (++no_room_seen < 3) continue;
         result = kStatusNoRoom;
         break;
       }
@@ -413,15 +421,22 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       result = kStatusInserted;
       break;
     }
-    if (lane == 0) {
-      status[job.x] = result;
-      if (result == kStatusInserted) atomicAdd(t.size, 1ull);
-      atomicAdd(&t.stats->transactions, 1ull);
-      atomicAdd(&t.stats->attempts, attempt + 1ull);
-      atomicAdd(&t.stats->deaths, static_cast<unsigned long long>(deaths));
-      if (result == kStatusInserted) atomicAdd(direct ? &t.stats->direct : &t.stats->moves, 1ull);
-    }
+    if (lane == 0) status[job.x] = result;
+    inserted += result == kStatusInserted;
+    mine.transactions += 1;
+    mine.attempts += attempt + 1;
+    mine.deaths += deaths;
+    if (result == kStatusInserted) (direct ? mine.direct : mine.moves) += 1;
     __syncwarp();
+  }
+  if (lane == 0 && mine.transactions > 0) {
+    atomicAdd(t.size, inserted);
+    atomicAdd(&t.stats->transactions, mine.transactions);
+    atomicAdd(&t.stats->attempts, mine.attempts);
+    atomicAdd(&t.stats->deaths, mine.deaths);
+    atomicAdd(&t.stats->direct, mine.direct);
+    atomicAdd(&t.stats->moves, mine.moves);
+    atomicAdd(&t.stats->mappings, mine.mappings);
   }
 }
 

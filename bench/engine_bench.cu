@@ -331,11 +331,6 @@ struct Bench {
           }
         }
       }
-      for (int per_sm : {8, 16, 32}) {
-        LookupShape shape;
-        shape.grid = sms * per_sm;
-        measure(shape, "find 50% uniform |g|=4 K=1 persistent grid of " + std::to_string(per_sm) + " blocks per SM");
-      }
       for (int stream : {0, 1}) {
         LookupShape shape;
         shape.streaming_loads = stream;

@@ -38,16 +38,11 @@ __global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint6
                                                       uint8_t* __restrict__ out_found) {
   static_assert(M % (2 * G) == 0, "a bucket splits into whole 16-byte vectors per thread");
   constexpr int V = M / (2 * G);
+  const uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x) * K + threadIdx.x;
   const int lane = threadIdx.x & 31;
   const int member = lane % G;
   const int leader = lane - member;
   const unsigned group_mask = (G == 32 ? kFullWarp : ((1u << G) - 1u)) << leader;
-  // One pass per block of keys; a grid smaller than the batch (a persistent
-  // grid) loops. The loop condition is uniform across the block.
-  const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x * K;
-  for (uint64_t block_first = blockIdx.x * static_cast<uint64_t>(blockDim.x) * K; block_first < n;
-       block_first += step) {
-  const uint64_t first = block_first + threadIdx.x;
 
   // Every lane stays to the end: the shuffles below need the whole warp.
   uint64_t key[K];
@@ -123,7 +118,6 @@ __global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint6
     out_found[i] = my_found;
     if (my_found) out_values[i] = my_value;
   }
-  }  // block_first
 }
 
 // Any even M: one thread per key, slot by slot.
@@ -180,15 +174,14 @@ cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t 
                            uint8_t* found, const LookupShape& shape, CellWindow window, cudaStream_t stream) {
   const int block = shape.block;
   const uint64_t per_block = static_cast<uint64_t>(block) * shape.keys_per_thread;
-  uint64_t grid = (n + per_block - 1) / per_block;
-  if (shape.grid > 0 && static_cast<uint64_t>(shape.grid) < grid) grid = shape.grid;
+  const unsigned grid = static_cast<unsigned>((n + per_block - 1) / per_block);
   const bool p = shape.persist_cells;
   const bool s = shape.streaming_loads;
   switch (shape.keys_per_thread * 2 + (s ? 1 : 0)) {
-    case 2: return launch_with_window(lookup_grouped<M, G, 1, false>, static_cast<unsigned>(grid), block, t, keys, n, values, found, p, window, stream);
-    case 3: return launch_with_window(lookup_grouped<M, G, 1, true>, static_cast<unsigned>(grid), block, t, keys, n, values, found, p, window, stream);
-    case 4: return launch_with_window(lookup_grouped<M, G, 2, false>, static_cast<unsigned>(grid), block, t, keys, n, values, found, p, window, stream);
-    case 5: return launch_with_window(lookup_grouped<M, G, 2, true>, static_cast<unsigned>(grid), block, t, keys, n, values, found, p, window, stream);
+    case 2: return launch_with_window(lookup_grouped<M, G, 1, false>, grid, block, t, keys, n, values, found, p, window, stream);
+    case 3: return launch_with_window(lookup_grouped<M, G, 1, true>, grid, block, t, keys, n, values, found, p, window, stream);
+    case 4: return launch_with_window(lookup_grouped<M, G, 2, false>, grid, block, t, keys, n, values, found, p, window, stream);
+    case 5: return launch_with_window(lookup_grouped<M, G, 2, true>, grid, block, t, keys, n, values, found, p, window, stream);
     default: return cudaErrorInvalidConfiguration;
   }
 }

@@ -14,9 +14,6 @@ namespace gphkv::engine::cuda {
 struct LookupShape {
   int group = 4;    // |g|: threads that read one bucket together (GPH §5.1)
   int block = 256;  // threads per block
-  // Blocks to launch: 0 = one pass, a block per block-sized slice of the
-  // batch; > 0 = a persistent grid of that many blocks looping over the batch.
-  int grid = 0;
   int keys_per_thread = 1;  // K: keys each thread owns (1 or 2), all probed at once
   // Bucket and value loads marked evict-first (ld.global.cs): they are read
   // once, and would otherwise push the Cell Index out of L2.

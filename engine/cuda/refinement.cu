@@ -39,18 +39,13 @@ struct Workspace {
   uint32_t* canon;       // [R] first r' with the same bucket
   unsigned long long* vacant;  // [R] vacancy masks during placement
   uint32_t* scalars;     // [0] held count, [1] cache_phi, [2] cache valid
-  uint32_t* cache_bucket;  // [256] planner's occupancy cache: bucket of (mapping t, r) at t*R + r
-  uint32_t* cache_count;   // [256] slots of that bucket held by other cells
 };
-
-// num_mappings * R = 2^(8 - log2 R) * R: every (Φ, r) pair of one cell.
-constexpr uint32_t kCellPairs = 256;
 
 __host__ __device__ size_t workspace_bytes(const gph::Geometry& g) {
   const size_t cap = static_cast<size_t>(g.virtual_buckets) * g.slots_per_bucket + 1;
   const size_t R = g.virtual_buckets;
   return cap * (3 * sizeof(uint64_t) + sizeof(uint32_t)) + R * sizeof(unsigned long long) +
-         (2 * R + 3 * R + 4 + 2 * 256) * sizeof(uint32_t) + 32;
+         (2 * R + 3 * R + 4) * sizeof(uint32_t) + 32;
 }
 
 __device__ Workspace carve(const gph::Geometry& g, uint8_t* base) {
@@ -67,8 +62,6 @@ __device__ Workspace carve(const gph::Geometry& g, uint8_t* base) {
   w.count = w.bucket + R;
   w.canon = w.count + R;
   w.scalars = w.canon + R;
-  w.cache_bucket = w.scalars + 4;
-  w.cache_count = w.cache_bucket + 256;
   return w;
 }
 
@@ -212,55 +205,31 @@ __device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t cell, Worksp
   return n;
 }
 
-// Warp-collective: fills the planner's occupancy cache for the mappings
-// t in [t0, t1) of the search (Φ = first + t, wrapping): bucket ids, then the
-// slots other cells hold there, all (t, r, slot) loads spread over the lanes
-// and issued together.
-__device__ void prefill_occupancy(const DeviceTable& t, uint32_t cell, uint32_t first_phi, uint32_t t0, uint32_t t1,
-                                  Workspace& w) {
-  const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket, mappings = t.geo.num_mappings();
-  __syncwarp();
-  for (uint32_t e = lane_id(); e < (t1 - t0) * R; e += 32) {
-    const uint32_t idx = t0 * R + e;
-    w.cache_bucket[idx] = gph::bucket_of(t.geo, cell, idx % R, (first_phi + idx / R) % mappings);
-    w.cache_count[idx] = 0;
-  }
-  __syncwarp();
-  for (uint32_t x = lane_id(); x < (t1 - t0) * R * M; x += 32) {
-    const uint32_t idx = t0 * R + x / M;
-    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(w.cache_bucket[idx]) * M + x % M);
-    if (k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell) atomicAdd(&w.cache_count[idx], 1u);
-  }
-  __syncwarp();
-}
-
-// The occupancy gph::plan_extended_move asks for, answered from the cache
-// (lane 0 runs the planner alone: its arrays stay in one lane's registers and
-// L1, and the warp's loads were issued together by prefill_occupancy). The
-// planner asks mapping by mapping, in search order, so the lookup starts at
-// the mapping of the previous answer. A bucket of a mapping not cached yet
-// counts as full and raises `miss`: such a mapping cannot be chosen, so a
-// plan found among the cached mappings is exactly the one the CPU finds, and
-// a failure with a miss is retried with more mappings cached.
-struct CachedOccupancy {
-  const Workspace* w;
-  uint32_t R, M, cached;  // cached: mappings t < cached are in the cache
-  uint32_t at = 0;        // mapping of the last answer
-  bool miss = false;
-  __device__ uint32_t operator()(uint32_t b) {
-    for (uint32_t t = at; t < cached && t < at + 2; ++t) {
+// The occupancy the shared planner asks for, bucket by bucket. The planner
+// walks the mappings in order and, within one, asks for its buckets r = 0, 1,
+// ...; so on a miss this counts all R buckets of the next mapping at once
+// (one round of loads instead of R), and answers the rest from the Workspace.
+// A bucket that is not where the walk predicts is counted alone: slower, still right.
+struct CachedOthers {
+  const DeviceTable* t;
+  Workspace* w;
+  uint32_t cell;
+  uint32_t first_phi;
+  __device__ uint32_t operator()(uint32_t b) const {
+    const uint32_t R = t->geo.virtual_buckets;
+    if (w->scalars[2]) {
       for (uint32_t r = 0; r < R; ++r) {
-        if (w->cache_bucket[t * R + r] == b) {
-          at = t;
-          return w->cache_count[t * R + r];
-        }
+        if (w->bucket[r] == b) return w->count[r];
       }
     }
-    for (uint32_t idx = 0; idx < cached * R; ++idx) {
-      if (w->cache_bucket[idx] == b) return w->cache_count[idx];
+    const uint32_t next = w->scalars[2] ? (w->scalars[1] + 1) % t->geo.num_mappings() : first_phi;
+    if (gph::bucket_of(t->geo, cell, 0, next) == b) {
+      if (lane_id() == 0) ++w->scalars[3];  // mapping loads, flushed at kernel end
+      load_mapping(*t, cell, next, *w);
+      count_others(*t, cell, *w);
+      return w->count[0];
     }
-    miss = true;
-    return M;
+    return others_in_bucket(*t, b, cell);
   }
 };
 
@@ -327,11 +296,18 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
   const int lane = lane_id();
   const int warp = threadIdx.x >> 5;
   Workspace w = carve(t.geo, shared + warp * ws_bytes);
-  if (lane == 0) w.scalars[0] = 0;
+  if (lane == 0) {
+    w.scalars[0] = 0;
+    w.scalars[3] = 0;
+  }
   __syncwarp();
   const uint32_t total = *overflow_count;
   const uint32_t warps = gridDim.x * (blockDim.x >> 5);
   const uint32_t M = t.geo.slots_per_bucket;
+  // This warp's share of the counters, added to the table's once at the end:
+  // global atomics per transaction on a handful of addresses serialize.
+  RefinementStats mine{};
+  unsigned long long inserted = 0;
 
   for (uint32_t e = blockIdx.x * (blockDim.x >> 5) + warp; e < total; e += warps) {
     const uint2 job = overflow[e];
@@ -340,7 +316,7 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
     const uint32_t me = e + 1;  // lock word: 0 free, else owner's id (smaller = older)
     const uint32_t cell = gph::cell_of(t.geo, key);
     uint8_t result = kStatusNoRoom;
-    uint32_t attempt = 0, deaths = 0;
+    uint32_t attempt = 0, deaths = 0, no_room_seen = 0;
     bool direct = false;
     for (;; ++attempt) {
       if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // back off after a death or a stale plan
@@ -375,30 +351,19 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       if (lane == 0) {
         w.keys[n] = key;
         w.values[n] = value;
+        w.scalars[2] = 0;  // the occupancy cache starts empty
       }
+      __syncwarp();
       ++n;
-      // Plan with the occupancy of 1, then 4, 16, ... mappings loaded: most
-      // cells fit under their current mapping (docs/gph.md, Insert kernel).
       uint8_t chosen = current;
-      bool planned = false;
-      const uint32_t mappings = t.geo.num_mappings();
-      for (uint32_t cached = 0, want = 1;; want = min(want * 4, mappings)) {
-        prefill_occupancy(t, cell, mapping, cached, want, w);
-        cached = want;
-        bool miss = false;
-        if (lane == 0) {
-          CachedOccupancy occupancy{&w, t.geo.virtual_buckets, M, cached};
-          planned = gph::plan_extended_move(t.geo, cell, current, w.keys, n, occupancy, &chosen);
-          miss = occupancy.miss;
-          atomicAdd(&t.stats->mappings, static_cast<unsigned long long>(cached));
-        }
-        planned = __shfl_sync(kFullWarp, planned, 0);
-        chosen = static_cast<uint8_t>(__shfl_sync(kFullWarp, static_cast<uint32_t>(chosen), 0));
-        miss = __shfl_sync(kFullWarp, miss, 0);
-        if (planned || !miss || cached == mappings) break;
-      }
+      const bool planned =
+          gph::plan_extended_move(t.geo, cell, current, w.keys, n, CachedOthers{&t, &w, cell, mapping}, &chosen);
       if (!planned) {
         release_all(t, w);
+        // The occupancy was read without locks, and a bucket read while another
+        // transaction moves keys inside it can look fuller than it is: confirm
+        // a failure with fresh reads before answering kNoRoom.
+        if (++no_room_seen < 3) continue;
         result = kStatusNoRoom;
         break;
       }
@@ -413,15 +378,22 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       result = kStatusInserted;
       break;
     }
-    if (lane == 0) {
-      status[job.x] = result;
-      if (result == kStatusInserted) atomicAdd(t.size, 1ull);
-      atomicAdd(&t.stats->transactions, 1ull);
-      atomicAdd(&t.stats->attempts, attempt + 1ull);
-      atomicAdd(&t.stats->deaths, static_cast<unsigned long long>(deaths));
-      if (result == kStatusInserted) atomicAdd(direct ? &t.stats->direct : &t.stats->moves, 1ull);
-    }
+    if (lane == 0) status[job.x] = result;
+    inserted += result == kStatusInserted;
+    mine.transactions += 1;
+    mine.attempts += attempt + 1;
+    mine.deaths += deaths;
+    if (result == kStatusInserted) (direct ? mine.direct : mine.moves) += 1;
     __syncwarp();
+  }
+  if (lane == 0 && mine.transactions > 0) {
+    atomicAdd(t.size, inserted);
+    atomicAdd(&t.stats->transactions, mine.transactions);
+    atomicAdd(&t.stats->attempts, mine.attempts);
+    atomicAdd(&t.stats->deaths, mine.deaths);
+    atomicAdd(&t.stats->direct, mine.direct);
+    atomicAdd(&t.stats->moves, mine.moves);
+    atomicAdd(&t.stats->mappings, static_cast<unsigned long long>(w.scalars[3]));
   }
 }
 

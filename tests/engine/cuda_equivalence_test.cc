@@ -151,15 +151,19 @@ std::unordered_map<uint64_t, uint64_t> run_sequence(Pair& p, std::mt19937_64& rn
   return model;
 }
 
-// At 20% load no bucket overflows (Poisson(3.2) over 16 slots), so no
-// Refinement runs on either backend: the images must agree bucket for bucket.
+// At 10% load Refinement is rare on either backend; in a run where neither
+// ran it, the images must agree bucket for bucket (same cells, same key set in
+// every bucket). Where one did (hash clusters can fill a bucket even at low
+// load), the invariants and the contents must still agree, and equal cell
+// bytes still imply equal buckets.
 TEST_F(CudaEquivalenceTest, WithoutRefinementImagesAgreeBucketForBucket) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed);
-  for (double cpb : {1.0, 4.0}) {
+  int compared = 0;
+  for (double cpb : {1.0, 4.0, 1.0, 4.0}) {
     TableOptions o;
-    o.num_buckets = buckets_for_capacity(scaled(40000), 0.2, o.slots_per_bucket);
+    o.num_buckets = buckets_for_capacity(scaled(40000), 0.1, o.slots_per_bucket);
     o.cells_per_bucket = cpb;
     o.seed = static_cast<uint32_t>(rng());
     Pair p = make_pair_of_tables(o);
@@ -169,15 +173,21 @@ TEST_F(CudaEquivalenceTest, WithoutRefinementImagesAgreeBucketForBucket) {
     auto a = p.cpu->image();
     auto b = p.gpu->image();
     ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_EQ(a->cells, b->cells) << "a cell byte differs: some Refinement ran";
-    for (uint8_t c : b->cells) ASSERT_EQ(c, 0) << "Extended Move ran at 20% load";
-    EXPECT_EQ(bucket_sets(*a), bucket_sets(*b));
+    const bool refined = std::any_of(a->cells.begin(), a->cells.end(), [](uint8_t c) { return c != 0; }) ||
+                         std::any_of(b->cells.begin(), b->cells.end(), [](uint8_t c) { return c != 0; });
+    if (!refined || a->cells == b->cells) {
+      EXPECT_EQ(a->cells, b->cells);
+      EXPECT_EQ(bucket_sets(*a), bucket_sets(*b));
+      compared += !refined;
+    }
     EXPECT_EQ(a->has_empty_key, b->has_empty_key);
     EXPECT_EQ(a->empty_key_value, b->empty_key_value);
     EXPECT_EQ(check_invariants(*b, model.size()), "");
     EXPECT_EQ(check_contents(*p.gpu, model), "");
     EXPECT_EQ(contents(*p.cpu), contents(*p.gpu));
   }
+  std::printf("%d of 4 runs without Refinement compared bucket for bucket\n", compared);
+  EXPECT_GT(compared, 0) << "no run stayed free of Refinement at 10% load";
 }
 
 // Near the reachable load factor Refinement runs in parallel on the GPU, in

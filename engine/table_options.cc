@@ -1,6 +1,8 @@
 #include "gphkv/engine/table_options.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +18,14 @@ uint64_t buckets_for_capacity(uint64_t keys, double load_factor, uint32_t slots_
   const double slots = std::ceil(static_cast<double>(keys) / load_factor);
   const uint64_t buckets = static_cast<uint64_t>(std::ceil(slots / slots_per_bucket));
   return buckets == 0 ? 1 : buckets;
+}
+
+bool same_addressing(const gph::Geometry& a, const gph::Geometry& b) {
+  auto same = [](const auto& x, const auto& y) { return std::equal(std::begin(x), std::end(x), std::begin(y)); };
+  return a.num_cells == b.num_cells && a.num_buckets == b.num_buckets &&
+         a.slots_per_bucket == b.slots_per_bucket && a.virtual_buckets == b.virtual_buckets &&
+         same(a.seeds.cell, b.seeds.cell) && same(a.seeds.vbucket, b.seeds.vbucket) &&
+         same(a.seeds.bucket, b.seeds.bucket);
 }
 
 absl::StatusOr<gph::Geometry> make_geometry(const TableOptions& o) {

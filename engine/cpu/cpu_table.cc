@@ -345,15 +345,8 @@ absl::StatusOr<TableImage> CpuTable::image() const {
 }
 
 absl::Status CpuTable::load_image(const TableImage& img) {
-  const gph::Geometry& g = img.geometry;
-  const bool same = g.num_cells == geo_.num_cells && g.num_buckets == geo_.num_buckets &&
-                    g.slots_per_bucket == geo_.slots_per_bucket &&
-                    g.virtual_buckets == geo_.virtual_buckets &&
-                    std::equal(std::begin(g.seeds.cell), std::end(g.seeds.cell), geo_.seeds.cell) &&
-                    std::equal(std::begin(g.seeds.vbucket), std::end(g.seeds.vbucket), geo_.seeds.vbucket) &&
-                    std::equal(std::begin(g.seeds.bucket), std::end(g.seeds.bucket), geo_.seeds.bucket);
-  if (!same || img.cells.size() != geo_.num_cells || img.keys.size() != geo_.num_slots() ||
-      img.values.size() != geo_.num_slots()) {
+  if (!same_addressing(img.geometry, geo_) || img.cells.size() != geo_.num_cells ||
+      img.keys.size() != geo_.num_slots() || img.values.size() != geo_.num_slots()) {
     return absl::InvalidArgumentError("load_image: the image's geometry differs from the table's");
   }
   cells_ = img.cells;

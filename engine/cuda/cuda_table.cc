@@ -346,6 +346,26 @@ absl::StatusOr<TableImage> CudaTable::image() const {
   return img;
 }
 
+absl::Status CudaTable::load_image(const TableImage& img) {
+  if (!same_addressing(img.geometry, geo_) || img.cells.size() != geo_.num_cells ||
+      img.keys.size() != geo_.num_slots() || img.values.size() != geo_.num_slots()) {
+    return absl::InvalidArgumentError("load_image: the image's geometry differs from the table's");
+  }
+  const unsigned long long count =
+      (img.has_empty_key ? 1 : 0) +
+      static_cast<unsigned long long>(std::count_if(img.keys.begin(), img.keys.end(),
+                                                    [](uint64_t k) { return k != gph::kEmptyKey; }));
+  const OutOfBandSlot oob{img.has_empty_key ? 1u : 0u, 0u, img.empty_key_value};
+  return run_sync([&]() -> absl::Status {
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(cells_.get(), img.cells.data(), cells_.bytes(), cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(keys_.get(), img.keys.data(), keys_.bytes(), cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(values_.get(), img.values.data(), values_.bytes(), cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(oob_.get(), &oob, sizeof(oob), cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(&counters_.get()->size, &count, sizeof(count), cudaMemcpyHostToDevice, stream_));
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<std::vector<KeyValue>> CudaTable::export_pairs() const {
   auto img = image();
   if (!img.ok()) return img.status();

@@ -45,6 +45,7 @@ class CudaTable final : public Table {
   uint64_t size() const override { return size_; }
   absl::StatusOr<std::vector<KeyValue>> export_pairs() const override;
   absl::StatusOr<TableImage> image() const override;
+  absl::Status load_image(const TableImage& image) override;
 
   // Device pointers, stream-ordered. find_async writes values[i] only where
   // found[i] = 1. outcomes are UpsertOutcome bytes. Pointers must stay valid

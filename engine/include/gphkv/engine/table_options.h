@@ -32,6 +32,10 @@ struct TableOptions {
 // The number of buckets that holds `keys` keys at `load_factor` with M slots.
 uint64_t buckets_for_capacity(uint64_t keys, double load_factor, uint32_t slots_per_bucket);
 
+// Whether two geometries address keys identically (same L, N, M, R and seeds):
+// a table image of one can be loaded into a table of the other.
+bool same_addressing(const gph::Geometry& a, const gph::Geometry& b);
+
 // Checks the options and derives the table's geometry; INVALID_ARGUMENT with the
 // offending field and its limits otherwise.
 absl::StatusOr<gph::Geometry> make_geometry(const TableOptions& options);

@@ -1,5 +1,6 @@
 #include "loadgen/workload.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -77,9 +78,21 @@ void OpStream::Next(Op* op) {
     op->type = OpType::kGet;
     n = workload_->read_batch().Quantile(rng_.Uniform());
   }
-  // Writes follow the same popularity as reads: in TAO the hot objects are
-  // also the ones being updated (likes, comments on popular posts).
-  for (uint32_t i = 0; i < n; ++i) op->keys.push_back(workload_->SampleKey(rng_));
+  if (op->type == OpType::kDelete) {
+    // Deletes pick items uniformly: removing the hottest items would turn
+    // every later read of them into a miss (the hit ratio would decay through
+    // the run, which TAO's read hit rates do not show); a removed edge is a
+    // typical one, not a famous one.
+    const uint64_t items = workload_->key_space().items();
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto index = static_cast<uint64_t>(rng_.Uniform() * static_cast<double>(items));
+      op->keys.push_back(workload_->key_space().KeyAt(std::min(index, items - 1)));
+    }
+  } else {
+    // Gets and puts follow popularity: in TAO the hot objects are also the
+    // ones being updated (counts, comments on popular posts).
+    for (uint32_t i = 0; i < n; ++i) op->keys.push_back(workload_->SampleKey(rng_));
+  }
   if (op->type == OpType::kPut) {
     for (uint64_t k : op->keys) op->value_sizes.push_back(workload_->ValueSizeOf(k));
   }

@@ -148,6 +148,7 @@ json ReportToJson(const Report& r) {
         {"scheduled_calls", r.run.scheduled},
         {"dropped_calls", r.run.dropped},
         {"max_backlog", r.run.max_backlog},
+        {"send_lag", LatencyJson(r.run.send_lag)},
         {"overall", overall},
         {"by_type", by_type}}},
       {"series", series},
@@ -172,6 +173,11 @@ std::string ReportToTable(const Report& r) {
   absl::StrAppendFormat(&out, "run: %.2f s measured after %.1f s warm-up", r.run.seconds, d.warmup_s);
   if (d.mode == DriveOptions::Mode::kOpen) {
     absl::StrAppendFormat(&out, "; latency from intended send time; %d calls never answered", r.run.dropped);
+    // The generator's own punctuality: if this is large, the client (not the
+    // store) is the bottleneck, and the latencies above include its lag.
+    absl::StrAppendFormat(&out, "\nsend lag (actual - intended send): p50 %s, p99 %s, max %s",
+                          Us(r.run.send_lag.ValueAtQuantile(0.5)), Us(r.run.send_lag.ValueAtQuantile(0.99)),
+                          Us(r.run.send_lag.max()));
   }
   out += "\n\n";
   absl::StrAppendFormat(&out, "%-8s %10s %10s %10s %7s %7s %9s %9s %9s %9s %9s\n", "op", "calls/s", "keys/s", "bytes/s",

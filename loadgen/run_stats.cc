@@ -26,6 +26,7 @@ void RunStats::Merge(const RunStats& o) {
   scheduled += o.scheduled;
   dropped += o.dropped;
   max_backlog = std::max(max_backlog, o.max_backlog);
+  send_lag.Merge(o.send_lag);
 }
 
 void IntervalRecorder::Record(uint64_t keys, uint64_t found, uint64_t get_keys, uint64_t bytes, bool error,

@@ -32,6 +32,10 @@ struct RunStats {
   uint64_t scheduled = 0;        // open loop: calls whose intended send time fell in the window
   uint64_t dropped = 0;          // open loop: calls never sent (backlog cap or drain timeout)
   uint64_t max_backlog = 0;      // open loop: the longest queue of overdue sends seen
+  // Open loop: actual send time minus intended send time, per measured call.
+  // Large values mean the generator (or its machine) could not keep the
+  // schedule; that lag is inside the reported latencies, as it should be.
+  LatencyHistogram send_lag;
   OpStats Overall() const;
   void Merge(const RunStats& other);
 };

@@ -173,18 +173,18 @@ class GphkvTarget : public Target {
   absl::Status WaitReady(Clock::time_point deadline) override {
     auto stub = v1::KeyValue::NewStub(MakeChannel(address_));
     grpc::Status last;
-    // Bounded by the deadline; each attempt waits at most 1 s.
-    while (Clock::now() < deadline) {
+    // Bounded by the deadline (one attempt at least); each waits at most 1 s.
+    do {
       grpc::ClientContext ctx;
       ctx.set_wait_for_ready(true);
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::min<Clock::duration>(std::chrono::seconds(1), deadline - Clock::now()));
+      const Clock::duration left = std::max<Clock::duration>(deadline - Clock::now(), std::chrono::milliseconds(100));
+      ctx.set_deadline(std::chrono::system_clock::now() + std::min<Clock::duration>(std::chrono::seconds(1), left));
       v1::StatsRequest req;
       v1::StatsResponse resp;
       last = stub->Stats(&ctx, req, &resp);
       if (last.ok()) return absl::OkStatus();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    } while (Clock::now() < deadline);
     return absl::UnavailableError(absl::StrCat("gphkv at ", address_, " did not answer Stats: ",
                                                GrpcStatusCodeName(last.error_code()), " ", last.error_message()));
   }

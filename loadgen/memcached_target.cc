@@ -282,7 +282,7 @@ class MemcachedTarget : public Target {
 
   absl::Status WaitReady(Clock::time_point deadline) override {
     absl::Status last = absl::UnavailableError("not tried");
-    while (Clock::now() < deadline) {
+    do {  // one attempt at least, then until the deadline
       auto fd = ConnectTcp(address_, false);
       if (fd.ok()) {
         timeval tv{1, 0};
@@ -298,7 +298,7 @@ class MemcachedTarget : public Target {
         last = fd.status();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    } while (Clock::now() < deadline);
     return absl::UnavailableError(absl::StrCat("memcached at ", address_, " not ready: ", last.message()));
   }
 

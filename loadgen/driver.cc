@@ -330,7 +330,9 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
     for (auto& r : recorders) r.TakeInto(&snap);
     if (w > 1e-3 && snap.calls > 0) {
       const SeriesPoint p = ToPoint(snap, std::chrono::duration<double>(end - start).count(), w, end <= measure_start);
-      if (!p.warmup) result.series.push_back(p);
+      // A last sliver of an interval (the drain) has too few calls for its
+      // rates and percentiles to mean anything: progress shows it, the series not.
+      if (!p.warmup && w >= 0.5 * interval_s) result.series.push_back(p);
       if (on_interval) on_interval(p);
     }
     tick = end;

@@ -30,9 +30,12 @@ absl::Status WritePlot(const std::vector<SeriesPoint>& series, const std::string
     f << "set output '" << path << "'\n";
     f << "set multiplot layout 2,1 title \"" << safe_title << "\"\n";
     f << "set grid\nset key outside right top\nset xlabel 'seconds since start (warm-up excluded)'\n";
-    f << "set ylabel 'per second'\nset format y '%.1s%c'\nset yrange [0:*]\n";
-    f << "plot '" << dat << "' using 1:3 with linespoints lw 2 title 'keys/s', "
-      << "'' using 1:2 with linespoints lw 2 title 'calls/s'\n";
+    // Keys/s is tens of times calls/s (batches): each gets its own axis.
+    f << "set ylabel 'keys/s'\nset format y '%.1s%c'\nset yrange [0:*]\n";
+    f << "set y2label 'calls/s (batches)'\nset y2tics\nset format y2 '%.1s%c'\nset y2range [0:*]\n";
+    f << "plot '" << dat << "' using 1:3 axes x1y1 with linespoints lw 2 title 'keys/s', "
+      << "'' using 1:2 axes x1y2 with linespoints lw 2 title 'calls/s'\n";
+    f << "unset y2label\nunset y2tics\n";
     f << "set ylabel 'latency (us)'\nset logscale y\nset format y '%g'\nset yrange [*:*]\n";
     f << "plot '" << dat << "' using 1:4 with lines lw 2 title 'p50', '' using 1:5 with lines lw 2 title 'p90', "
       << "'' using 1:6 with lines lw 2 title 'p99', '' using 1:7 with lines lw 2 title 'p99.9', "

@@ -11,7 +11,11 @@
 #   TARGETS=memcached scripts/loadgen-compare.sh    # one of them
 #
 # Knobs (environment): TARGETS, THREADS, KEYS, STEP_S, WARMUP_S, STEPS,
-# P99_LIMIT_US, BACKEND (auto|cpu|cuda), OUT, GPHKV_SERVER, LOADGEN.
+# P99_LIMIT_US, BACKEND (auto|cpu|cuda), OUT, GPHKV_SERVER, LOADGEN, and
+# PRIO, a command prefix for the stores and the client on a machine shared
+# with other work (e.g. PRIO="chrt -f 5": real-time FIFO priority, root
+# only); every step's report gives the send lag, which says whether the
+# client kept its schedule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +33,7 @@ OUT=${OUT:-build/loadgen-compare}
 GPHKV_SERVER=${GPHKV_SERVER:-build/server/gphkv-server}
 LOADGEN=${LOADGEN:-build/loadgen/gphkv-loadgen}
 SEED=${SEED:-1}
+read -r -a prio <<<"${PRIO:-}"
 
 mkdir -p "$OUT" docs
 [ -x "$LOADGEN" ] || { echo "loadgen-compare: $LOADGEN not built (scripts/build.sh)" >&2; exit 1; }
@@ -46,13 +51,13 @@ start_server() {  # target port
   case "$1" in
     gphkv)
       [ -x "$GPHKV_SERVER" ] || { echo "loadgen-compare: $GPHKV_SERVER not built" >&2; return 1; }
-      "$GPHKV_SERVER" --listen_address=127.0.0.1:"$2" --metrics_address= --backend="$BACKEND" \
+      "${prio[@]}" "$GPHKV_SERVER" --listen_address=127.0.0.1:"$2" --metrics_address= --backend="$BACKEND" \
         >"$OUT/gphkv-server.log" 2>&1 &
       ;;
     memcached)
       command -v memcached >/dev/null || { echo "loadgen-compare: memcached not installed" >&2; return 1; }
       local user=(); [ "$(id -u)" -eq 0 ] && user=(-u nobody)
-      memcached -l 127.0.0.1 -p "$2" -U 0 -t "$THREADS" -m "${MEMCACHED_MB:-2048}" -c 4096 "${user[@]}" \
+      "${prio[@]}" memcached -l 127.0.0.1 -p "$2" -U 0 -t "$THREADS" -m "${MEMCACHED_MB:-2048}" -c 4096 "${user[@]}" \
         >"$OUT/memcached.log" 2>&1 &
       ;;
   esac
@@ -71,7 +76,7 @@ for target in $TARGETS; do
   addr=127.0.0.1:$port
   echo "== $target on $addr ($([ "$target" = gphkv ] && echo "backend $BACKEND" || echo "$THREADS threads"))"
   # Load the key space once, then probe the closed-loop peak: the search's ceiling.
-  timeout 900 "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --mode=closed --depth=4 \
+  timeout 900 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --mode=closed --depth=4 \
     --json="$OUT/$target-closed.json" >"$OUT/$target-closed.txt"
   peak=$(field "$OUT/$target-closed.json" 'r["results"]["overall"]["calls_per_s"]')
   echo "   closed-loop peak: $peak calls/s"
@@ -81,7 +86,7 @@ for target in $TARGETS; do
   for step in $(seq 1 "$STEPS"); do
     rate=$(python3 -c "import math; print(round(math.sqrt($lo*$hi)))")
     json="$OUT/$target-step$step.json"
-    timeout 300 "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
+    timeout 300 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
       --rate="$rate" --depth="$DEPTH" --json="$json" >"$OUT/$target-step$step.txt" || true
     ok=$(field "$json" 'int(r["results"]["overall"]["latency"]["p99_us"] < '"$P99_LIMIT_US"' and r["results"]["overall"]["errors"] == 0 and r["results"]["dropped_calls"] == 0)')
     p99=$(field "$json" 'round(r["results"]["overall"]["latency"]["p99_us"], 1)')
@@ -92,7 +97,7 @@ for target in $TARGETS; do
     cp "$best" "$OUT/$target-best.json"
     # The best rate once more, with its picture.
     rate=$(field "$best" 'r["config"]["drive"]["rate"]')
-    timeout 300 "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
+    timeout 300 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
       --rate="$rate" --depth="$DEPTH" --label="best rate under p99 ${P99_LIMIT_US}us" \
       --plot="docs/loadgen-$target.svg" --json="$OUT/$target-best-replot.json" >/dev/null || true
   fi
@@ -139,8 +144,8 @@ if any_best:
     c, w = any_best["config"], any_best["workload"]
     lines.append(f"Configuration: {c['workload']['keys']} keys, zipf s={w['zipf_exponent']:.3f} (top 20% -> {100*w['expected_hot_share']:.1f}%), "
                  f"{100*c['workload']['write_fraction']:.1f}% writes, mean {w['mean_read_batch']:.1f} keys per get; client: "
-                 f"{c['drive']['threads']} threads x {c['drive']['connections_per_thread']} connections, {c['drive']['duration_s']:g} s per step; "
-                 f"gphkv backend: {backend}")
+                 f"{c['drive']['threads']} threads x {c['drive']['connections_per_thread']} connections, {c['drive']['duration_s']:g} s per step"
+                 + (f"; gphkv backend: {backend}" if "gphkv" in targets else ""))
     lines.append("")
 lines += ["| store | calls/s | keys/s | value MB/s | hit % | p50 us | p99 us | p99.9 us |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
 for t in targets:

@@ -147,13 +147,20 @@ if any_best:
                  f"{c['drive']['threads']} threads x {c['drive']['connections_per_thread']} connections, {c['drive']['duration_s']:g} s per step"
                  + (f"; gphkv backend: {backend}" if "gphkv" in targets else ""))
     lines.append("")
-lines += ["| store | calls/s | keys/s | value MB/s | hit % | p50 us | p99 us | p99.9 us |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+# The best step was run once more (for its plot): its p99 is shown too, so a
+# reader sees how well the figure repeats on this machine.
+lines += ["| store | calls/s | keys/s | value MB/s | hit % | p50 us | p99 us | p99.9 us | p99 us, repeat run |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for t in targets:
     b = results[t]["best"]
+    again = f"{out}/{t}-best-replot.json"
     if b:
-        lines.append(f"| {t} | {b['calls_per_s']:,.0f} | {b['keys_per_s']:,.0f} | {b['bytes_per_s']/1e6:,.1f} | {100*b['hit_ratio']:.2f} | {b['p50_us']:.0f} | {b['p99_us']:.0f} | {b['p999_us']:.0f} |")
+        rep = json.load(open(again))["results"]["overall"]["latency"]["p99_us"] if os.path.exists(again) else None
+        results[t]["best"]["repeat_p99_us"] = rep
+        rep_s = f"{rep:.0f}" if rep is not None else "-"
+        lines.append(f"| {t} | {b['calls_per_s']:,.0f} | {b['keys_per_s']:,.0f} | {b['bytes_per_s']/1e6:,.1f} | {100*b['hit_ratio']:.2f} | {b['p50_us']:.0f} | {b['p99_us']:.0f} | {b['p999_us']:.0f} | {rep_s} |")
     else:
-        lines.append(f"| {t} | not measured (server missing, or no rate met the limit) | | | | | | |")
+        lines.append(f"| {t} | no rate met the limit (or the store did not start) | | | | | | | |")
 if all(results.get(t, {}).get("best") for t in ("gphkv", "memcached")):
     ratio = results["gphkv"]["best"]["keys_per_s"] / results["memcached"]["best"]["keys_per_s"]
     lines += ["", f"gphkv / memcached keys/s at p99 < {limit:g} us: {ratio:.2f}x"]

@@ -99,7 +99,9 @@ for target in $TARGETS; do
     rate=$(field "$best" 'r["config"]["drive"]["rate"]')
     timeout 300 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
       --rate="$rate" --depth="$DEPTH" --label="best rate under p99 ${P99_LIMIT_US}us" \
-      --plot="docs/loadgen-$target.svg" --json="$OUT/$target-best-replot.json" >/dev/null || true
+      --plot="$OUT/$target-best.svg" --json="$OUT/$target-best-replot.json" >/dev/null || true
+    # Only the picture goes to docs/; its data and gnuplot script stay in $OUT.
+    if [ -f "$OUT/$target-best.svg" ]; then cp "$OUT/$target-best.svg" "docs/loadgen-$target.svg"; fi
   fi
   stop_server
 done

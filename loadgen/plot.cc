@@ -29,7 +29,7 @@ absl::Status WritePlot(const std::vector<SeriesPoint>& series, const std::string
     f << (png ? "set terminal pngcairo size 1000,800 font 'sans,10'\n" : "set terminal svg size 1000,800 dynamic font 'sans,11'\n");
     f << "set output '" << path << "'\n";
     f << "set multiplot layout 2,1 title \"" << safe_title << "\"\n";
-    f << "set grid\nset key outside right top\nset xlabel 'seconds since start (warm-up excluded)'\n";
+    f << "set grid\nset key outside right top\nset xlabel 'seconds since start (warm-up not plotted)'\n";
     // Keys/s is tens of times calls/s (batches): each gets its own axis.
     f << "set ylabel 'keys/s'\nset format y '%.1s%c'\nset yrange [0:*]\n";
     f << "set y2label 'calls/s (batches)'\nset y2tics\nset format y2 '%.1s%c'\nset y2range [0:*]\n";

@@ -222,7 +222,11 @@ class ThreadDriver {
         drain_deadline = now + Seconds(o_.drain_timeout_s);
       }
       if (now >= drain_deadline) break;
-      const Clock::time_point wake = scheduling ? next_due : drain_deadline;
+      Clock::time_point wake = scheduling ? next_due : drain_deadline;
+      if (scheduling && o_.spin_us > 0) {
+        const Clock::time_point spin_from = next_due - Seconds(o_.spin_us * 1e-6);
+        wake = now >= spin_from ? now : spin_from;  // inside the spin window: poll without blocking
+      }
       if (in_flight_ == 0 && scheduling) {
         std::this_thread::sleep_until(wake);  // nothing to hear from: just wait for the next due call
         continue;

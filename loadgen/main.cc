@@ -37,6 +37,9 @@ ABSL_FLAG(double, warmup, 2, "seconds run before measuring starts");
 ABSL_FLAG(double, duration, 10, "seconds measured (ignored when --count is set)");
 ABSL_FLAG(uint64_t, count, 0, "measure this many calls in all instead of a duration");
 ABSL_FLAG(double, drain_timeout, 10, "seconds to wait for calls in flight after the window");
+ABSL_FLAG(double, spin_us, 0,
+          "open loop: busy-poll this many microseconds before each due send instead of sleeping (precise "
+          "send times; costs CPU)");
 
 // Load phase.
 ABSL_FLAG(bool, load, true, "populate every item before the run (false: the store is already loaded)");
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
   d.duration_s = absl::GetFlag(FLAGS_duration);
   d.count = absl::GetFlag(FLAGS_count);
   d.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
+  d.spin_us = absl::GetFlag(FLAGS_spin_us);
   d.seed = w.seed;
   c.load = absl::GetFlag(FLAGS_load);
   c.load_batch_keys = absl::GetFlag(FLAGS_load_batch);

@@ -10,7 +10,7 @@
 #   scripts/loadgen-compare.sh                      # both stores
 #   TARGETS=memcached scripts/loadgen-compare.sh    # one of them
 #
-# Knobs (environment): TARGETS, THREADS, KEYS, STEP_S, WARMUP_S, STEPS,
+# Knobs (environment): TARGETS, THREADS, CONNECTIONS, DEPTH, KEYS, STEP_S, WARMUP_S, STEPS, SPIN_US,
 # P99_LIMIT_US, BACKEND (auto|cpu|cuda), OUT, GPHKV_SERVER, LOADGEN, and
 # PRIO, a command prefix for the stores and the client on a machine shared
 # with other work (e.g. PRIO="chrt -f 5": real-time FIFO priority, root
@@ -33,6 +33,7 @@ OUT=${OUT:-build/loadgen-compare}
 GPHKV_SERVER=${GPHKV_SERVER:-build/server/gphkv-server}
 LOADGEN=${LOADGEN:-build/loadgen/gphkv-loadgen}
 SEED=${SEED:-1}
+SPIN_US=${SPIN_US:-0}            # open loop: busy-poll before due sends (50 on a dedicated many-core client)
 read -r -a prio <<<"${PRIO:-}"
 
 mkdir -p "$OUT" docs
@@ -87,7 +88,7 @@ for target in $TARGETS; do
     rate=$(python3 -c "import math; print(round(math.sqrt($lo*$hi)))")
     json="$OUT/$target-step$step.json"
     timeout 300 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
-      --rate="$rate" --depth="$DEPTH" --json="$json" >"$OUT/$target-step$step.txt" || true
+      --rate="$rate" --depth="$DEPTH" --spin_us="$SPIN_US" --json="$json" >"$OUT/$target-step$step.txt" || true
     ok=$(field "$json" 'int(r["results"]["overall"]["latency"]["p99_us"] < '"$P99_LIMIT_US"' and r["results"]["overall"]["errors"] == 0 and r["results"]["dropped_calls"] == 0)')
     p99=$(field "$json" 'round(r["results"]["overall"]["latency"]["p99_us"], 1)')
     echo "   step $step: $rate calls/s offered -> p99 $p99 us $([ "$ok" = 1 ] && echo pass || echo fail)"
@@ -98,7 +99,7 @@ for target in $TARGETS; do
     # The best rate once more, with its picture.
     rate=$(field "$best" 'r["config"]["drive"]["rate"]')
     timeout 300 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
-      --rate="$rate" --depth="$DEPTH" --label="best rate under p99 ${P99_LIMIT_US}us" \
+      --rate="$rate" --depth="$DEPTH" --spin_us="$SPIN_US" --label="best rate under p99 ${P99_LIMIT_US}us" \
       --plot="$OUT/$target-best.svg" --json="$OUT/$target-best-replot.json" >/dev/null || true
     # Only the picture goes to docs/; its data and gnuplot script stay in $OUT.
     if [ -f "$OUT/$target-best.svg" ]; then cp "$OUT/$target-best.svg" "docs/loadgen-$target.svg"; fi

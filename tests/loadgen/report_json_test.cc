@@ -81,7 +81,7 @@ TEST(ReportJson, SchemaIsPinned) {
       "config.workload.association_value:string", "config.workload.seed:number", "config.drive.mode:string",
       "config.drive.threads:number", "config.drive.connections_per_thread:number", "config.drive.depth:number",
       "config.drive.rate:number", "config.drive.arrivals:string", "config.drive.warmup_s:number",
-      "config.drive.duration_s:number", "config.drive.count:number", "config.drive.drain_timeout_s:number",
+      "config.drive.duration_s:number", "config.drive.count:number", "config.drive.drain_timeout_s:number", "config.drive.spin_us:number",
       "config.load.enabled:bool", "config.load.batch_keys:number", "config.load.batch_bytes:number",
       "config.load.depth:number", "workload.zipf_exponent:number", "workload.expected_hot_share:number",
       "workload.objects:number", "workload.associations:number", "workload.read_batch:string",

@@ -201,8 +201,8 @@ std::string ReportToTable(const Report& r) {
 }
 
 std::string ProgressLine(const SeriesPoint& p) {
-  return absl::StrFormat("[%6.1fs %s] %9s calls/s %9s keys/s  hit %5.1f%%  p50 %s  p99 %s  p99.9 %s  max %s  errors %d",
-                         p.t_s, p.warmup ? "warm" : "run ", Rate(p.calls_per_s), Rate(p.keys_per_s), 100 * p.hit_ratio,
+  return absl::StrFormat("[%6.1fs%s] %9s calls/s %9s keys/s  hit %5.1f%%  p50 %s  p99 %s  p99.9 %s  max %s  errors %d",
+                         p.t_s, p.warmup ? " warm-up" : "", Rate(p.calls_per_s), Rate(p.keys_per_s), 100 * p.hit_ratio,
                          Us(p.p50_us * 1e3), Us(p.p99_us * 1e3), Us(p.p999_us * 1e3), Us(p.max_us * 1e3), p.errors);
 }
 

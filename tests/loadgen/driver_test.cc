@@ -78,9 +78,10 @@ TEST(Driver, OpenLoopWithSpinKeepsTheScheduleAndRecordsSendLag) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(static_cast<double>(r->run.scheduled), 1000, 2);
   EXPECT_EQ(r->run.send_lag.count(), r->run.Overall().calls);
-  // Spinning sends on time: half the calls leave within 50 us of their due
-  // instant even on a busy machine (sleeping typically gives ~50 us at best).
-  EXPECT_LT(r->run.send_lag.ValueAtQuantile(0.5), 50'000u);
+  // No bound on the lag itself: on a machine shared with other work a
+  // spinning thread is descheduled for long stretches (we saw p50 lags from
+  // 0.2 us to 158 ms on the 2-core development box), which is why --spin_us
+  // is for dedicated clients and why the lag is reported at all.
 }
 
 // The point of the open loop: a server that stalls for 300 ms shows it in

@@ -4,8 +4,8 @@
 # calls/s) at which p99 latency stays under P99_LIMIT_US, found by a short
 # bounded search. Writes OUT/results.md (the table for the README),
 # OUT/results.json, OUT/<target>-*.json (every step's full report) and the
-# plots docs/loadgen-compare.svg (p99 vs offered load) and
-# docs/loadgen-<target>.svg (the best run over time).
+# plots $DOCS/loadgen-compare.svg (p99 vs offered load) and
+# $DOCS/loadgen-<target>.svg (the best run over time); DOCS defaults to docs/.
 #
 #   scripts/loadgen-compare.sh                      # both stores
 #   TARGETS=memcached scripts/loadgen-compare.sh    # one of them
@@ -33,10 +33,11 @@ OUT=${OUT:-build/loadgen-compare}
 GPHKV_SERVER=${GPHKV_SERVER:-build/server/gphkv-server}
 LOADGEN=${LOADGEN:-build/loadgen/gphkv-loadgen}
 SEED=${SEED:-1}
+DOCS=${DOCS:-docs}               # where the plots go
 SPIN_US=${SPIN_US:-0}            # open loop: busy-poll before due sends (50 on a dedicated many-core client)
 read -r -a prio <<<"${PRIO:-}"
 
-mkdir -p "$OUT" docs
+mkdir -p "$OUT" "$DOCS"
 [ -x "$LOADGEN" ] || { echo "loadgen-compare: $LOADGEN not built (scripts/build.sh)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "loadgen-compare: needs python3 to read the JSON reports" >&2; exit 1; }
 if [ "$BACKEND" = auto ]; then
@@ -72,13 +73,18 @@ common=(--threads="$THREADS" --connections="$CONNECTIONS" --keys="$KEYS" --seed=
         --warmup="$WARMUP_S" --duration="$STEP_S" --wait_ready=60)
 
 for target in $TARGETS; do
+  rm -f "$OUT/$target"-*   # a previous run's steps must not join this one's curve
   port=$(free_port)
   start_server "$target" "$port" || continue
   addr=127.0.0.1:$port
   echo "== $target on $addr ($([ "$target" = gphkv ] && echo "backend $BACKEND" || echo "$THREADS threads"))"
   # Load the key space once, then probe the closed-loop peak: the search's ceiling.
-  timeout 900 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --mode=closed --depth=4 \
-    --json="$OUT/$target-closed.json" >"$OUT/$target-closed.txt"
+  if ! timeout 900 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --mode=closed \
+      --depth=4 --json="$OUT/$target-closed.json" >"$OUT/$target-closed.txt" 2>"$OUT/$target-closed.err"; then
+    echo "   the load or the closed-loop probe failed: $(tail -1 "$OUT/$target-closed.err")" >&2
+    stop_server
+    continue
+  fi
   peak=$(field "$OUT/$target-closed.json" 'r["results"]["overall"]["calls_per_s"]')
   echo "   closed-loop peak: $peak calls/s"
   # Bisection on a log scale between peak/50 (assumed good) and 1.2 x peak
@@ -89,6 +95,9 @@ for target in $TARGETS; do
     json="$OUT/$target-step$step.json"
     timeout 300 "${prio[@]}" "$LOADGEN" --target="$target" --address="$addr" "${common[@]}" --load=false --mode=open \
       --rate="$rate" --depth="$DEPTH" --spin_us="$SPIN_US" --json="$json" >"$OUT/$target-step$step.txt" || true
+    if [ ! -f "$json" ]; then  # the run did not even report: count it as a failed step
+      echo "   step $step: $rate calls/s offered -> no report"; hi=$rate; continue
+    fi
     ok=$(field "$json" 'int(r["results"]["overall"]["latency"]["p99_us"] < '"$P99_LIMIT_US"' and r["results"]["overall"]["errors"] == 0 and r["results"]["dropped_calls"] == 0)')
     p99=$(field "$json" 'round(r["results"]["overall"]["latency"]["p99_us"], 1)')
     echo "   step $step: $rate calls/s offered -> p99 $p99 us $([ "$ok" = 1 ] && echo pass || echo fail)"
@@ -102,15 +111,15 @@ for target in $TARGETS; do
       --rate="$rate" --depth="$DEPTH" --spin_us="$SPIN_US" --label="best rate under p99 ${P99_LIMIT_US}us" \
       --plot="$OUT/$target-best.svg" --json="$OUT/$target-best-replot.json" >/dev/null || true
     # Only the picture goes to docs/; its data and gnuplot script stay in $OUT.
-    if [ -f "$OUT/$target-best.svg" ]; then cp "$OUT/$target-best.svg" "docs/loadgen-$target.svg"; fi
+    if [ -f "$OUT/$target-best.svg" ]; then cp "$OUT/$target-best.svg" "$DOCS/loadgen-$target.svg"; fi
   fi
   stop_server
 done
 
 # The table, the combined JSON and the p99-vs-load plot.
-python3 - "$OUT" "$P99_LIMIT_US" "$TARGETS" "$BACKEND" <<'PY'
+python3 - "$OUT" "$P99_LIMIT_US" "$TARGETS" "$BACKEND" "$DOCS" <<'PY'
 import glob, json, os, platform, subprocess, sys, datetime
-out, limit, targets, backend = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
+out, limit, targets, backend, docs = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(), sys.argv[4], sys.argv[5]
 def cpu_model():
     try:
         for line in open("/proc/cpuinfo"):
@@ -177,10 +186,11 @@ for t in targets:
     with open(f"{out}/{t}-curve.dat", "w") as f:
         for s in sorted(curves[t], key=lambda s: s["offered_calls_per_s"]):
             f.write(f"{s['keys_per_s']:.1f} {s['p99_us']:.2f} {s['p50_us']:.2f}\n")
-    dat.append(t)
+    if curves[t]:
+        dat.append(t)
 plots = ", ".join(f"'{out}/{t}-curve.dat' using 1:2 with linespoints lw 2 title '{t} p99'" for t in dat)
 gp = f"""set terminal svg size 900,550 dynamic font 'sans,11'
-set output 'docs/loadgen-compare.svg'
+set output '{docs}/loadgen-compare.svg'
 set title "p99 latency vs achieved keys/s, default TaoBench-style workload ({date})"
 set xlabel 'keys/s (open loop, achieved)'
 set ylabel 'p99 latency (us)'
@@ -191,7 +201,7 @@ set key top left
 plot {plots}, {limit} with lines dt 2 lc rgb 'gray' title 'p99 limit'
 """
 open(f"{out}/compare.gp", "w").write(gp)
-if subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).returncode == 0:
+if dat and subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).returncode == 0:
     subprocess.run(["gnuplot", f"{out}/compare.gp"], check=False)
 PY
-echo "loadgen-compare: $OUT/results.md, $OUT/results.json, docs/loadgen-compare.svg"
+echo "loadgen-compare: $OUT/results.md, $OUT/results.json, $DOCS/loadgen-compare.svg"

@@ -65,6 +65,27 @@ TEST(Driver, OpenLoopOffersTheScheduledRate) {
   EXPECT_EQ(r->run.dropped, 0u);
 }
 
+TEST(Driver, ErrorsAreCountedByStatusAndOpType) {
+  FakeGphkvServer server;
+  LoadgenConfig c = SmallConfig(server.address());
+  c.load = false;
+  c.workload.write_fraction = 0.3;
+  c.workload.delete_fraction = 0.0;
+  c.drive.count = 400;
+  server.FailPutsWith(8);  // RESOURCE_EXHAUSTED, what a full gphkv answers
+  auto r = RunLoadgen(c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const OpStats& gets = r->run.by_type[0];
+  const OpStats& puts = r->run.by_type[1];
+  EXPECT_EQ(gets.errors, 0u);
+  EXPECT_GT(puts.calls, 60u);  // ~120 of 400 expected
+  EXPECT_EQ(puts.errors, puts.calls);
+  ASSERT_EQ(puts.errors_by_status.size(), 1u);
+  EXPECT_EQ(puts.errors_by_status.begin()->first, "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(puts.latency.count(), puts.calls);  // failed calls keep their latency
+  EXPECT_EQ(r->run.Overall().errors_by_status.at("RESOURCE_EXHAUSTED"), puts.calls);
+}
+
 TEST(Driver, OpenLoopWithSpinKeepsTheScheduleAndRecordsSendLag) {
   FakeGphkvServer server;
   LoadgenConfig c = SmallConfig(server.address());

@@ -18,6 +18,7 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
   std::unordered_map<uint64_t, uint32_t> sizes;  // key -> value length
   std::vector<std::string> log;
   Clock::time_point stall_from{}, stall_until{};
+  int fail_puts = 0;
   // Held calls: answered by the releaser thread at stall_until.
   std::vector<grpc::ServerUnaryReactor*> held;
   std::condition_variable cv;
@@ -63,6 +64,14 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
 
   grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const v1::PutRequest* req,
                                 v1::PutResponse* resp) override {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (fail_puts != 0) {
+        auto* r = ctx->DefaultReactor();
+        r->Finish(grpc::Status(static_cast<grpc::StatusCode>(fail_puts), "refused by the test"));
+        return r;
+      }
+    }
     if (req->keys_size() != req->value_lengths_size()) {
       auto* r = ctx->DefaultReactor();
       r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "keys and value_lengths differ in count"));
@@ -146,6 +155,11 @@ void FakeGphkvServer::StallBetween(Clock::time_point from, Clock::time_point unt
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->stall_from = from;
   impl_->stall_until = until;
+}
+
+void FakeGphkvServer::FailPutsWith(int code) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->fail_puts = code;
 }
 
 std::vector<std::string> FakeGphkvServer::Log() const {

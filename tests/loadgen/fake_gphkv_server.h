@@ -21,6 +21,8 @@ class FakeGphkvServer {
   const std::string& address() const;
   // Calls arriving in [from, until) are answered at `until`, not before.
   void StallBetween(Clock::time_point from, Clock::time_point until);
+  // Puts are refused with this gRPC status code (0: accepted).
+  void FailPutsWith(int code);
   // Every call's method and keys, in arrival order ("get 1 2 3").
   std::vector<std::string> Log() const;
   size_t stored() const;

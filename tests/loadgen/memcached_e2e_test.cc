@@ -16,12 +16,16 @@ namespace {
 class MemcachedE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string bin = FindExecutable("memcached");
-    if (bin.empty()) GTEST_SKIP() << "memcached is not installed (apt-get install memcached; scripts/deps/loadgen.txt)";
+    bin_ = FindExecutable("memcached");
+    if (bin_.empty()) GTEST_SKIP() << "memcached is not installed (apt-get install memcached; scripts/deps/loadgen.txt)";
     dir_ = TempDir("memcached");
+    if (!started_by_test_) Start({});
+  }
+  void Start(const std::vector<std::string>& extra) {
     port_ = FreePort();
-    std::vector<std::string> argv = {bin, "-l", "127.0.0.1", "-p", std::to_string(port_), "-U", "0", "-m", "256",
+    std::vector<std::string> argv = {bin_, "-l", "127.0.0.1", "-p", std::to_string(port_), "-U", "0", "-m", "256",
                                      "-t", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     if (geteuid() == 0) {  // memcached refuses to run as root without -u
       argv.push_back("-u");
       argv.push_back("nobody");
@@ -31,6 +35,8 @@ class MemcachedE2e : public ::testing::Test {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
+  bool started_by_test_ = false;  // set by a test's constructor to start memcached itself
+  std::string bin_;
   std::string dir_;
   int port_ = 0;
   std::unique_ptr<ChildProcess> server_;
@@ -99,6 +105,23 @@ TEST_F(MemcachedE2e, SameSeedSameKeyStreamForBothTargets) {
   std::sort(received.begin(), received.end());
   std::sort(traced.begin(), traced.end());
   EXPECT_EQ(received, traced);
+}
+
+// memcached refuses items above its -I limit with SERVER_ERROR: with a 1 KiB
+// limit a few percent of the objects (p90 757 B, p99 2.4 KiB) cannot be
+// stored, the load phase must say so by status, and the tool must fail.
+class MemcachedTinyItems : public MemcachedE2e {
+ protected:
+  MemcachedTinyItems() { started_by_test_ = true; }
+};
+
+TEST_F(MemcachedTinyItems, RefusedSetsAreErrorsByStatusAndFailTheLoad) {
+  Start({"-I", "1k", "-o", "slab_chunk_max=1024"});
+  const int rc = RunLoadgenBinary(dir_, "tiny", {"--target=memcached", "--address=" + address(), "--keys=5000",
+                                                 "--duration=0.5", "--warmup=0", "--progress=false"});
+  EXPECT_EQ(rc, 1);
+  const std::string log = ReadFile(dir_ + "/tiny.log");
+  EXPECT_NE(log.find("the load phase failed: SERVER_ERROR="), std::string::npos) << log;
 }
 
 }  // namespace

@@ -86,6 +86,38 @@ TEST(Driver, ErrorsAreCountedByStatusAndOpType) {
   EXPECT_EQ(r->run.Overall().errors_by_status.at("RESOURCE_EXHAUSTED"), puts.calls);
 }
 
+// A server that stops answering: the calls still out when the drain gives
+// up are errors that keep the latency they had reached; nothing hangs.
+TEST(Driver, CallsStillOutAtTheEndAreErrorsWithTheirLatency) {
+  using namespace std::chrono;
+  FakeGphkvServer server;
+  LoadgenConfig c = SmallConfig(server.address());
+  c.load = false;
+  c.drive.mode = DriveOptions::Mode::kOpen;
+  c.drive.rate = 200;
+  c.drive.depth = 4;  // 8 slots: most due calls wait in the backlog
+  c.drive.warmup_s = 0;
+  c.drive.duration_s = 0.5;
+  c.drive.drain_timeout_s = 0.5;
+  const auto now = FakeGphkvServer::Clock::now();
+  server.StallBetween(now, now + seconds(30));
+  const auto t0 = steady_clock::now();
+  auto r = RunLoadgen(c);
+  const double took_s = duration<double>(steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(took_s, 10);
+  const OpStats all = r->run.Overall();
+  EXPECT_NEAR(static_cast<double>(r->run.scheduled), 100, 2);
+  EXPECT_EQ(all.calls, r->run.scheduled);
+  EXPECT_EQ(all.errors, all.calls);
+  EXPECT_EQ(r->run.dropped, all.calls);
+  EXPECT_EQ(all.errors_by_status.at("DRAIN_TIMEOUT"), 8u);  // the 8 slots in flight
+  EXPECT_EQ(all.errors_by_status.at("NOT_SENT"), all.calls - 8);
+  // The first call was due at the start and waited through window and drain.
+  EXPECT_GT(all.latency.max(), 900'000'000u);
+  EXPECT_GT(all.latency.ValueAtQuantile(0.5), 400'000'000u);
+}
+
 TEST(Driver, OpenLoopWithSpinKeepsTheScheduleAndRecordsSendLag) {
   FakeGphkvServer server;
   LoadgenConfig c = SmallConfig(server.address());

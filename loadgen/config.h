@@ -1,0 +1,31 @@
+// Everything one gphkv-loadgen run is told: echoed whole into the JSON report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loadgen/driver.h"
+#include "loadgen/workload.h"
+
+namespace gphkv::loadgen {
+
+struct LoadgenConfig {
+  std::string target = "gphkv";            // gphkv | memcached
+  std::string address = "127.0.0.1:50051";
+  WorkloadOptions workload;
+  DriveOptions drive;
+  // The load phase: every item of the key space, as large batched puts.
+  bool load = true;
+  uint32_t load_batch_keys = 1000;
+  uint64_t load_batch_bytes = 1 << 20;
+  uint32_t load_depth = 4;
+  double wait_ready_s = 10;                // for the store to answer before anything else
+  double interval_s = 1;                   // series and progress granularity
+  bool progress = true;                    // a live line on stderr
+  std::string json_path;                   // empty: no JSON file
+  std::string plot_path;                   // .svg or .png; empty: no plot
+  std::string trace_path;                  // the keys of every call, per thread, in send order
+  std::string label;                       // free text carried into the report
+};
+
+}  // namespace gphkv::loadgen

@@ -1,0 +1,72 @@
+// The drivers: when each call is sent, on which connection, and from which
+// instant its latency counts.
+//
+// Closed loop (memtier_benchmark, YCSB): every connection keeps `depth` calls
+// outstanding; a completion immediately sends the next call on the same slot.
+// Throughput is what the store gives back; latency counts from the actual
+// send, so a stalled store simply slows the generator down (coordinated
+// omission by design: use it to find peak throughput, not to judge tails).
+//
+// Open loop (wrk2): calls are due on a fixed schedule, `rate` per second in
+// all (uniform spacing, or Poisson arrivals), whatever the store does. A due
+// call waits for a free slot if all connections are at `depth`; its latency
+// counts from its intended send time, so a stall shows up in the tail
+// instead of hiding.
+//
+// Each driver thread runs its own Session (connections) and OpSource; the
+// threads share only the clock origin and the interval recorders.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loadgen/run_stats.h"
+#include "loadgen/target.h"
+
+namespace gphkv::loadgen {
+
+class OpSource {
+ public:
+  virtual ~OpSource() = default;
+  // Fills *op with the next call; false when the source is exhausted.
+  virtual bool Next(Op* op) = 0;
+};
+
+struct DriveOptions {
+  enum class Mode { kClosed, kOpen };
+  Mode mode = Mode::kClosed;
+  uint32_t threads = 1;
+  uint32_t connections = 1;  // per thread
+  uint32_t depth = 1;        // calls outstanding per connection, at most
+  double rate = 0;           // open loop: calls per second, all threads together
+  bool poisson = false;      // open loop: exponential gaps instead of uniform ones
+  double warmup_s = 0;       // run, but do not measure, this long first
+  double duration_s = 10;    // measured window length (when count == 0)
+  uint64_t count = 0;        // measured calls in all (0: by duration)
+  double drain_timeout_s = 10;  // after the window: wait this long for calls in flight
+  uint64_t max_backlog = 10'000'000;  // open loop: overdue sends remembered, per thread
+  // Open loop: busy-poll for the last spin_us before each due send instead of
+  // sleeping through it; a sleeping thread wakes tens of microseconds late.
+  // Costs a core per thread at high rates; worth it on a dedicated client.
+  double spin_us = 0;
+  uint64_t seed = 1;         // for Poisson gaps (kept apart from the op stream)
+};
+
+// Called once per reporting interval with the interval's point.
+using IntervalCallback = std::function<void(const SeriesPoint&)>;
+
+struct DriveResult {
+  RunStats stats;
+  std::vector<SeriesPoint> series;
+};
+
+// Runs the drivers to completion. `make_source(t)` gives thread t its ops.
+absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& options,
+                                  const std::function<std::unique_ptr<OpSource>(uint32_t)>& make_source,
+                                  double interval_s, const IntervalCallback& on_interval);
+
+}  // namespace gphkv::loadgen

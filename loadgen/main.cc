@@ -1,0 +1,126 @@
+// gphkv-loadgen: TaoBench-style social-graph load against gphkv (gRPC) or
+// memcached (text protocol). See docs/loadgen.md for the model and flags.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "loadgen/loadgen.h"
+
+ABSL_FLAG(std::string, target, "gphkv", "the store: gphkv (gRPC) or memcached (text protocol)");
+ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the store");
+
+// The workload (docs/loadgen.md says where each default comes from).
+ABSL_FLAG(uint64_t, keys, 1'000'000, "items in the key space (objects + associations), all loaded before the run");
+ABSL_FLAG(double, association_fraction, 0.5,
+          "share of items that are associations (TAOBench workload_a reads: 475 object vs 483 edge reads)");
+ABSL_FLAG(double, zipf, 0.0, "Zipf exponent of key popularity; 0 calibrates it from --hot_fraction/--hot_share");
+ABSL_FLAG(double, hot_fraction, 0.2, "calibration: this fraction of the hottest keys ...");
+ABSL_FLAG(double, hot_share, 0.82, "... receives this share of draws (GPH paper, TaoBenchmark: 20% -> 82.14%)");
+ABSL_FLAG(double, write_fraction, 0.002, "share of calls that are writes (TAO: 99.8% reads)");
+ABSL_FLAG(double, delete_fraction, 0.10, "share of writes that are deletes");
+ABSL_FLAG(std::string, read_batch, "taobench-read", "keys per get: a size spec (docs/loadgen.md), e.g. 16 or 1-64:1");
+ABSL_FLAG(std::string, write_batch, "taobench-write", "keys per put/delete: a size spec");
+ABSL_FLAG(std::string, object_value, "tao-object", "object value bytes: a size spec or gpareto:SIGMA:K:MIN:MAX");
+ABSL_FLAG(std::string, association_value, "tao-association", "association value bytes: a size spec");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the request stream: the same seed gives every target the same keys");
+
+// Driving.
+ABSL_FLAG(std::string, mode, "closed", "closed (connections x depth outstanding) or open (a fixed --rate)");
+ABSL_FLAG(uint32_t, threads, 2, "driver threads, each with its own connections");
+ABSL_FLAG(uint32_t, connections, 2, "connections per thread");
+ABSL_FLAG(uint32_t, depth, 4, "calls outstanding per connection, at most");
+ABSL_FLAG(double, rate, 0, "open loop: calls (batches) per second, all threads together");
+ABSL_FLAG(std::string, arrivals, "uniform", "open loop: uniform (constant gaps, as wrk2) or poisson");
+ABSL_FLAG(double, warmup, 2, "seconds run before measuring starts");
+ABSL_FLAG(double, duration, 10, "seconds measured (ignored when --count is set)");
+ABSL_FLAG(uint64_t, count, 0, "measure this many calls in all instead of a duration");
+ABSL_FLAG(double, drain_timeout, 10, "seconds to wait for calls in flight after the window");
+ABSL_FLAG(double, spin_us, 0,
+          "open loop: busy-poll this many microseconds before each due send instead of sleeping (precise "
+          "send times; costs CPU)");
+
+// Load phase.
+ABSL_FLAG(bool, load, true, "populate every item before the run (false: the store is already loaded)");
+ABSL_FLAG(uint32_t, load_batch, 1000, "keys per put in the load phase");
+ABSL_FLAG(uint32_t, load_depth, 4, "puts outstanding per connection in the load phase");
+
+// Output.
+ABSL_FLAG(std::string, json, "", "write the report (config and results) as JSON here");
+ABSL_FLAG(std::string, plot, "", "draw throughput and latency over time here (.svg or .png, needs gnuplot)");
+ABSL_FLAG(std::string, trace, "", "write every call's keys, per thread in send order, here");
+ABSL_FLAG(std::string, label, "", "free text carried into the report and plot title");
+ABSL_FLAG(bool, progress, true, "print a live progress line on stderr");
+ABSL_FLAG(double, interval, 1, "seconds per progress line and per point of the time series");
+ABSL_FLAG(double, wait_ready, 10, "seconds to wait for the store to answer before giving up");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("TaoBench-style load for gphkv and memcached; see docs/loadgen.md");
+  absl::ParseCommandLine(argc, argv);
+  using gphkv::loadgen::DriveOptions;
+  gphkv::loadgen::LoadgenConfig c;
+  c.target = absl::GetFlag(FLAGS_target);
+  c.address = absl::GetFlag(FLAGS_address);
+  auto& w = c.workload;
+  w.keys = absl::GetFlag(FLAGS_keys);
+  w.association_fraction = absl::GetFlag(FLAGS_association_fraction);
+  w.zipf_exponent = absl::GetFlag(FLAGS_zipf);
+  w.hot_fraction = absl::GetFlag(FLAGS_hot_fraction);
+  w.hot_share = absl::GetFlag(FLAGS_hot_share);
+  w.write_fraction = absl::GetFlag(FLAGS_write_fraction);
+  w.delete_fraction = absl::GetFlag(FLAGS_delete_fraction);
+  w.read_batch = absl::GetFlag(FLAGS_read_batch);
+  w.write_batch = absl::GetFlag(FLAGS_write_batch);
+  w.object_value = absl::GetFlag(FLAGS_object_value);
+  w.association_value = absl::GetFlag(FLAGS_association_value);
+  w.seed = absl::GetFlag(FLAGS_seed);
+  auto& d = c.drive;
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "closed" && mode != "open") {
+    std::fprintf(stderr, "gphkv-loadgen: --mode must be closed or open, not '%s'\n", mode.c_str());
+    return 2;
+  }
+  d.mode = mode == "open" ? DriveOptions::Mode::kOpen : DriveOptions::Mode::kClosed;
+  d.threads = absl::GetFlag(FLAGS_threads);
+  d.connections = absl::GetFlag(FLAGS_connections);
+  d.depth = absl::GetFlag(FLAGS_depth);
+  d.rate = absl::GetFlag(FLAGS_rate);
+  const std::string arrivals = absl::GetFlag(FLAGS_arrivals);
+  if (arrivals != "uniform" && arrivals != "poisson") {
+    std::fprintf(stderr, "gphkv-loadgen: --arrivals must be uniform or poisson\n");
+    return 2;
+  }
+  d.poisson = arrivals == "poisson";
+  d.warmup_s = absl::GetFlag(FLAGS_warmup);
+  d.duration_s = absl::GetFlag(FLAGS_duration);
+  d.count = absl::GetFlag(FLAGS_count);
+  d.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
+  d.spin_us = absl::GetFlag(FLAGS_spin_us);
+  d.seed = w.seed;
+  c.load = absl::GetFlag(FLAGS_load);
+  c.load_batch_keys = absl::GetFlag(FLAGS_load_batch);
+  c.load_depth = absl::GetFlag(FLAGS_load_depth);
+  c.json_path = absl::GetFlag(FLAGS_json);
+  c.plot_path = absl::GetFlag(FLAGS_plot);
+  c.trace_path = absl::GetFlag(FLAGS_trace);
+  c.label = absl::GetFlag(FLAGS_label);
+  c.progress = absl::GetFlag(FLAGS_progress);
+  c.interval_s = absl::GetFlag(FLAGS_interval);
+  c.wait_ready_s = absl::GetFlag(FLAGS_wait_ready);
+
+  auto report = gphkv::loadgen::RunLoadgen(c);
+  if (!report.ok()) {
+    std::fprintf(stderr, "gphkv-loadgen: %s\n", std::string(report.status().ToString()).c_str());
+    return 1;
+  }
+  std::printf("%s", gphkv::loadgen::ReportToTable(*report).c_str());
+  if (auto st = gphkv::loadgen::WriteOutputs(*report); !st.ok()) {
+    std::fprintf(stderr, "gphkv-loadgen: %s\n", std::string(st.ToString()).c_str());
+    return 1;
+  }
+  // Errors during the run are results, not failures of the tool; but a run in
+  // which nothing succeeded should not look like a pass to a script.
+  const auto all = report->run.Overall();
+  return all.calls > 0 && all.errors < all.calls ? 0 : 3;
+}

@@ -1,0 +1,51 @@
+// The run's outcome in three forms: JSON (full configuration and results,
+// schema "gphkv-loadgen-report" version kReportSchemaVersion), a
+// human-readable table, and the live progress line.
+//
+// JSON schema stability: tests/loadgen/report_json_test.cc pins every field
+// name and type. Adding, renaming or retyping a field means bumping
+// kReportSchemaVersion and that test together, and saying so in docs/loadgen.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loadgen/config.h"
+#include "loadgen/run_stats.h"
+
+namespace gphkv::loadgen {
+
+constexpr int kReportSchemaVersion = 1;
+
+struct Report {
+  LoadgenConfig config;
+  // The workload as resolved (calibrated exponent, distributions' specs).
+  double zipf_exponent = 0;
+  double expected_hot_share = 0;
+  uint64_t objects = 0, associations = 0;
+  double mean_read_batch = 0, mean_write_batch = 0;
+  double mean_object_value = 0, mean_association_value = 0;
+  std::string read_batch_spec, write_batch_spec, object_value_spec, association_value_spec;
+  // Environment.
+  std::string started_at;  // UTC, ISO 8601
+  std::string hostname;
+  unsigned cpus = 0;
+  std::string version;
+  // The load phase.
+  bool loaded = false;
+  uint64_t load_keys = 0;
+  double load_seconds = 0;
+  uint64_t load_errors = 0;
+  uint64_t load_value_bytes = 0;
+  // The run.
+  RunStats run;
+  std::vector<SeriesPoint> series;
+};
+
+nlohmann::json ReportToJson(const Report& report);
+std::string ReportToTable(const Report& report);
+std::string ProgressLine(const SeriesPoint& point);
+
+}  // namespace gphkv::loadgen

@@ -1,0 +1,109 @@
+// The TaoBench-style request stream: what each batched call asks for.
+//
+// A Workload holds the shared, immutable model (key space, Zipf popularity,
+// batch-size and value-size distributions); an OpStream is one driver
+// thread's deterministic sequence of operations drawn from it. The k-th
+// operation of thread t depends only on (seed, t, k), never on responses or
+// on the target, so the same seed gives gphkv and memcached the same keys.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loadgen/key_space.h"
+#include "loadgen/rng.h"
+#include "loadgen/size_distribution.h"
+#include "loadgen/zipf_sampler.h"
+
+namespace gphkv::loadgen {
+
+enum class OpType { kGet = 0, kPut = 1, kDelete = 2 };
+constexpr int kOpTypes = 3;
+const char* OpTypeName(OpType t);
+
+// One batched call. Put values are not materialized here: the target takes
+// value_sizes[i] bytes from the shared ValuePool (see value_pool.h).
+struct Op {
+  OpType type = OpType::kGet;
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> value_sizes;  // puts only, parallel to keys
+};
+
+struct WorkloadOptions {
+  uint64_t keys = 1'000'000;              // items in the key space (objects + associations)
+  double association_fraction = 0.5;      // share of items (and of reads) that are associations
+  double zipf_exponent = 0.0;             // 0 = calibrate from hot_fraction/hot_share
+  double hot_fraction = 0.2;              // calibration target: the hottest 20% of keys ...
+  double hot_share = 0.82;                // ... receive 82% of reads (GPH paper, TaoBenchmark)
+  double write_fraction = 0.002;          // TAO: 99.8% reads
+  double delete_fraction = 0.10;          // of writes
+  std::string read_batch = "taobench-read";
+  std::string write_batch = "taobench-write";
+  std::string object_value = "tao-object";
+  std::string association_value = "tao-association";
+  uint64_t seed = 1;
+};
+
+class Workload {
+ public:
+  static absl::StatusOr<std::shared_ptr<const Workload>> Create(const WorkloadOptions& options);
+
+  const WorkloadOptions& options() const { return options_; }
+  const KeySpace& key_space() const { return key_space_; }
+  const ZipfSampler& zipf() const { return zipf_; }
+  const SizeDistribution& read_batch() const { return *read_batch_; }
+  const SizeDistribution& write_batch() const { return *write_batch_; }
+  const SizeDistribution& object_value() const { return *object_value_; }
+  const SizeDistribution& association_value() const { return *association_value_; }
+  // The calibrated (or given) Zipf exponent and the hot share it implies.
+  double exponent() const { return zipf_.exponent(); }
+  double expected_hot_share() const;
+
+  // A key's value size: a hash of (seed, key) through the value distribution
+  // of the key's kind, so it never changes between load, puts and targets.
+  uint32_t ValueSizeOf(uint64_t key) const;
+  // A key drawn by popularity.
+  uint64_t SampleKey(Rng& rng) const { return key_space_.KeyAt(key_space_.IndexOfRank(zipf_.Sample(rng))); }
+
+ private:
+  Workload(const WorkloadOptions& options, KeySpace key_space, ZipfSampler zipf);
+  WorkloadOptions options_;
+  KeySpace key_space_;
+  ZipfSampler zipf_;
+  std::unique_ptr<SizeDistribution> read_batch_, write_batch_, object_value_, association_value_;
+};
+
+// One thread's deterministic stream of run-phase operations.
+class OpStream {
+ public:
+  OpStream(std::shared_ptr<const Workload> workload, uint32_t thread_index);
+  // Overwrites *op with the next operation (reusing its buffers).
+  void Next(Op* op);
+  uint64_t produced() const { return produced_; }
+
+ private:
+  std::shared_ptr<const Workload> workload_;
+  Rng rng_;
+  uint64_t produced_ = 0;
+};
+
+// The load phase: items [begin, end) of the key space as puts of at most
+// `batch_keys` keys and `batch_bytes` value bytes each.
+class LoadStream {
+ public:
+  LoadStream(std::shared_ptr<const Workload> workload, uint64_t begin, uint64_t end, uint32_t batch_keys,
+             uint64_t batch_bytes);
+  // False when the range is exhausted.
+  bool Next(Op* op);
+
+ private:
+  std::shared_ptr<const Workload> workload_;
+  uint64_t next_, end_;
+  uint32_t batch_keys_;
+  uint64_t batch_bytes_;
+};
+
+}  // namespace gphkv::loadgen

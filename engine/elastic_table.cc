@@ -15,6 +15,10 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Batches this small take the insert path even when they fill the table: a
+// rebuild for a handful of keys costs more than the Extended Moves they need.
+constexpr size_t kMinRebuildBatch = 4096;
+
 absl::Status size_mismatch(const char* op) {
   return absl::InvalidArgumentError(absl::StrCat(op, ": the spans must be as long as the keys"));
 }
@@ -262,9 +266,14 @@ absl::Status ElasticTable::insert_or_assign(absl::Span<const uint64_t> keys, abs
 
   if (rebuilding()) return write_pending(keys, values, /*erase=*/false, outcomes, {});
 
+  // A batch that could carry the table past max_load_factor goes to a larger
+  // table through a rebuild rather than through Extended Moves that cannot
+  // succeed (on the GPU a hopeless Refinement costs far more than a build).
+  const bool overfills = static_cast<double>(table_->size() + keys.size()) >
+                         options_.max_load_factor * static_cast<double>(table_->geometry().num_slots());
   const bool burst = options_.rebuild_burst_fraction > 0 &&
                      keys.size() >= options_.rebuild_burst_fraction * std::max<uint64_t>(size_, 1);
-  if (burst) {
+  if (burst || (overfills && keys.size() > kMinRebuildBatch)) {
     // The rebuild path: the burst goes into the build, and into the overlay so
     // that reads see it from now on.
     if (auto s = write_pending(keys, values, false, outcomes, {}); !s.ok()) return s;
@@ -272,7 +281,7 @@ absl::Status ElasticTable::insert_or_assign(absl::Span<const uint64_t> keys, abs
     for (size_t i = 0; i < keys.size(); ++i) writes[i] = {keys[i], values[i], false};
     for (auto& [key, p] : pending_) p.in_build = true;
     event_.writes_during = 0;
-    return start_rebuild("burst", std::move(writes));
+    return start_rebuild(burst ? "burst" : "load_factor", std::move(writes));
   }
 
   if (auto s = table_->insert_or_assign(keys, values, outcomes); !s.ok()) return s;

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <grpc/grpc.h>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
@@ -293,6 +295,10 @@ std::string to_json(const Result& r) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // Each workload builds and drops its own server and clients; keep the gRPC
+  // library initialized across them (a shutdown/restart of the library in
+  // gRPC 1.51 corrupted the heap here; see tests/server/test_server.h).
+  grpc_init();
   spdlog::set_level(spdlog::level::warn);
   std::vector<Result> results;
   const std::vector<std::string> workloads = absl::StrSplit(absl::GetFlag(FLAGS_workloads), ',');

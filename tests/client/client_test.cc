@@ -15,6 +15,9 @@ namespace {
 using testing::connect;
 using testing::start_server;
 
+// Some tests make clients with no server; keep gRPC up across all of them.
+const bool kGrpcKept = (testing::keep_grpc_initialized(), true);
+
 TEST(Client, AsyncCallsComplete) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);
@@ -119,6 +122,7 @@ class ScriptedService final : public v1::KeyValue::CallbackService {
 };
 
 std::pair<std::unique_ptr<grpc::Server>, int> start_scripted(ScriptedService* svc) {
+  testing::keep_grpc_initialized();
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

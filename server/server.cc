@@ -90,6 +90,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   options.store.backend = backend;
   options.store.device = options.gpu;
   options.store.max_value_bytes = options.limits.max_value_bytes;
+  // Leave room for the found flags and lengths next to the values (at most
+  // 6 bytes a key on the wire, plus framing).
+  const uint64_t overhead = 8ull * options.limits.max_call_keys + 4096;
+  options.store.max_response_bytes =
+      static_cast<uint64_t>(options.max_message_bytes) - std::min<uint64_t>(options.max_message_bytes, overhead);
   auto store = Store::create(options.store);
   if (!store.ok()) {
     return absl::Status(store.status().code(),

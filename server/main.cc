@@ -40,6 +40,9 @@ ABSL_FLAG(int32_t, max_delay_us, -1,
           "100 on cuda. See docs/performance.md for the measurement behind the defaults");
 ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
           "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
+          "bound on put value bytes waiting for the executor (e.g. 1GiB); past it calls get "
+          "RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
           "keys the first table is sized for; it grows (rebuilds at twice the size) as needed");
 ABSL_FLAG(uint32_t, completion_threads, 1,
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
   o.max_delay_per_backend = max_delay_us < 0;
   o.batcher.max_delay = std::chrono::microseconds(std::max(0, max_delay_us));
   o.batcher.max_queue_keys = absl::GetFlag(FLAGS_max_queue_keys);
+  o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
 

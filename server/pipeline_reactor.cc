@@ -55,15 +55,18 @@ void PipelineReactor::OnReadDone(bool ok) {
       break;
     default:
       op->kind = static_cast<int>(OpLabel::kPipeline);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++in_flight_;
-      }
-      complete(op, absl::InvalidArgumentError(absl::StrCat(
-                       "PipelineRequest id ", op->req.id(), " carries no get, put or delete")));
       break;
   }
-  if (op->kind != static_cast<int>(OpLabel::kPipeline)) {
+  // complete() hands `op` over (it may be written and freed at once), so
+  // nothing here reads `op` after calling it.
+  if (op->kind == static_cast<int>(OpLabel::kPipeline)) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++in_flight_;
+    }
+    complete(op, absl::InvalidArgumentError(absl::StrCat(
+                     "PipelineRequest id ", op->req.id(), " carries no get, put or delete")));
+  } else {
     call.done = [this, op](absl::Status s) { complete(op, s); };
     {
       std::lock_guard<std::mutex> lock(mu_);

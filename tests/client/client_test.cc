@@ -52,6 +52,12 @@ TEST(Client, AsyncCallsComplete) {
     got_all = all;
     finish(true);
   });
+  {
+    // Two async calls in flight may reach the server in either order: let
+    // the Get finish before the Delete is sent.
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(20), [&] { return done == kCalls + 1; }));
+  }
   client->DeleteAsync(keys, [&](absl::StatusOr<std::vector<bool>> r) {
     finish(r.ok() && r->size() == static_cast<size_t>(kCalls) && (*r)[0]);
   });

@@ -7,6 +7,9 @@
 //                loop), with the server's cross-call batching on or off
 //   delay_sweep  single_get at several --max_delay_us values (how the
 //                default was chosen)
+//   engine       no gRPC: the table's find alone, then the store's whole get
+//                path (find + response building + value gather), on batches
+//                of 3 x --batch keys: the executor's share of a batched get
 // Prints a table and writes JSON (--json).
 #include <algorithm>
 #include <atomic>
@@ -20,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include <grpc/grpc.h>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "gphkv/client/client.h"
 #include "server/server.h"
+#include "server/store.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, workloads, "batched_get,single_get", "comma-separated: batched_get, single_get, delay_sweep");
@@ -38,7 +44,7 @@ ABSL_FLAG(uint32_t, batch, 1000, "keys per Get in batched_get");
 ABSL_FLAG(int, clients, 4, "client threads in batched_get");
 ABSL_FLAG(int, streams, 256, "concurrent single-key calls in single_get");
 ABSL_FLAG(double, seconds, 5, "measured seconds per workload");
-ABSL_FLAG(uint32_t, max_delay_us, 100, "server --max_delay_us for batched runs");
+ABSL_FLAG(uint32_t, max_delay_us, 0, "server --max_delay_us for batched runs (0: the cpu default)");
 ABSL_FLAG(uint64_t, max_batch_keys, 16384, "server --max_batch_keys for batched runs");
 ABSL_FLAG(uint32_t, completion_threads, 1, "server --completion_threads");
 ABSL_FLAG(std::string, json, "", "write results as JSON to this file");
@@ -269,6 +275,75 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
   return r;
 }
 
+// The executor's work for a batched get, without gRPC or queues.
+void engine_breakdown() {
+  const uint64_t n = absl::GetFlag(FLAGS_keys);
+  const uint32_t batch = absl::GetFlag(FLAGS_batch);
+  gphkv::server::StoreOptions so;
+  so.initial_capacity = n + 1024;
+  so.memory_limit_bytes = uint64_t{16} << 30;
+  auto store = std::move(*gphkv::server::Store::create(so));
+  const std::string value(absl::GetFlag(FLAGS_value_bytes), 'v');
+  std::vector<absl::Status> st;
+  for (uint64_t k = 0; k < n; k += 10000) {
+    gphkv::v1::PutRequest req;
+    gphkv::v1::PutResponse resp;
+    for (uint64_t i = k; i < std::min(n, k + 10000); ++i) {
+      req.add_keys(i);
+      req.add_value_lengths(static_cast<uint32_t>(value.size()));
+      req.mutable_values()->append(value);
+    }
+    gphkv::server::Call c;
+    c.kind = gphkv::server::OpKind::kPut;
+    c.put = &req;
+    c.put_out = &resp;
+    gphkv::server::Call* p = &c;
+    store->apply_puts({&p, 1}, &st);
+  }
+  std::mt19937_64 rng(1);
+  constexpr int kCalls = 3, kRounds = 300;
+  std::vector<gphkv::v1::GetRequest> reqs(kCalls);
+  for (auto& r : reqs) {
+    for (uint32_t i = 0; i < batch; ++i) r.add_keys(rng() % n);
+  }
+  // find alone, on a table of the same keys
+  std::vector<uint64_t> keys, vals(kCalls * batch);
+  std::vector<uint8_t> found(kCalls * batch);
+  for (auto& r : reqs) keys.insert(keys.end(), r.keys().begin(), r.keys().end());
+  auto table = std::move(*gphkv::engine::make_cpu_table([&] {
+    gphkv::engine::TableOptions t;
+    t.num_buckets = gphkv::engine::buckets_for_capacity(n + 1024, 0.8, t.slots_per_bucket);
+    return t;
+  }()));
+  {
+    std::vector<uint64_t> all(n);
+    for (uint64_t i = 0; i < n; ++i) all[i] = i;
+    std::vector<gphkv::engine::UpsertOutcome> out(n);
+    (void)table->insert_or_assign(all, all, absl::MakeSpan(out));
+  }
+  auto t0 = Clock::now();
+  for (int r = 0; r < kRounds; ++r) (void)table->find(keys, absl::MakeSpan(vals), absl::MakeSpan(found));
+  const double find_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / (kRounds * keys.size());
+  t0 = Clock::now();
+  for (int r = 0; r < kRounds; ++r) {
+    std::vector<gphkv::v1::GetResponse> resp(kCalls);
+    std::vector<gphkv::server::Call> calls(kCalls);
+    std::vector<gphkv::server::Call*> ptrs;
+    for (int c = 0; c < kCalls; ++c) {
+      calls[c].kind = gphkv::server::OpKind::kGet;
+      calls[c].get = &reqs[c];
+      calls[c].get_out = &resp[c];
+      ptrs.push_back(&calls[c]);
+    }
+    store->apply_gets(ptrs, &st);
+  }
+  const double get_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / (kRounds * keys.size());
+  std::printf("engine       %d calls x %u keys, %llu keys stored, %u-byte values: table find %.1f ns/key; "
+              "store get (find + responses + gather) %.1f ns/key = %.1f M keys/s on the executor\n",
+              kCalls, batch, static_cast<unsigned long long>(n), absl::GetFlag(FLAGS_value_bytes), find_ns,
+              get_ns, 1e3 / get_ns);
+}
+
 void print(const Result& r) {
   std::printf("%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
               "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  errors %llu\n",
@@ -293,6 +368,10 @@ std::string to_json(const Result& r) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // Each workload builds and drops its own server and clients; keep the gRPC
+  // library initialized across them (a shutdown/restart of the library in
+  // gRPC 1.51 corrupted the heap here; see tests/server/test_server.h).
+  grpc_init();
   spdlog::set_level(spdlog::level::warn);
   std::vector<Result> results;
   const std::vector<std::string> workloads = absl::StrSplit(absl::GetFlag(FLAGS_workloads), ',');
@@ -320,6 +399,8 @@ int main(int argc, char** argv) {
         results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
         print(results.back());
       }
+    } else if (w == "engine") {
+      engine_breakdown();
     } else {
       std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
       return 2;

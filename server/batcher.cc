@@ -6,6 +6,7 @@ namespace gphkv::server {
 
 absl::Status Batcher::enqueue(Call&& call) {
   const uint64_t keys = call.num_keys();
+  const uint64_t bytes = call.payload_bytes();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return absl::UnavailableError("server is shutting down; retry on another replica");
@@ -14,8 +15,16 @@ absl::Status Batcher::enqueue(Call&& call) {
           "server overloaded: ", queued_keys_, " keys queued, this call adds ", keys,
           ", the bound (--max_queue_keys) is ", options_.max_queue_keys, "; retry with backoff"));
     }
+    // A call larger than the whole bound is still let in when nothing else is
+    // queued: the gRPC message limit caps it, and refusing it would refuse it forever.
+    if (queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queue_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server overloaded: ", queued_bytes_, " value bytes queued, this call adds ", bytes,
+          ", the bound (--max_queue_bytes) is ", options_.max_queue_bytes, "; retry with backoff"));
+    }
     call.enqueued = Clock::now();
     queued_keys_ += keys;
+    queued_bytes_ += bytes;
     queue_.push_back(std::move(call));
   }
   cv_.notify_one();
@@ -33,15 +42,17 @@ std::vector<Call> Batcher::next_batch() {
   cv_.wait_until(lock, close_at, [&] { return closed_ || queued_keys_ >= options_.max_batch_keys; });
 
   std::vector<Call> batch;
-  uint64_t keys = 0;
+  uint64_t keys = 0, bytes = 0;
   while (!queue_.empty()) {
     const uint64_t k = queue_.front().num_keys();
     if (!batch.empty() && keys + k > options_.max_batch_keys) break;
     keys += k;
+    bytes += queue_.front().payload_bytes();
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
   queued_keys_ -= keys;
+  queued_bytes_ -= bytes;
   return batch;
 }
 

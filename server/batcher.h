@@ -21,6 +21,9 @@ struct BatcherOptions {
   std::chrono::microseconds max_delay{200};
   // Bound on keys waiting; past it enqueue() refuses with RESOURCE_EXHAUSTED.
   uint64_t max_queue_keys = 1 << 20;
+  // Bound on put value bytes waiting; past it enqueue() refuses likewise, so
+  // a burst of large puts cannot grow server memory without limit.
+  uint64_t max_queue_bytes = uint64_t{1} << 30;
 };
 
 class Batcher {
@@ -48,6 +51,7 @@ class Batcher {
   std::condition_variable cv_;
   std::deque<Call> queue_;
   uint64_t queued_keys_ = 0;
+  uint64_t queued_bytes_ = 0;
   bool closed_ = false;
 };
 

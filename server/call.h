@@ -37,6 +37,9 @@ struct Call {
   // took effect (OK) or were refused (then nothing changed).
   std::function<void(absl::Status)> done;
 
+  // Value bytes the call carries in (puts): what it holds while queued.
+  uint64_t payload_bytes() const { return kind == OpKind::kPut ? put->values().size() : 0; }
+
   uint32_t num_keys() const {
     switch (kind) {
       case OpKind::kGet: return static_cast<uint32_t>(get->keys_size());

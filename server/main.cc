@@ -1,6 +1,7 @@
 // gphkv-server: the daemon. Flags are defined here, beside their only reader.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -33,11 +34,15 @@ ABSL_FLAG(uint32_t, max_call_keys, 65536,
 ABSL_FLAG(uint64_t, max_batch_keys, 16384,
           "a batch closes when its calls hold this many keys (1 = no cross-call batching); "
           "see docs/performance.md for the measurement behind the default");
-ABSL_FLAG(uint32_t, max_delay_us, 100,
-          "a batch closes when its oldest call has waited this long, in microseconds "
-          "(0 = never wait for more calls); see docs/performance.md");
+ABSL_FLAG(int32_t, max_delay_us, -1,
+          "a batch closes when its oldest call has waited this long, in microseconds (0 = never "
+          "wait: batch only what queued while the executor was busy); -1 = per backend: 0 on cpu, "
+          "100 on cuda. See docs/performance.md for the measurement behind the defaults");
 ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
           "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
+          "bound on put value bytes waiting for the executor (e.g. 1GiB); past it calls get "
+          "RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
           "keys the first table is sized for; it grows (rebuilds at twice the size) as needed");
 ABSL_FLAG(uint32_t, completion_threads, 1,
@@ -97,8 +102,11 @@ int main(int argc, char** argv) {
   o.limits.max_value_bytes = absl::GetFlag(FLAGS_max_value_bytes);
   o.limits.max_call_keys = absl::GetFlag(FLAGS_max_call_keys);
   o.batcher.max_batch_keys = absl::GetFlag(FLAGS_max_batch_keys);
-  o.batcher.max_delay = std::chrono::microseconds(absl::GetFlag(FLAGS_max_delay_us));
+  const int32_t max_delay_us = absl::GetFlag(FLAGS_max_delay_us);
+  o.max_delay_per_backend = max_delay_us < 0;
+  o.batcher.max_delay = std::chrono::microseconds(std::max(0, max_delay_us));
   o.batcher.max_queue_keys = absl::GetFlag(FLAGS_max_queue_keys);
+  o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
 
@@ -108,7 +116,8 @@ int main(int argc, char** argv) {
       "initial_capacity={} completion_threads={}",
       o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
-      o.limits.max_call_keys, o.batcher.max_batch_keys, o.batcher.max_delay.count(),
+      o.limits.max_call_keys, o.batcher.max_batch_keys,
+      o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
       o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads);
 
   auto server = gphkv::server::Server::start(o);

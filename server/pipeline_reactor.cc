@@ -17,10 +17,14 @@ void PipelineReactor::start_read() {
 
 void PipelineReactor::OnReadDone(bool ok) {
   if (!ok) {
-    std::lock_guard<std::mutex> lock(mu_);
-    reads_done_ = true;
-    reading_.reset();
-    maybe_finish();
+    bool finish;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reads_done_ = true;
+      reading_.reset();
+      finish = ready_to_finish();
+    }
+    if (finish) finish_stream();
     return;
   }
   Op* op = reading_.release();
@@ -51,15 +55,18 @@ void PipelineReactor::OnReadDone(bool ok) {
       break;
     default:
       op->kind = static_cast<int>(OpLabel::kPipeline);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++in_flight_;
-      }
-      complete(op, absl::InvalidArgumentError(absl::StrCat(
-                       "PipelineRequest id ", op->req.id(), " carries no get, put or delete")));
       break;
   }
-  if (op->kind != static_cast<int>(OpLabel::kPipeline)) {
+  // complete() hands `op` over (it may be written and freed at once), so
+  // nothing here reads `op` after calling it.
+  if (op->kind == static_cast<int>(OpLabel::kPipeline)) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++in_flight_;
+    }
+    complete(op, absl::InvalidArgumentError(absl::StrCat(
+                     "PipelineRequest id ", op->req.id(), " carries no get, put or delete")));
+  } else {
     call.done = [this, op](absl::Status s) { complete(op, s); };
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -86,41 +93,53 @@ void PipelineReactor::complete(Op* op, const absl::Status& s) {
   }
   service_->metrics()->record_request(static_cast<OpLabel>(op->kind), s.code(), op->keys,
                                       std::chrono::duration<double>(Clock::now() - op->t0).count());
-  std::lock_guard<std::mutex> lock(mu_);
-  --in_flight_;
-  ++ops_;
-  if (!write_failed_) {
-    writes_.push_back(std::move(owned));
-    if (!writing_) {
-      writing_ = true;
-      StartWrite(&writes_.front()->resp);
+  bool finish;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
+    ++ops_;
+    if (!write_failed_) {
+      writes_.push_back(std::move(owned));
+      if (!writing_) {
+        writing_ = true;
+        StartWrite(&writes_.front()->resp);
+      }
     }
+    if (read_paused_ && in_flight_ < kMaxInFlight) {
+      read_paused_ = false;
+      start_read();
+    }
+    finish = ready_to_finish();
   }
-  if (read_paused_ && in_flight_ < kMaxInFlight) {
-    read_paused_ = false;
-    start_read();
-  }
-  maybe_finish();
+  if (finish) finish_stream();  // the last touch of `this`: OnDone may delete it
 }
 
 void PipelineReactor::OnWriteDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  writes_.pop_front();
-  if (!ok) {
-    write_failed_ = true;  // the stream is broken; drop what is left to write
-    writes_.clear();
+  bool finish;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writes_.pop_front();
+    if (!ok) {
+      write_failed_ = true;  // the stream is broken; drop what is left to write
+      writes_.clear();
+    }
+    if (!writes_.empty()) {
+      StartWrite(&writes_.front()->resp);
+    } else {
+      writing_ = false;
+    }
+    finish = ready_to_finish();
   }
-  if (!writes_.empty()) {
-    StartWrite(&writes_.front()->resp);
-  } else {
-    writing_ = false;
-  }
-  maybe_finish();
+  if (finish) finish_stream();
 }
 
-void PipelineReactor::maybe_finish() {
-  if (finished_ || !reads_done_ || in_flight_ > 0 || writing_) return;
+bool PipelineReactor::ready_to_finish() {
+  if (finished_ || !reads_done_ || in_flight_ > 0 || writing_) return false;
   finished_ = true;
+  return true;
+}
+
+void PipelineReactor::finish_stream() {
   service_->metrics()->record_request(
       OpLabel::kPipeline, absl::StatusCode::kOk, ops_,
       std::chrono::duration<double>(Clock::now() - started_).count());

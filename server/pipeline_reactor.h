@@ -40,8 +40,11 @@ class PipelineReactor final
   void start_read();
   // Queues an answered op for writing (called from the executor or inline).
   void complete(Op* op, const absl::Status& s);
-  // Under mu_: finishes the stream once reading ended and nothing is pending.
-  void maybe_finish();
+  // Under mu_: true (once) when reading ended and nothing is pending.
+  bool ready_to_finish();
+  // Outside mu_, as the caller's last touch of `this`: OnDone may delete the
+  // reactor as soon as Finish is called.
+  void finish_stream();
 
   KeyValueService* service_;
   grpc::CallbackServerContext* ctx_;

@@ -21,6 +21,10 @@
 namespace gphkv::server {
 namespace {
 
+// Per-backend batch delays (docs/performance.md, "Choosing max_delay_us").
+constexpr int kCpuMaxDelayUs = 0;
+constexpr int kCudaMaxDelayUs = 100;
+
 // The CPU model, for Stats and build_info on the CPU backend.
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -86,6 +90,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   options.store.backend = backend;
   options.store.device = options.gpu;
   options.store.max_value_bytes = options.limits.max_value_bytes;
+  // Leave room for the found flags and lengths next to the values (at most
+  // 6 bytes a key on the wire, plus framing).
+  const uint64_t overhead = 8ull * options.limits.max_call_keys + 4096;
+  options.store.max_response_bytes =
+      static_cast<uint64_t>(options.max_message_bytes) - std::min<uint64_t>(options.max_message_bytes, overhead);
   auto store = Store::create(options.store);
   if (!store.ok()) {
     return absl::Status(store.status().code(),
@@ -99,6 +108,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
                device, (*store)->table().geometry().num_buckets, (*store)->table_bytes(),
                options.store.memory_limit_bytes);
 
+  if (options.max_delay_per_backend) {
+    options.batcher.max_delay =
+        std::chrono::microseconds(backend == engine::Backend::kCuda ? kCudaMaxDelayUs : kCpuMaxDelayUs);
+    spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(),
+                 impl->backend);
+  }
   impl->batcher = std::make_unique<Batcher>(options.batcher);
   impl->executor = std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
                                               options.completion_threads);

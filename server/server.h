@@ -24,6 +24,11 @@ struct ServerOptions {
   int gpu = 0;
   StoreOptions store{};
   BatcherOptions batcher{};
+  // When set, batcher.max_delay is chosen for the backend: 0 on cpu (its
+  // per-launch cost is ~5 us, so waiting only adds latency), 100 us on cuda
+  // (a launch and its copies cost tens of us: waiting amortizes them;
+  // provisional until measured on the device). docs/performance.md.
+  bool max_delay_per_backend = false;
   RequestLimits limits{};
   // gRPC message size cap, both directions.
   int max_message_bytes = 256 << 20;

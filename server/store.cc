@@ -116,20 +116,31 @@ void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>*
   }
   size_t pos = 0;
   std::vector<ValueHandle> found_handles;
-  for (Call* c : calls) {
+  for (size_t ci = 0; ci < calls.size(); ++ci) {
+    Call* c = calls[ci];
     const int n = c->get->keys_size();
     const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
     v1::GetResponse* out = c->get_out;
     out->mutable_found()->Resize(n, false);
     out->mutable_value_lengths()->Resize(n, 0);
     found_handles.clear();
+    uint64_t bytes = 0;
     for (int i = 0; i < n; ++i, ++pos) {
       if (!flags_[pos]) continue;
       out->set_found(i, true);
       if (with_values) {
-        out->set_value_lengths(i, heap_->length(values_[pos]));
+        const uint32_t len = heap_->length(values_[pos]);
+        out->set_value_lengths(i, len);
+        bytes += len;
         found_handles.push_back(values_[pos]);
       }
+    }
+    if (bytes > options_.max_response_bytes) {
+      out->Clear();
+      (*statuses)[ci] = absl::ResourceExhaustedError(absl::StrCat(
+          "the values of this Get total ", bytes, " bytes, over the response limit of ",
+          options_.max_response_bytes, " bytes; ask for fewer keys per call"));
+      continue;
     }
     // One contiguous buffer per call: the response's `values` field itself.
     if (with_values) heap_->gather(found_handles, out->mutable_values());

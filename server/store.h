@@ -27,6 +27,9 @@ struct StoreOptions {
   // Keys the first table is sized for (at max_load_factor).
   uint64_t initial_capacity = 1 << 20;
   uint32_t max_value_bytes = 1 << 20;
+  // A Get whose values would exceed this is refused (RESOURCE_EXHAUSTED)
+  // instead of building a response gRPC would refuse to send.
+  uint64_t max_response_bytes = uint64_t{256} << 20;
   // The table grows before a put would take it past this load factor. The
   // CPU backend reaches ~0.85 with the default M, R and cells (docs/gph.md),
   // so 0.80 leaves room for Extended Move to succeed.

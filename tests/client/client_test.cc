@@ -15,6 +15,9 @@ namespace {
 using testing::connect;
 using testing::start_server;
 
+// Some tests make clients with no server; keep gRPC up across all of them.
+const bool kGrpcKept = (testing::keep_grpc_initialized(), true);
+
 TEST(Client, AsyncCallsComplete) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);
@@ -49,6 +52,12 @@ TEST(Client, AsyncCallsComplete) {
     got_all = all;
     finish(true);
   });
+  {
+    // Two async calls in flight may reach the server in either order: let
+    // the Get finish before the Delete is sent.
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(20), [&] { return done == kCalls + 1; }));
+  }
   client->DeleteAsync(keys, [&](absl::StatusOr<std::vector<bool>> r) {
     finish(r.ok() && r->size() == static_cast<size_t>(kCalls) && (*r)[0]);
   });
@@ -119,6 +128,7 @@ class ScriptedService final : public v1::KeyValue::CallbackService {
 };
 
 std::pair<std::unique_ptr<grpc::Server>, int> start_scripted(ScriptedService* svc) {
+  testing::keep_grpc_initialized();
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

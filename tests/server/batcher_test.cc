@@ -71,6 +71,35 @@ TEST(Batcher, RefusesPastTheQueueBoundAndAfterClose) {
   EXPECT_TRUE(b.next_batch().empty());
 }
 
+TEST(Batcher, RefusesPastTheQueueByteBound) {
+  BatcherOptions o{100, std::chrono::milliseconds(0), 1000};
+  o.max_queue_bytes = 1000;
+  Batcher b(o);
+  v1::PutRequest big, more;
+  v1::PutResponse r1, r2;
+  big.add_keys(1);
+  big.add_value_lengths(1500);
+  big.mutable_values()->assign(1500, 'x');
+  more.add_keys(2);
+  more.add_value_lengths(10);
+  more.mutable_values()->assign(10, 'y');
+  auto put = [](v1::PutRequest* req, v1::PutResponse* resp) {
+    Call c;
+    c.kind = OpKind::kPut;
+    c.put = req;
+    c.put_out = resp;
+    return c;
+  };
+  // Alone, an oversize call is admitted (it could never be otherwise) ...
+  ASSERT_TRUE(b.enqueue(put(&big, &r1)).ok());
+  // ... but nothing more while it waits.
+  absl::Status s = b.enqueue(put(&more, &r2));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(s.message()).find("--max_queue_bytes"), std::string::npos) << s;
+  EXPECT_EQ(b.next_batch().size(), 1u);
+  EXPECT_TRUE(b.enqueue(put(&more, &r2)).ok());
+}
+
 TEST(Batcher, CloseWakesAWaitingExecutor) {
   Batcher b({100, std::chrono::milliseconds(0), 100});
   std::thread closer([&] {

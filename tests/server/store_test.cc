@@ -198,6 +198,32 @@ TEST(Store, APutPastTheMemoryCapIsRefusedAndChangesNothing) {
   EXPECT_TRUE(st[0].ok()) << st[0];
 }
 
+TEST(Store, AGetOverTheResponseLimitIsRefusedAndOthersAreAnswered) {
+  StoreOptions o;
+  o.initial_capacity = 64;
+  o.max_value_bytes = 4096;
+  o.max_response_bytes = 10000;
+  o.table.cpu_threads = 2;
+  auto store = std::move(*Store::create(o));
+  auto put = make_put({1, 2, 3}, {std::string(4000, 'a'), std::string(4000, 'b'), std::string(4000, 'c')});
+  std::vector<absl::Status> st;
+  Call* p = &put->call;
+  store->apply_puts({&p, 1}, &st);
+  ASSERT_TRUE(st[0].ok());
+  auto big = make_get({1, 2, 3});    // 12000 bytes of values
+  auto small = make_get({1, 2});     // 8000
+  auto exists = make_get({1, 2, 3});  // no values: fine
+  exists->get.set_value_mode(v1::VALUE_MODE_EXISTS);
+  std::vector<Call*> run{&big->call, &small->call, &exists->call};
+  store->apply_gets(run, &st);
+  EXPECT_EQ(st[0].code(), absl::StatusCode::kResourceExhausted) << st[0];
+  EXPECT_NE(std::string(st[0].message()).find("10000"), std::string::npos);
+  ASSERT_TRUE(st[1].ok());
+  EXPECT_EQ(small->get_out.values().size(), 8000u);
+  ASSERT_TRUE(st[2].ok());
+  EXPECT_TRUE(exists->get_out.found(2));
+}
+
 TEST(Store, RefusesAnInitialCapacityPastTheCap) {
   StoreOptions o;
   o.initial_capacity = 10'000'000;

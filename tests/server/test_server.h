@@ -4,12 +4,24 @@
 #include <memory>
 #include <string>
 
+#include <grpc/grpc.h>
+
 #include "absl/strings/str_cat.h"
 #include "gphkv/client/client.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
 
 namespace gphkv::testing {
+
+// gRPC shuts its library down when its last object goes away and starts it
+// again with the next one; with gRPC 1.51 a restart racing the asynchronous
+// shutdown corrupted the heap (seen in grpc_cq_internal_unref when a process
+// destroyed one server and its clients, then built another). Tests build many
+// servers one after another, so they keep the library up for the process.
+inline void keep_grpc_initialized() {
+  static const bool once = (grpc_init(), true);
+  (void)once;
+}
 
 inline server::ServerOptions test_options() {
   server::ServerOptions o;
@@ -25,6 +37,7 @@ inline server::ServerOptions test_options() {
 }
 
 inline std::unique_ptr<server::Server> start_server(const server::ServerOptions& o = test_options()) {
+  keep_grpc_initialized();
   auto s = server::Server::start(o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Gathers what a service run on the device machine needs into one git-ignored
+# folder: gphkv-server, gphkv, gphkv-loadgen (with their shared libraries, by
+# deploy/bundle.sh), service_bench and cpu_table_bench beside them, and
+# memcached unpacked from Debian's packages for the side-by-side run.
+# docs/gpu.md has the device command line.
+#
+#   scripts/device-bundle-service.sh [DEST]   (DEST defaults to .device-svc/; BUILD_DIR to build-cuda/)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dest=${1:-$repo/.device-svc}
+build=${BUILD_DIR:-$repo/build-cuda}
+
+cmake -S "$repo" -B "$build" -G Ninja >/dev/null
+ninja -C "$build" gphkv-server gphkv gphkv-loadgen service_bench cpu_table_bench
+bash "$repo/deploy/bundle.sh" "$build" "$dest"
+# The benchmarks load the same libraries as the server (run with LD_LIBRARY_PATH=DEST/lib).
+for b in service_bench cpu_table_bench; do
+  install -m 0755 "$build/bench/$b" "$dest/bin/$b"
+  strip --strip-debug "$dest/bin/$b"
+done
+missing=$(LD_LIBRARY_PATH="$dest/lib" ldd "$dest/bin/service_bench" "$dest/bin/cpu_table_bench" | grep 'not found' || true)
+[ -z "$missing" ] || { echo "device-bundle-service: libraries missing from the bundle: $missing" >&2; exit 1; }
+
+# memcached and the libraries Ubuntu's base may lack, from Debian's packages.
+debs=$(mktemp -d)
+(cd "$debs" && apt-get download -q memcached libevent-2.1-7 libsasl2-2 >/dev/null)
+mkdir -p "$dest/memcached"
+for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/memcached"; done
+rm -rf "$debs"
+cp "$repo/scripts/loadgen-compare.sh" "$dest/"
+du -sh "$dest"
+echo "bundle ready: $dest"

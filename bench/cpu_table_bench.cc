@@ -88,15 +88,14 @@ int main(int argc, char** argv) {
   std::vector<UpsertOutcome> outcomes(n);
   std::vector<uint8_t> flags(n);
 
+  // A large table meets its first full cell at a lower load factor than the
+  // 2^20-slot tables of docs/gph.md (more cells, more chances): the keys that
+  // found no room are counted and reported, as engine_bench does.
+  uint64_t no_room = 0;
   auto fill = [&] {
     check(table.clear());
     check(table.insert_or_assign(keys, values, absl::MakeSpan(outcomes)));
-    for (auto o : outcomes) {
-      if (o == UpsertOutcome::kNoRoom) {
-        std::fprintf(stderr, "cpu_table_bench: an insert found no room; lower --load_factor\n");
-        std::exit(1);
-      }
-    }
+    no_room = static_cast<uint64_t>(std::count(outcomes.begin(), outcomes.end(), UpsertOutcome::kNoRoom));
   };
   std::vector<Result> results;
   results.push_back(measure("insert", n, reps, [&] { check(table.clear()); },
@@ -149,6 +148,7 @@ int main(int argc, char** argv) {
   std::printf("gphkv CPU backend, %s, %u threads, %llu keys, load factor %.3f (M=%u R=%u cells/bucket=%.0f)\n",
               gphkv::bench::cpu_model().c_str(), threads, static_cast<unsigned long long>(n), lf,
               options.slots_per_bucket, options.virtual_buckets, options.cells_per_bucket);
+  std::printf("keys that found no room in the last fill: %llu\n", static_cast<unsigned long long>(no_room));
   std::printf("%-18s %12s %12s %12s\n", "operation", "Mops/s med", "min", "max");
   for (const auto& r : results) {
     auto [lo, hi] = std::minmax_element(r.mops.begin(), r.mops.end());
@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
         << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
         << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
         << "  \"keys\": " << n << ",\n  \"load_factor\": " << lf << ",\n"
+        << "  \"no_room_keys\": " << no_room << ",\n"
         << "  \"slots_per_bucket\": " << options.slots_per_bucket << ",\n"
         << "  \"virtual_buckets\": " << options.virtual_buckets << ",\n"
         << "  \"cells_per_bucket\": " << options.cells_per_bucket << ",\n"

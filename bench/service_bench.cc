@@ -26,6 +26,7 @@
 #include <grpc/grpc.h>
 
 #include "absl/flags/flag.h"
+#include "bench/bench_report.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -408,9 +409,16 @@ int main(int argc, char** argv) {
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     std::ofstream out(path);
-    out << "[\n";
+    using gphkv::bench::json_quote;
+    out << "{\n  \"benchmark\": \"service_bench\",\n"
+        << "  \"backend\": " << json_quote(absl::GetFlag(FLAGS_backend)) << ",\n"
+        << "  \"host\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
+        << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
+        << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
+        << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
+        << "  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) out << (i ? ",\n" : "") << to_json(results[i]);
-    out << "\n]\n";
+    out << "\n  ]\n}\n";
   }
   return 0;
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes the README's performance section from the JSON in bench/results/.
+
+The section sits between the markers `<!-- perf:begin -->` and `<!-- perf:end -->`
+in README.md; everything between them is regenerated, so every figure there
+comes from a committed result file (named under each table).
+
+    python3 scripts/readme-perf.py          # rewrite README.md in place
+    python3 scripts/readme-perf.py --check  # exit 1 if README.md is stale
+"""
+import glob
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def newest(benchmark, pred=lambda d: True):
+    found = []
+    for path in glob.glob(os.path.join(RESULTS, "*.json")):
+        with open(path) as f:
+            try:
+                d = json.load(f)
+            except json.JSONDecodeError:
+                continue
+        if isinstance(d, dict) and d.get("benchmark", d.get("schema")) == benchmark and pred(d):
+            found.append((d.get("date", ""), os.path.relpath(path, ROOT), d))
+    return max(found) if found else None
+
+
+def engine_gpu():
+    hit = newest("engine_bench")
+    if not hit:
+        return []
+    _, path, d = hit
+    out = [f"**GPU engine** ({d['device']}, commit `{d['git_commit']}`, `{os.path.basename(d['command'].split()[0])} "
+           f"{' '.join(d['command'].split()[1:2] + [a for a in d['command'].split() if a.startswith('--keys') or a.startswith('--reps')])}`; "
+           f"`{path}`). 8-byte keys and values, M=16, R=8, 4 cells per bucket. Ceiling: random 128-byte gather "
+           "measured in the same run; baseline: bucketed linear probing with the same layout and load.", ""]
+    for size in d["sizes"]:
+        exp = len(str(size["keys"])) - 1
+        keys = f"10^{exp}" if size["keys"] == 10 ** exp else f"{size['keys']:,}"
+        out += [f"| {keys} keys, load {size['load']} | G ops/s | / gather ceiling | / baseline |",
+                "|---|---:|---:|---:|"]
+        for f in size["find"]:
+            out.append(f"| find, {f['hit_pct']}% hits, {f['distribution']} | {f['gph']:.2f} | "
+                       f"{f['gph_over_ceiling']:.2f} | {f['gph_over_baseline']:.2f} |")
+        out.append(f"| insert, build from empty | {size['insert_build']:.2f} | | "
+                   f"{size['insert_build'] / size['baseline_build']:.2f} |")
+        out.append(f"| insert, 1% burst into the full table | {size['insert_burst_1pct']:.2f} | | |")
+        out.append(f"| erase, 1% burst | {size['erase_burst_1pct']:.2f} | | |")
+        out.append("")
+    return out
+
+
+def engine_cpu():
+    hit = newest("cpu_table_bench")
+    if not hit:
+        return []
+    _, path, d = hit
+    out = [f"**CPU engine** ({d['device']}, {d['threads']} threads, commit `{d['commit'][:12]}`, `{d['command']}`; "
+           f"`{path}`): {d['keys']:,} keys, load factor {d['load_factor']:.2f}.", "",
+           "| operation | M ops/s (median) |", "|---|---:|"]
+    out += [f"| {r['op']} | {r['mops_median']:.1f} |" for r in d["results"]]
+    if d.get("bursts"):
+        out += ["", "| burst (share of the resident keys) | insert path M keys/s | rebuild path M keys/s |",
+                "|---|---:|---:|"]
+        out += [f"| {b['fraction'] * 100:g}% ({b['keys']:,} keys) | {b['insert_path_mkeys_per_s']:.2f} | "
+                f"{b['rebuild_path_mkeys_per_s']:.2f} |" for b in d["bursts"]]
+    return out + [""]
+
+
+def service():
+    out = []
+    for backend in ("cuda", "cpu"):
+        hit = newest("service_bench", lambda d, b=backend: d.get("backend") == b)
+        if not hit:
+            continue
+        _, path, d = hit
+        where = d.get("device", d.get("host", ""))
+        out += [f"**Service, {backend} backend** ({where}, commit `{d['commit'][:12]}`, `{d['command']}`; `{path}`). "
+                "Server and client in one process over loopback gRPC.", "",
+                "| workload | calls/s | keys/s | p50 µs | p99 µs | keys per launch |", "|---|---:|---:|---:|---:|---:|"]
+        for r in d["results"]:
+            launch = r["server_batched_keys"] / r["server_batches"] if r.get("server_batches") else 0
+            out.append(f"| {r['workload']} ({r['config']}) | {r['calls_per_s']:,.0f} | {r['keys_per_s']:,.0f} | "
+                       f"{r['p50_us']:,.0f} | {r['p99_us']:,.0f} | {launch:.1f} |")
+        out.append("")
+    return out
+
+
+def compare():
+    hit = newest("gphkv-loadgen-compare")
+    if not hit:
+        return []
+    _, path, _ = hit
+    md = path[:-len(".json")] + ".md"
+    with open(os.path.join(ROOT, md)) as f:
+        text = f.read().strip()
+    return [f"**gphkv vs memcached** (`scripts/loadgen-compare.sh`; `{md}`):", "", text, ""]
+
+
+def main():
+    body = engine_gpu() + engine_cpu() + service() + compare()
+    readme_path = os.path.join(ROOT, "README.md")
+    with open(readme_path) as f:
+        readme = f.read()
+    begin, end = "<!-- perf:begin -->", "<!-- perf:end -->"
+    i, j = readme.index(begin) + len(begin), readme.index(end)
+    new = readme[:i] + "\n" + "\n".join(body) + readme[j:]
+    if "--check" in sys.argv:
+        sys.exit(0 if new == readme else 1)
+    with open(readme_path, "w") as f:
+        f.write(new)
+
+
+if __name__ == "__main__":
+    main()

@@ -56,15 +56,7 @@ class ElasticTableTest : public BackendTest {
   }
 
   void expect_contents(ElasticTable& t, const Model& model) {
-    std::vector<uint64_t> keys, got;
-    for (auto& [k, v] : model) keys.push_back(k);
-    got.resize(keys.size());
-    std::vector<uint8_t> found(keys.size());
-    ASSERT_TRUE(t.find(keys, absl::MakeSpan(got), absl::MakeSpan(found)).ok());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      ASSERT_EQ(found[i], 1) << keys[i];
-      ASSERT_EQ(got[i], model.at(keys[i])) << keys[i];
-    }
+    EXPECT_EQ(check_lookups(t, model), "");
     EXPECT_EQ(t.size(), model.size());
   }
 

@@ -39,7 +39,8 @@ struct StoreOptions {
   // backend reaches ~0.85 with the default M, R and cells (docs/gph.md), so
   // 0.80 leaves room for Extended Move to succeed.
   double max_load_factor = 0.80;
-  // A grown table is sized so its keys fill it to this (below max_load_factor).
+  // A grown table is sized so its keys fill it to this (used up to
+  // 0.625 x max_load_factor, so 0.5 at the default).
   double rebuild_load_factor = 0.50;
   engine::TableOptions table{};
 };

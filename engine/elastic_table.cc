@@ -66,17 +66,34 @@ uint64_t ElasticTable::buckets_for_keys(uint64_t keys) const {
                             buckets_for_capacity(keys, options_.rebuild_load_factor, options_.shape.slots_per_bucket));
 }
 
-uint64_t ElasticTable::max_buckets() const {
-  if (options_.max_table_bytes == 0) return std::numeric_limits<uint32_t>::max();
+uint64_t ElasticTable::max_buckets_under(uint64_t max_table_bytes) const {
+  if (max_table_bytes == 0) return std::numeric_limits<uint32_t>::max();
   const double per_bucket = options_.shape.slots_per_bucket * 2.0 * sizeof(uint64_t) + options_.shape.cells_per_bucket;
   // One bucket of slack for the rounding up of the cell count.
-  const double buckets = std::floor(options_.max_table_bytes / per_bucket) - 1;
+  const double buckets = std::floor(max_table_bytes / per_bucket) - 1;
   return static_cast<uint64_t>(std::clamp(buckets, 1.0, double{std::numeric_limits<uint32_t>::max()}));
 }
 
-uint64_t ElasticTable::key_limit() const {
-  if (options_.max_table_bytes == 0) return std::numeric_limits<uint64_t>::max();
-  return static_cast<uint64_t>(max_buckets() * options_.shape.slots_per_bucket * options_.max_load_factor);
+uint64_t ElasticTable::key_limit_under(uint64_t max_table_bytes) const {
+  if (max_table_bytes == 0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(max_buckets_under(max_table_bytes) * options_.shape.slots_per_bucket *
+                               options_.max_load_factor);
+}
+
+uint64_t ElasticTable::bytes_to_hold(uint64_t keys) const {
+  const double per_bucket = options_.shape.slots_per_bucket * 2.0 * sizeof(uint64_t) + options_.shape.cells_per_bucket;
+  const uint64_t per_bucket_bytes = static_cast<uint64_t>(std::ceil(per_bucket));
+  // More than the largest table (2^32 - 1 buckets) holds: no cap is enough.
+  if (keys > key_limit_under(std::numeric_limits<uint64_t>::max() / 2)) return std::numeric_limits<uint64_t>::max();
+  // The bucket count that holds `keys` at max_load_factor, plus max_buckets'
+  // slack bucket; then step up until key_limit_under agrees (rounding).
+  const double buckets =
+      std::ceil(static_cast<double>(keys) / (options_.shape.slots_per_bucket * options_.max_load_factor)) + 2;
+  uint64_t bytes = static_cast<uint64_t>(std::max(buckets, 2.0) * per_bucket);
+  while (key_limit_under(bytes) < keys) bytes += per_bucket_bytes;
+  // And step down while a smaller cap still holds them (never below 1 byte).
+  while (bytes > per_bucket_bytes && key_limit_under(bytes - per_bucket_bytes) >= keys) bytes -= per_bucket_bytes;
+  return bytes;
 }
 
 absl::Status ElasticTable::start_rebuild(const std::string& cause, std::vector<WriteOp> burst) {

@@ -107,15 +107,12 @@ void Executor::publish() {
     metrics_->value_heap_bytes->set(static_cast<double>(store_->value_heap_bytes()));
     metrics_->memory_limit_bytes->set(static_cast<double>(memory_limit_bytes_));
     metrics_->queue_keys->set(static_cast<double>(batcher_->queued_keys()));
-    const StoreCounters& c = store_->counters();
-    const uint64_t growth = c.rebuilds - c.rebuilds_no_room;
-    if (growth > reported_growth_) {
-      metrics_->rebuilds->with({{"cause", "growth"}})->inc(growth - reported_growth_);
-      reported_growth_ = growth;
-    }
-    if (c.rebuilds_no_room > reported_no_room_) {
-      metrics_->rebuilds->with({{"cause", "no_room"}})->inc(c.rebuilds_no_room - reported_no_room_);
-      reported_no_room_ = c.rebuilds_no_room;
+    for (const auto& [cause, n] : store_->counters().rebuilds_by_cause) {
+      uint64_t& reported = reported_rebuilds_[cause];
+      if (n > reported) {
+        metrics_->rebuilds->with({{"cause", cause}})->inc(n - reported);
+        reported = n;
+      }
     }
   }
 }

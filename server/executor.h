@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,7 +63,7 @@ class Executor {
       pub_batches_{0}, pub_batched_keys_{0};
   std::atomic<double> pub_load_factor_{0};
   uint64_t memory_limit_bytes_;
-  uint64_t reported_growth_ = 0, reported_no_room_ = 0;  // rebuilds already counted in metrics
+  std::map<std::string, uint64_t> reported_rebuilds_;  // by cause: rebuilds already counted in metrics
 };
 
 }  // namespace gphkv::server

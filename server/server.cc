@@ -105,7 +105,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   const std::string device =
       backend == engine::Backend::kCuda ? absl::StrCat("cuda:", options.gpu) : cpu_model();
   spdlog::info("backend {} on {}: table of {} buckets ({} bytes), memory limit {} bytes", impl->backend,
-               device, (*store)->table().geometry().num_buckets, (*store)->table_bytes(),
+               device, (*store)->table().num_buckets(), (*store)->table_bytes(),
                options.store.memory_limit_bytes);
 
   if (options.max_delay_per_backend) {

@@ -66,7 +66,8 @@ ServiceMetrics::ServiceMetrics() {
   memory_limit_bytes = registry_.gauge("gphkv_memory_limit_bytes", "The --memory cap for table and value heap.")->with({});
   queue_keys = registry_.gauge("gphkv_queue_keys", "Keys waiting in the batcher.")->with({});
   rebuilds = registry_.counter("gphkv_rebuilds_total", "Table rebuilds, by cause.");
-  (void)rebuilds->with({{"cause", "growth"}});
+  // The engine::ElasticTable's causes, exported at 0 from the start.
+  for (const char* cause : {"load_factor", "no_room", "burst", "shrink"}) (void)rebuilds->with({{"cause", cause}});
   insert_relocations = registry_.counter("gphkv_insert_relocations_total",
                                          "Keys relocated by the insert path (Extended Move).")->with({});
   build_info_ = registry_.gauge("gphkv_build_info", "Version, backend and device of this server; always 1.");

@@ -1,11 +1,14 @@
-// The store: the GPH table plus the value heap, and the rules that tie them
-// together: every key's slot holds a value handle, the --memory cap covers
-// both, and the table grows (a rebuild into a bigger table) instead of ever
-// dropping a write. Applies whole runs of same-kind calls as engine batches.
-// Owned and called by the executor thread only.
+// The store: the GPH table (an engine::ElasticTable) plus the value heap,
+// and the rules that tie them together: every key's slot holds a value
+// handle, the --memory cap covers both (the table's cap is whatever the value
+// heap leaves), and the table grows by background rebuilds (lookups and
+// writes keep being served from the old table plus an overlay while one
+// runs) instead of ever dropping a write. Applies whole runs of same-kind
+// calls as engine batches. Owned and called by the executor thread only.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "gphkv/engine/elastic_table.h"
 #include "gphkv/engine/table.h"
 #include "server/call.h"
 #include "server/value_heap.h"
@@ -30,18 +34,25 @@ struct StoreOptions {
   // A Get whose values would exceed this is refused (RESOURCE_EXHAUSTED)
   // instead of building a response gRPC would refuse to send.
   uint64_t max_response_bytes = uint64_t{256} << 20;
-  // The table grows before a put would take it past this load factor. The
-  // CPU backend reaches ~0.85 with the default M, R and cells (docs/gph.md),
-  // so 0.80 leaves room for Extended Move to succeed.
+  // A background rebuild grows the table once a put takes it past this load
+  // factor (engine::ElasticOptions::max_load_factor, at most 0.95). The CPU
+  // backend reaches ~0.85 with the default M, R and cells (docs/gph.md), so
+  // 0.80 leaves room for Extended Move to succeed.
   double max_load_factor = 0.80;
+  // A grown table is sized so its keys fill it to this (used up to
+  // 0.625 x max_load_factor, so 0.5 at the default).
+  double rebuild_load_factor = 0.50;
   engine::TableOptions table{};
 };
 
 // Counters the store keeps for Stats and metrics.
 struct StoreCounters {
-  uint64_t rebuilds = 0;          // all causes
-  uint64_t rebuilds_no_room = 0;  // of them: an insert found no room below the load-factor limit
-  uint64_t rebuild_keys = 0;
+  uint64_t rebuilds = 0;  // all causes
+  // By engine::RebuildEvent::cause: load_factor, no_room, burst, shrink.
+  std::map<std::string, uint64_t> rebuilds_by_cause;
+  uint64_t rebuild_keys = 0;            // keys in the new tables, summed
+  uint64_t rebuild_writes_during = 0;   // writes served by the overlay while rebuilds ran
+  double rebuild_seconds = 0;           // snapshot to swap, summed
 };
 
 class Store {
@@ -58,27 +69,29 @@ class Store {
   void apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
 
   uint64_t keys() const { return table_->size(); }
+  // Of the table serving now (the old one while a rebuild runs).
   double load_factor() const { return table_->load_factor(); }
-  uint64_t table_bytes() const;
+  // The serving table plus, while a rebuild runs, the one being built.
+  uint64_t table_bytes() const { return table_->table_bytes(); }
   uint64_t value_heap_bytes() const { return heap_->reserved_bytes(); }
   uint64_t memory_limit_bytes() const { return options_.memory_limit_bytes; }
   const StoreCounters& counters() const { return counters_; }
-  const engine::Table& table() const { return *table_; }
+  const engine::ElasticTable& table() const { return *table_; }
+  // A background rebuild is in flight (reads see its overlay).
+  bool rebuilding() const { return table_->rebuilding(); }
+  // Waits for a rebuild in flight and swaps it in (tests, shutdown).
+  absl::Status finish_rebuild();
 
  private:
-  Store(const StoreOptions& options, std::unique_ptr<engine::Table> table,
+  Store(const StoreOptions& options, std::unique_ptr<engine::ElasticTable> table,
         std::unique_ptr<ValueHeap> heap);
 
-  // Bytes a table of `buckets` buckets takes: slots (key + handle) and cells.
-  uint64_t bytes_for_buckets(uint64_t buckets) const;
-  // The bucket count a grown table gets so that it holds `keys` keys within
-  // max_load_factor: at least double the current one.
-  uint64_t grown_buckets(uint64_t keys) const;
-  // Rebuilds into a table of at least `buckets` buckets holding every pair.
-  absl::Status grow(uint64_t buckets, const char* cause);
+  void on_rebuild(const engine::RebuildEvent& e);
+  // Gives the table whatever --memory the value heap leaves.
+  void update_table_cap();
 
   StoreOptions options_;
-  std::unique_ptr<engine::Table> table_;
+  std::unique_ptr<engine::ElasticTable> table_;
   std::unique_ptr<ValueHeap> heap_;
   StoreCounters counters_;
   // Scratch buffers reused across batches.

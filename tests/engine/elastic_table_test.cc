@@ -2,6 +2,7 @@
 // against std::unordered_map after every call, on every backend.
 #include "gphkv/engine/elastic_table.h"
 
+#include <limits>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -207,6 +208,49 @@ TEST_P(ElasticTableTest, MemoryCapRefusesABatchAndChangesNothing) {
     EXPECT_EQ(out[i], UpsertOutcome::kAssigned);
     model[keys[i]] = values[i];
   }
+  expect_contents(*t, model);
+}
+
+TEST_P(ElasticTableTest, BytesToHoldIsTheCapThatAdmitsThoseKeys) {
+  ElasticOptions o;
+  o.shape.num_buckets = 64;
+  auto t = make_elastic(o);
+  ASSERT_NE(t, nullptr);
+  const double per_bucket = o.shape.slots_per_bucket * 2.0 * sizeof(uint64_t) + o.shape.cells_per_bucket;
+  for (uint64_t keys : {uint64_t{0}, uint64_t{1}, uint64_t{12}, uint64_t{13}, uint64_t{1000}, uint64_t{123457},
+                        uint64_t{50'000'000}}) {
+    const uint64_t bytes = t->bytes_to_hold(keys);
+    EXPECT_GE(t->key_limit_under(bytes), keys) << keys;
+    // Within one bucket of the smallest such cap.
+    if (bytes > 2 * per_bucket) EXPECT_LT(t->key_limit_under(bytes - 2 * per_bucket), keys) << keys;
+  }
+  EXPECT_EQ(t->key_limit_under(0), std::numeric_limits<uint64_t>::max());
+}
+
+TEST_P(ElasticTableTest, MovingTheCapMovesTheKeyLimit) {
+  std::mt19937_64 rng(test_seed());
+  ElasticOptions o;
+  o.shape.num_buckets = 64;
+  auto t = make_elastic(o);
+  ASSERT_NE(t, nullptr);
+  // A cap that holds 3000 keys: a batch of 4000 is refused, nothing changed.
+  t->set_max_table_bytes(t->bytes_to_hold(3000));
+  EXPECT_EQ(t->max_table_bytes(), t->bytes_to_hold(3000));
+  EXPECT_GE(t->key_limit(), 3000u);
+  const auto pool = key_pool(rng, 4000);
+  std::vector<uint64_t> values(pool.size(), 7);
+  std::vector<UpsertOutcome> out(pool.size());
+  EXPECT_EQ(t->insert_or_assign(pool, values, absl::MakeSpan(out)).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(t->size(), 0u);
+  // Raised to what 4000 keys need, the same batch goes through, and every
+  // table stays under the cap.
+  t->set_max_table_bytes(t->bytes_to_hold(4000));
+  ASSERT_TRUE(t->insert_or_assign(pool, values, absl::MakeSpan(out)).ok());
+  EXPECT_LE(t->table_bytes(), t->max_table_bytes());
+  ASSERT_TRUE(t->finish_rebuild().ok());
+  EXPECT_LE(t->table_bytes(), t->max_table_bytes());
+  Model model;
+  for (uint64_t k : pool) model[k] = 7;
   expect_contents(*t, model);
 }
 

@@ -42,7 +42,7 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
            "gphkv_table_keys 3\n",
            "gphkv_memory_limit_bytes 268435456\n",
            "gphkv_request_duration_seconds_count{op=\"put\"} 1\n",
-           "gphkv_rebuilds_total{cause=\"growth\"} 0\n",
+           "gphkv_rebuilds_total{cause=\"load_factor\"} 0\n",
            "gphkv_insert_relocations_total 0\n",
            "# TYPE gphkv_batch_keys histogram\n",
            "# TYPE gphkv_batch_calls histogram\n",

@@ -231,6 +231,166 @@ TEST(Store, RefusesAnInitialCapacityPastTheCap) {
   EXPECT_EQ(Store::create(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Runs one kind of call through the store.
+std::vector<absl::Status> apply(Store& store, OpKind kind, std::vector<std::unique_ptr<OwnedCall>>& calls) {
+  std::vector<Call*> run;
+  for (auto& c : calls) run.push_back(&c->call);
+  std::vector<absl::Status> statuses;
+  if (kind == OpKind::kPut) store.apply_puts(run, &statuses);
+  if (kind == OpKind::kGet) store.apply_gets(run, &statuses);
+  if (kind == OpKind::kDelete) store.apply_deletes(run, &statuses);
+  return statuses;
+}
+
+// Puts keys next..next+n-1 (value "<key>:<tag>") in one call; true if admitted.
+bool put_range(Store& store, std::map<uint64_t, std::string>& model, uint64_t next, int n, const std::string& tag) {
+  std::vector<uint64_t> keys;
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i) {
+    keys.push_back(next + i);
+    values.push_back(std::to_string(next + i) + ":" + tag);
+  }
+  std::vector<std::unique_ptr<OwnedCall>> calls;
+  calls.push_back(make_put(keys, values));
+  auto st = apply(store, OpKind::kPut, calls);
+  EXPECT_TRUE(st[0].ok()) << st[0];
+  if (!st[0].ok()) return false;
+  for (size_t i = 0; i < keys.size(); ++i) model[keys[i]] = values[i];
+  return true;
+}
+
+// Gets `keys` and checks every answer against the model.
+void expect_gets(Store& store, const std::map<uint64_t, std::string>& model, const std::vector<uint64_t>& keys) {
+  std::vector<std::unique_ptr<OwnedCall>> calls;
+  calls.push_back(make_get(keys));
+  auto st = apply(store, OpKind::kGet, calls);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  const v1::GetResponse& r = calls[0]->get_out;
+  size_t off = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = model.find(keys[i]);
+    ASSERT_EQ(r.found(static_cast<int>(i)), it != model.end()) << "key " << keys[i];
+    const uint32_t len = r.value_lengths(static_cast<int>(i));
+    if (it != model.end()) EXPECT_EQ(r.values().substr(off, len), it->second) << "key " << keys[i];
+    off += len;
+  }
+}
+
+// Fills a store sized for `capacity` keys in calls of 1000 until a put
+// crosses max_load_factor and a background rebuild starts.
+uint64_t fill_until_rebuilding(Store& store, std::map<uint64_t, std::string>& model, uint64_t capacity) {
+  uint64_t next = 0;
+  while (!store.rebuilding() && next < 4 * capacity) {
+    if (!put_range(store, model, next, 1000, "fill")) break;
+    next += 1000;
+  }
+  return next;
+}
+
+TEST(Store, GetsWhileARebuildRunsAnswerFromTheOverlay) {
+  const uint64_t capacity = 300000;  // a bulk build long enough to catch in flight
+  auto store = small_store(uint64_t{256} << 20, capacity);
+  std::map<uint64_t, std::string> model;
+  uint64_t next = fill_until_rebuilding(*store, model, capacity);
+  ASSERT_TRUE(store->rebuilding()) << "crossing max_load_factor must start a background rebuild";
+  const uint64_t rebuilds_before = store->counters().rebuilds;
+  std::mt19937_64 rng(11);
+  int served_while_rebuilding = 0;
+  for (int round = 0; round < 2000 && store->rebuilding(); ++round) {
+    // Writes that land in the overlay: new keys, overwrites, deletes.
+    if (round % 3 == 0) {
+      ASSERT_TRUE(put_range(*store, model, next, 50, "during"));
+      next += 50;
+    } else if (round % 3 == 1) {
+      std::vector<uint64_t> keys;
+      std::vector<std::string> values;
+      for (int i = 0; i < 20; ++i) {
+        keys.push_back(rng() % next);
+        values.push_back("over:" + std::to_string(round) + ":" + std::to_string(i));
+      }
+      std::vector<std::unique_ptr<OwnedCall>> calls;
+      calls.push_back(make_put(keys, values));
+      auto st = apply(*store, OpKind::kPut, calls);
+      ASSERT_TRUE(st[0].ok()) << st[0];
+      for (size_t i = 0; i < keys.size(); ++i) model[keys[i]] = values[i];
+    } else {
+      std::vector<uint64_t> keys;
+      for (int i = 0; i < 20; ++i) keys.push_back(rng() % next);
+      std::vector<std::unique_ptr<OwnedCall>> calls;
+      calls.push_back(make_del(keys));
+      auto st = apply(*store, OpKind::kDelete, calls);
+      ASSERT_TRUE(st[0].ok()) << st[0];
+      for (size_t i = 0; i < keys.size(); ++i) {
+        EXPECT_EQ(calls[0]->del_out.deleted(static_cast<int>(i)), model.erase(keys[i]) == 1) << keys[i];
+      }
+    }
+    // Gets: recent keys (in the overlay), random old ones (in the old table), absent ones.
+    std::vector<uint64_t> keys;
+    for (int i = 0; i < 100; ++i) keys.push_back(next - 1 - rng() % std::min<uint64_t>(next, 500));
+    for (int i = 0; i < 100; ++i) keys.push_back(rng() % (next + 1000));
+    expect_gets(*store, model, keys);
+    if (HasFatalFailure()) return;
+    // Answered before the swap: the get ran with the rebuild still in flight.
+    if (store->rebuilding()) ++served_while_rebuilding;
+    ASSERT_EQ(store->keys(), model.size());
+  }
+  EXPECT_GT(served_while_rebuilding, 0) << "the rebuild finished before any get ran during it";
+  ASSERT_TRUE(store->finish_rebuild().ok());
+  EXPECT_FALSE(store->rebuilding());
+  EXPECT_EQ(store->counters().rebuilds, rebuilds_before + 1);
+  EXPECT_EQ(store->counters().rebuilds_by_cause.at("load_factor"), store->counters().rebuilds);
+  EXPECT_GT(store->counters().rebuild_writes_during, 0u);
+  // After the swap every key reads as the model says.
+  std::vector<uint64_t> all;
+  for (uint64_t k = 0; k < next + 100; ++k) all.push_back(k);
+  expect_gets(*store, model, all);
+  EXPECT_EQ(store->keys(), model.size());
+}
+
+TEST(Store, APutRefusedAtTheCapWhileARebuildRunsChangesNothing) {
+  const uint64_t capacity = 300000;
+  // About 24 MiB for the two tables of the rebuild and 5 MiB of small values:
+  // 40 MiB leaves no room for 10000 values of 4000 bytes.
+  auto store = small_store(uint64_t{40} << 20, capacity);
+  // Overwrites of stored keys and new keys, with values past the cap; made
+  // before the fill so that the put follows the rebuild's start at once.
+  std::vector<uint64_t> keys;
+  std::vector<std::string> values;
+  for (int i = 0; i < 10000; ++i) {
+    keys.push_back(i % 2 == 0 ? static_cast<uint64_t>(i) : (uint64_t{1} << 40) + i);
+    values.push_back(std::string(4000, 'x'));
+  }
+  std::vector<std::unique_ptr<OwnedCall>> calls;
+  calls.push_back(make_put(keys, values));
+  std::map<uint64_t, std::string> model;
+  const uint64_t next = fill_until_rebuilding(*store, model, capacity);
+  ASSERT_TRUE(store->rebuilding());
+  const uint64_t keys_before = store->keys();
+  const uint64_t heap_before = store->value_heap_bytes();
+  auto st = apply(*store, OpKind::kPut, calls);
+  EXPECT_EQ(st[0].code(), absl::StatusCode::kResourceExhausted) << st[0];
+  EXPECT_NE(std::string(st[0].message()).find("--memory"), std::string::npos) << st[0];
+  // Nothing polled the rebuild after the put's first lookup: still in flight
+  // means the whole put ran against the old table and the overlay.
+  const bool refused_during_rebuild = store->rebuilding();
+  EXPECT_EQ(store->keys(), keys_before);
+  EXPECT_LE(store->table_bytes() + store->value_heap_bytes(), store->memory_limit_bytes());
+  // A refused call may leave a slab reserved, never a live value.
+  EXPECT_GE(store->value_heap_bytes(), heap_before);
+  // Nothing changed: the refused call's keys keep their old values or stay absent.
+  std::vector<uint64_t> check(keys.begin(), keys.end());
+  for (uint64_t k = 0; k < next; k += 7) check.push_back(k);
+  expect_gets(*store, model, check);
+  // A put that fits is still admitted while (or after) the rebuild runs.
+  ASSERT_TRUE(put_range(*store, model, next + 20000, 100, "after"));
+  expect_gets(*store, model, {next + 20000, next + 20099, 1, 2});
+  ASSERT_TRUE(store->finish_rebuild().ok());
+  expect_gets(*store, model, check);
+  EXPECT_EQ(store->keys(), model.size());
+  EXPECT_LE(store->table_bytes() + store->value_heap_bytes(), store->memory_limit_bytes());
+  if (!refused_during_rebuild) GTEST_SKIP() << "the rebuild finished during the refused put (checked anyway)";
+}
+
 TEST(Store, EveryKeyIsValidIncludingTheSentinel) {
   auto store = small_store();
   const std::vector<uint64_t> keys{0, ~uint64_t{0}, ~uint64_t{0} - 1};

@@ -99,6 +99,22 @@ class ElasticTable {
   // Bytes of a table of `num_buckets` buckets of this shape.
   uint64_t bytes_for(uint64_t num_buckets) const;
 
+  // The cap on table bytes (ElasticOptions::max_table_bytes; 0 = none). An
+  // owner that shares its memory budget with other data (the server's value
+  // heap) moves it as that data grows or shrinks; lowering it below
+  // table_bytes() takes nothing back, it only limits what comes next.
+  void set_max_table_bytes(uint64_t bytes) { options_.max_table_bytes = bytes; }
+  uint64_t max_table_bytes() const { return options_.max_table_bytes; }
+  // The most keys a batch may leave stored under the cap (at
+  // max_load_factor, in the largest table under it); beyond it a batch is
+  // refused with RESOURCE_EXHAUSTED.
+  uint64_t key_limit() const { return key_limit_under(options_.max_table_bytes); }
+  uint64_t key_limit_under(uint64_t max_table_bytes) const;
+  // A cap under which `keys` keys are within key_limit() (the smallest, to
+  // within one bucket's bytes): what an owner must leave the table for a
+  // batch that brings the total to `keys`. UINT64_MAX when no cap is enough.
+  uint64_t bytes_to_hold(uint64_t keys) const;
+
  private:
   explicit ElasticTable(const ElasticOptions& options) : options_(options) {}
 
@@ -114,10 +130,9 @@ class ElasticTable {
   // Starts a background rebuild from the current table's pairs plus `burst`.
   absl::Status start_rebuild(const std::string& cause, std::vector<WriteOp> burst);
   uint64_t buckets_for_keys(uint64_t keys) const;
-  // The largest table under the cap, alone, and the most keys it may hold
-  // at max_load_factor.
-  uint64_t max_buckets() const;
-  uint64_t key_limit() const;
+  // The largest table under the cap, alone.
+  uint64_t max_buckets() const { return max_buckets_under(options_.max_table_bytes); }
+  uint64_t max_buckets_under(uint64_t max_table_bytes) const;
   // Applies a batch of writes to the overlay of a rebuild in flight.
   absl::Status write_pending(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
                              bool erase, absl::Span<UpsertOutcome> outcomes,

@@ -44,7 +44,7 @@ ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
           "bound on put value bytes waiting for the executor (e.g. 1GiB); past it calls get "
           "RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
-          "keys the first table is sized for; it grows (rebuilds at twice the size) as needed");
+          "keys the first table is sized for; past load factor 0.80 it grows by a background rebuild sized for load factor 0.50");
 ABSL_FLAG(uint32_t, completion_threads, 1,
           "threads that serialize and send answers, so the executor goes on to the next batch "
           "(0 = the executor answers); see docs/performance.md");

@@ -1,5 +1,7 @@
 #include "server/batcher.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace gphkv::server {
@@ -23,6 +25,15 @@ absl::Status Batcher::enqueue(Call&& call) {
           ", the bound (--max_queue_bytes) is ", options_.max_queue_bytes, "; retry with backoff"));
     }
     call.enqueued = Clock::now();
+    // Exponentially weighted mean gap between arrivals (weight 1/8), capped
+    // so one long idle period does not hide a burst that follows it.
+    if (last_arrival_ != Clock::time_point{}) {
+      const double gap = std::min<double>(
+          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(call.enqueued - last_arrival_).count()),
+          kMaxGapNs);
+      mean_gap_ns_ += (gap - mean_gap_ns_) / 8;
+    }
+    last_arrival_ = call.enqueued;
     queued_keys_ += keys;
     queued_bytes_ += bytes;
     queue_.push_back(std::move(call));
@@ -38,8 +49,18 @@ std::vector<Call> Batcher::next_batch() {
   // Wait for the batch to fill, but no longer than the oldest call's delay
   // budget. When the executor was busy the budget is usually spent already,
   // so a loaded server closes batches at once, full of what queued meanwhile.
+  // A call alone in the queue of an idle executor closes at once when calls
+  // arrive too sparsely for another one to join it within the delay (the
+  // mean gap since the last call exceeds max_delay): waiting could only add
+  // the whole delay to its latency, never a second call to its batch.
   const Clock::time_point close_at = queue_.front().enqueued + options_.max_delay;
-  cv_.wait_until(lock, close_at, [&] { return closed_ || queued_keys_ >= options_.max_batch_keys; });
+  const bool company_expected = queue_.size() > 1 || mean_gap_ns_ < static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_delay).count());
+  // Only block when there is time left: a timed wait on a past deadline is
+  // still a futex syscall per batch.
+  if (company_expected && queued_keys_ < options_.max_batch_keys && Clock::now() < close_at) {
+    cv_.wait_until(lock, close_at, [&] { return closed_ || queued_keys_ >= options_.max_batch_keys; });
+  }
 
   std::vector<Call> batch;
   uint64_t keys = 0, bytes = 0;
@@ -62,6 +83,11 @@ void Batcher::close() {
     closed_ = true;
   }
   cv_.notify_all();
+}
+
+bool Batcher::empty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.empty();
 }
 
 uint64_t Batcher::queued_keys() const {

@@ -36,13 +36,17 @@ class Batcher {
   absl::Status enqueue(Call&& call);
 
   // Blocks until a batch closes and returns it; an empty batch means the
-  // batcher is closed and drained.
+  // batcher is closed and drained. The delay is only waited for when calls
+  // arrive densely enough (mean gap below max_delay) for one to join.
   std::vector<Call> next_batch();
 
   // Refuses new calls; next_batch() hands out what is queued, then returns empty.
   void close();
 
   uint64_t queued_keys() const;
+  // Whether no call is waiting (the executor uses it to answer inline when
+  // there is no next batch to overlap the answers with).
+  bool empty() const;
   const BatcherOptions& options() const { return options_; }
 
  private:
@@ -53,6 +57,11 @@ class Batcher {
   uint64_t queued_keys_ = 0;
   uint64_t queued_bytes_ = 0;
   bool closed_ = false;
+  // Arrival rate, for the delay decision in next_batch(); starts at "dense"
+  // so a delay configured for batching applies until the rate is known.
+  static constexpr double kMaxGapNs = 1e6;
+  Clock::time_point last_arrival_{};
+  double mean_gap_ns_ = 0;
 };
 
 }  // namespace gphkv::server

@@ -16,8 +16,14 @@ void CompletionPool::submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
+    ++busy_;
   }
   cv_.notify_one();
+}
+
+bool CompletionPool::idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_ == 0;
 }
 
 void CompletionPool::stop() {
@@ -42,6 +48,8 @@ void CompletionPool::work() {
       tasks_.pop_front();
     }
     task();
+    std::lock_guard<std::mutex> lock(mu_);
+    --busy_;
   }
 }
 

@@ -21,6 +21,9 @@ class CompletionPool {
   ~CompletionPool();
 
   void submit(std::function<void()> task);
+  // True when no task is queued or running: answering inline then cannot
+  // overtake an earlier answer, and saves waking a pool thread.
+  bool idle();
   // Runs what is queued, then joins the threads. Idempotent.
   void stop();
 
@@ -30,6 +33,7 @@ class CompletionPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
+  size_t busy_ = 0;  // tasks queued or running
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

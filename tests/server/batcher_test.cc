@@ -48,6 +48,39 @@ TEST(Batcher, ClosesAfterMaxDelay) {
   EXPECT_LT(waited, std::chrono::seconds(2));
 }
 
+TEST(Batcher, SkipsTheDelayWhenCallsArriveSparsely) {
+  // Calls 3 ms apart with a 900 us delay: once the batcher has seen the gaps,
+  // a lone call closes at once (no company could join it in time) instead of
+  // paying the whole delay.
+  const auto delay = std::chrono::microseconds(900);
+  Batcher b({1000, delay, 1000});
+  Req r[24];
+  int waited_full_delay = 0;  // of the last ten calls
+  for (int i = 0; i < 24; ++i) {
+    ASSERT_TRUE(b.enqueue(get_call(&r[i], 1)).ok());
+    const auto t0 = Clock::now();
+    EXPECT_EQ(b.next_batch().size(), 1u);
+    if (i >= 14 && Clock::now() - t0 >= delay * 9 / 10) ++waited_full_delay;
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  // A waiting batcher takes at least the delay every time (10 of 10); a
+  // lone call now closes at once, so only a descheduled thread gets there.
+  EXPECT_LT(waited_full_delay, 5);
+}
+
+TEST(Batcher, KeepsTheDelayWhileCallsArriveDensely) {
+  // Back-to-back arrivals: the first call still waits for company.
+  Batcher b({1000, std::chrono::milliseconds(20), 1000});
+  Req r[8];
+  for (auto& x : r) ASSERT_TRUE(b.enqueue(get_call(&x, 1)).ok());
+  EXPECT_EQ(b.next_batch().size(), 8u);
+  Req late;
+  ASSERT_TRUE(b.enqueue(get_call(&late, 1)).ok());
+  const auto t0 = Clock::now();
+  EXPECT_EQ(b.next_batch().size(), 1u);
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(5));
+}
+
 TEST(Batcher, AnOversizeCallGoesAlone) {
   Batcher b({4, std::chrono::milliseconds(0), 1000});
   Req big, small;

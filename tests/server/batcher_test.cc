@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "server/batcher.h"
 
 #include <thread>
@@ -55,17 +56,18 @@ TEST(Batcher, SkipsTheDelayWhenCallsArriveSparsely) {
   const auto delay = std::chrono::microseconds(900);
   Batcher b({1000, delay, 1000});
   Req r[24];
-  int waited_full_delay = 0;  // of the last ten calls
+  auto fastest = std::chrono::steady_clock::duration::max();  // of the last ten calls
   for (int i = 0; i < 24; ++i) {
     ASSERT_TRUE(b.enqueue(get_call(&r[i], 1)).ok());
     const auto t0 = Clock::now();
     EXPECT_EQ(b.next_batch().size(), 1u);
-    if (i >= 14 && Clock::now() - t0 >= delay * 9 / 10) ++waited_full_delay;
+    if (i >= 14) fastest = std::min(fastest, Clock::now() - t0);
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
   }
-  // A waiting batcher takes at least the delay every time (10 of 10); a
-  // lone call now closes at once, so only a descheduled thread gets there.
-  EXPECT_LT(waited_full_delay, 5);
+  // A waiting batcher takes at least the delay every time; one that skips it
+  // answers at once. The fastest of ten tells them apart even on a loaded
+  // machine, where a few calls may be descheduled for longer than the delay.
+  EXPECT_LT(fastest, delay / 2);
 }
 
 TEST(Batcher, KeepsTheDelayWhileCallsArriveDensely) {

@@ -73,15 +73,17 @@ def engine_cpu():
 
 
 def service():
+    files = []
+    for path in sorted(glob.glob(os.path.join(RESULTS, "service_*.json"))):
+        with open(path) as f:
+            d = json.load(f)
+        if isinstance(d, dict) and d.get("benchmark") == "service_bench":  # older files are bare lists
+            files.append((os.path.relpath(path, ROOT), d))
     out = []
-    for backend in ("cuda", "cpu"):
-        hit = newest("service_bench", lambda d, b=backend: d.get("backend") == b)
-        if not hit:
-            continue
-        _, path, d = hit
+    for path, d in files:
         where = d.get("device", d.get("host", ""))
-        out += [f"**Service, {backend} backend** ({where}, commit `{d['commit'][:12]}`, `{d['command']}`; `{path}`). "
-                "Server and client in one process over loopback gRPC.", "",
+        out += [f"**Service, {d['backend']} backend** ({where}, commit `{d['commit'][:12]}`, `{d['command']}`; "
+                f"`{path}`). Server and client in one process over loopback gRPC.", "",
                 "| workload | calls/s | keys/s | p50 µs | p99 µs | keys per launch |", "|---|---:|---:|---:|---:|---:|"]
         for r in d["results"]:
             launch = r["server_batched_keys"] / r["server_batches"] if r.get("server_batches") else 0

@@ -1,5 +1,5 @@
-// A blocking HTTP/1.1 GET on 127.0.0.1 for tests: returns the body of a 200
-// answer, or an empty optional.
+// Blocking HTTP/1.1 on 127.0.0.1 for tests: a raw request, and a GET that
+// returns the body of a 200 answer or an empty optional.
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,9 +13,11 @@
 
 namespace gphkv::testing {
 
-inline std::optional<std::string> http_get(int port, const std::string& path) {
+// Sends `request` as-is to 127.0.0.1:port and returns the whole response
+// ("" when nothing answers).
+inline std::string http_request(int port, const std::string& request) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return "";
   timeval tv{5, 0};  // bounded: a stuck peer fails the request, not the test run
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   sockaddr_in addr{};
@@ -24,15 +26,20 @@ inline std::optional<std::string> http_get(int port, const std::string& path) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
-    return std::nullopt;
+    return "";
   }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string out;
   char buf[8192];
   ssize_t n;
   while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
   ::close(fd);
+  return out;
+}
+
+inline std::optional<std::string> http_get(int port, const std::string& path) {
+  const std::string out =
+      http_request(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   if (out.rfind("HTTP/1.1 200", 0) != 0 && out.rfind("HTTP/1.0 200", 0) != 0) return std::nullopt;
   const size_t body = out.find("\r\n\r\n");
   if (body == std::string::npos) return std::nullopt;

@@ -1,37 +1,15 @@
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "gtest/gtest.h"
 #include "server/metrics/http_server.h"
 #include "server/metrics/registry.h"
 #include "server/byte_size.h"
+#include "tests/server/http_get.h"
 
 namespace gphkv::metrics {
 namespace {
 
-// One HTTP request to 127.0.0.1:port; returns the whole response.
-std::string http_request(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "";
-  }
-  ::send(fd, request.data(), request.size(), 0);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
+using gphkv::testing::http_request;
 
 TEST(Registry, RendersTheExpositionFormat) {
   Registry r;

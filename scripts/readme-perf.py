@@ -55,6 +55,22 @@ def engine_gpu():
     return out
 
 
+def lookup_bounds():
+    """What the memory system allows each lookup layout (bench/lookup_bounds.cu)."""
+    hit = newest("lookup_bounds", lambda d: d.get("keys") == 10 ** 8)
+    if not hit:
+        return []
+    _, path, d = hit
+    rows = [r for r in d["results"] if not r["cells_pinned_in_l2"] and r["pattern"] != "ceiling (bucket only)"]
+    out = [f"**Bounds of the lookup layouts** ({d['device']}, commit `{d['commit']}`, `{d['command']}`; `{path}`): "
+           "the memory accesses of a one-probe lookup with no table, as a share of the 128-byte gather ceiling "
+           "measured in the same run (docs/gph.md, \"The bound of each layout\").", "",
+           "| 10^8 keys, load 0.8 | G/s | / gather ceiling |", "|---|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['pattern'].replace('|', '/')} | {r['g_per_s']:.2f} | {r['vs_ceiling']:.2f} |")
+    return out + [""]
+
+
 def engine_cpu():
     hit = newest("cpu_table_bench")
     if not hit:
@@ -105,7 +121,7 @@ def compare():
 
 
 def main():
-    body = engine_gpu() + engine_cpu() + service() + compare()
+    body = engine_gpu() + lookup_bounds() + engine_cpu() + service() + compare()
     readme_path = os.path.join(ROOT, "README.md")
     with open(readme_path) as f:
         readme = f.read()

@@ -11,6 +11,15 @@
 #include "engine/cuda/cuda_table.h"
 #include "server/cuda/device_gets.h"
 #include "server/cuda/device_value_heap.h"
+#else
+namespace gphkv::server {
+// Without CUDA there is no pipeline: Store::gets_ stays null.
+class DeviceGets {
+ public:
+  int depth() const { return 0; }
+  size_t in_flight() const { return 0; }
+};
+}  // namespace gphkv::server
 #endif
 
 namespace gphkv::server {

@@ -52,8 +52,9 @@ void Executor::loop() {
       finish_oldest_gets();
       continue;
     }
-    std::vector<Call> batch = batcher_->next_batch();
-    if (batch.empty()) {  // closed and drained
+    // Shared: get runs still in flight after run_batch returns point into it.
+    auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch());
+    if (batch->empty()) {  // closed and drained
       finish_all_gets();
       return;
     }
@@ -84,7 +85,8 @@ void Executor::finish_oldest_gets() {
   std::vector<absl::Status> statuses;
   GetStageTimes times;
   std::vector<Call*> calls = store_->finish_gets(&statuses, &times);
-  const InFlight f = in_flight_.front();
+  // Keeps the run's batch (its Calls) alive until the answers are handed over.
+  const InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   if (metrics_ != nullptr) {
     // Submission to responses filled: the run's time in the engine, overlap included.
@@ -98,6 +100,7 @@ void Executor::finish_oldest_gets() {
   }
   ++batches_;
   batched_keys_ += f.keys;
+  publish();
   answer(calls, statuses, true);
 }
 
@@ -105,7 +108,8 @@ void Executor::finish_all_gets() {
   while (!in_flight_.empty()) finish_oldest_gets();
 }
 
-void Executor::run_batch(std::vector<Call>& batch) {
+void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
+  std::vector<Call>& batch = *batch_ptr;
   const Clock::time_point start = Clock::now();
   if (metrics_ != nullptr) metrics_->batch_calls->observe(static_cast<double>(batch.size()));
   std::vector<Call*> live;
@@ -115,6 +119,8 @@ void Executor::run_batch(std::vector<Call>& batch) {
       metrics_->queue_wait->observe(std::chrono::duration<double>(start - c.enqueued).count());
     }
     if (c.deadline <= start) {
+      // Answers leave in arrival order: earlier gets still in flight first.
+      finish_all_gets();
       c.done(absl::DeadlineExceededError(absl::StrCat(
           "deadline passed after ",
           std::chrono::duration_cast<std::chrono::microseconds>(start - c.enqueued).count(),
@@ -135,10 +141,11 @@ void Executor::run_batch(std::vector<Call>& batch) {
       if (static_cast<int>(in_flight_.size()) >= store_->pipeline_depth()) finish_oldest_gets();
       const Clock::time_point t0 = Clock::now();
       if (absl::Status s = store_->submit_gets(run); !s.ok()) {
+        finish_all_gets();
         statuses.assign(run.size(), s);
         answer(run, statuses, begin == live.size());
       } else {
-        in_flight_.push_back(InFlight{t0, keys});
+        in_flight_.push_back(InFlight{t0, keys, batch_ptr});
       }
       continue;
     }

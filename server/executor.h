@@ -58,7 +58,7 @@ class Executor {
 
  private:
   void loop();
-  void run_batch(std::vector<Call>& batch);
+  void run_batch(const std::shared_ptr<std::vector<Call>>& batch);
   void publish();
   // Hands a run's answers over (inline when nothing else is waiting).
   void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch);
@@ -69,6 +69,7 @@ class Executor {
   struct InFlight {
     Clock::time_point submitted;
     uint64_t keys;
+    std::shared_ptr<std::vector<Call>> batch;  // owns the run's Calls
   };
   std::deque<InFlight> in_flight_;
 

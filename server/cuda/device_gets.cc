@@ -89,10 +89,14 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1)));
   GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1)));
   GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied));
-  size_t temp = 0;
-  GPHKV_CUDA_TRY(cuda::exclusive_scan(nullptr, &temp, nullptr, nullptr, n + 1, s.stream));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_temp, temp));
-  s.temp_bytes = s.d_temp.bytes();
+  if (n > cuda::kFusedScanMaxKeys && n + 1 > s.scan_items) {
+    // CUB's scratch for a scan of this many items (asked again only when batches grow).
+    size_t temp = 0;
+    GPHKV_CUDA_TRY(cuda::exclusive_scan(nullptr, &temp, nullptr, nullptr, n + 1, s.stream));
+    GPHKV_RETURN_IF_ERROR(grow(s.d_temp, temp));
+    s.temp_bytes = s.d_temp.bytes();
+    s.scan_items = n + 1;
+  }
 
   uint64_t* keys = reinterpret_cast<uint64_t*>(s.in.data());
   uint8_t* want = reinterpret_cast<uint8_t*>(s.in.data() + 8 * n);
@@ -140,12 +144,19 @@ absl::Status DeviceGets::enqueue(engine::cuda::CudaTable& table, Slot& s, bool a
   GPHKV_RETURN_IF_ERROR(table.find_async(s.d_in.at<uint64_t>(), n, d_handles, d_found, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
   const uint8_t* d_want = any_exists ? s.d_in.at<uint8_t>(8 * n) : nullptr;
-  GPHKV_CUDA_TRY(cuda::launch_lengths(d_handles, d_found, d_want, n, s.d_out.at<uint32_t>(8), s.d_lens.at<uint64_t>(), st));
-  size_t temp = s.temp_bytes;
-  GPHKV_CUDA_TRY(cuda::exclusive_scan(s.d_temp.at(), &temp, s.d_lens.at<uint64_t>(), s.d_offsets.at<uint64_t>(), n + 1, st));
-  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_slabs(), d_handles, s.d_lens.at<uint64_t>(),
-                                     s.d_offsets.at<uint64_t>(), n, s.d_out.at(s.head), s.copied,
-                                     s.d_out.at<uint64_t>(), st));
+  uint32_t* d_meta = s.d_out.at<uint32_t>(8);
+  uint64_t* d_offsets = s.d_offsets.at<uint64_t>();
+  uint64_t* d_total = s.d_out.at<uint64_t>();  // the download's first 8 bytes
+  if (n <= cuda::kFusedScanMaxKeys) {
+    GPHKV_CUDA_TRY(cuda::launch_lengths_scan(d_handles, d_found, d_want, n, d_meta, d_offsets, d_total, st));
+    d_total = nullptr;
+  } else {
+    GPHKV_CUDA_TRY(cuda::launch_lengths(d_handles, d_found, d_want, n, d_meta, s.d_lens.at<uint64_t>(), st));
+    size_t temp = s.temp_bytes;
+    GPHKV_CUDA_TRY(cuda::exclusive_scan(s.d_temp.at(), &temp, s.d_lens.at<uint64_t>(), d_offsets, n + 1, st));
+  }
+  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_slabs(), d_handles, d_offsets, n, s.d_out.at(s.head), s.copied,
+                                     d_total, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.copied, cudaMemcpyDeviceToHost, st));
   GPHKV_CUDA_TRY(cudaEventRecord(s.ev[4], st));

@@ -62,6 +62,7 @@ class DeviceGets {
     cuda::PinnedBuffer out;  // total (8) | meta (4n, padded to 16) | values
     cuda::DeviceBytes d_in, d_handles, d_found, d_lens, d_offsets, d_temp, d_out;
     size_t temp_bytes = 0;
+    uint64_t scan_items = 0;  // the largest scan temp_bytes was sized for
     // The batch in flight.
     std::vector<Call*> calls;
     uint64_t n = 0;

@@ -203,20 +203,24 @@ absl::Status DeviceValueHeap::gather(absl::Span<const ValueHandle> handles, std:
   const uint64_t n = handles.size();
   if (n == 0) return absl::OkStatus();
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  uint64_t total = 0;
-  GPHKV_RETURN_IF_ERROR(stage_.reserve(16 * n));
+  // Staged: handles (n), then offsets (n + 1: the gather takes each value's
+  // length as the difference of its offsets).
+  const uint64_t staged = 8 * (2 * n + 1);
+  GPHKV_RETURN_IF_ERROR(stage_.reserve(staged));
   uint64_t* h = reinterpret_cast<uint64_t*>(stage_.data());
   uint64_t* off = h + n;
+  uint64_t total = 0;
   for (uint64_t i = 0; i < n; ++i) {
     h[i] = handles[i];
     off[i] = total;
     total += dh::length(handles[i]);
   }
-  GPHKV_RETURN_IF_ERROR(d_stage_.reserve(16 * n));
+  off[n] = total;
+  GPHKV_RETURN_IF_ERROR(d_stage_.reserve(staged));
   GPHKV_RETURN_IF_ERROR(d_out_.reserve(total));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), 16 * n, cudaMemcpyHostToDevice, stream_));
-  GPHKV_CUDA_TRY(cuda::launch_gather(device_slabs(), d_stage_.at<uint64_t>(), nullptr, d_stage_.at<uint64_t>(8 * n),
-                                     n, d_out_.at(), total, nullptr, stream_));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), staged, cudaMemcpyHostToDevice, stream_));
+  GPHKV_CUDA_TRY(cuda::launch_gather(device_slabs(), d_stage_.at<uint64_t>(), d_stage_.at<uint64_t>(8 * n), n,
+                                     d_out_.at(), total, nullptr, stream_));
   const size_t pos = out->size();
   out->resize(pos + total);
   if (total > 0) {

@@ -1,5 +1,6 @@
 #include "server/cuda/value_kernels.h"
 
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
 namespace gphkv::server::cuda {
@@ -69,15 +70,45 @@ __global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, co
   }
 }
 
-__global__ void gather_kernel(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* lens,
-                              const uint64_t* offsets, uint64_t n, char* dst, uint64_t capacity,
-                              uint64_t* total_out) {
+constexpr int kScanThreads = 1024;
+
+// Single block: tiles of kScanThreads keys, each scanned by cub::BlockScan
+// and offset by the running total of the tiles before it.
+__global__ void __launch_bounds__(kScanThreads)
+    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                        uint32_t* meta, uint64_t* offsets, uint64_t* total) {
+  using BlockScan = cub::BlockScan<uint64_t, kScanThreads>;
+  __shared__ typename BlockScan::TempStorage temp;
+  uint64_t carry = 0;
+  for (uint64_t base = 0; base < n; base += kScanThreads) {
+    const uint64_t i = base + threadIdx.x;
+    uint32_t len = 0;
+    if (i < n) {
+      const bool hit = found[i] != 0;
+      len = hit && (want == nullptr || want[i]) ? device_handle::length(handles[i]) : 0;
+      meta[i] = hit ? (0x80000000u | len) : 0u;
+    }
+    uint64_t off = 0, tile_total = 0;
+    BlockScan(temp).ExclusiveSum(static_cast<uint64_t>(len), off, tile_total);
+    if (i < n) offsets[i] = carry + off;
+    carry += tile_total;
+    __syncthreads();  // temp is reused by the next tile
+  }
+  if (threadIdx.x == 0) {
+    offsets[n] = carry;
+    *total = carry;
+  }
+}
+
+__global__ void gather_kernel(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+                              char* dst, uint64_t capacity, uint64_t* total_out) {
   if (total_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *total_out = offsets[n];
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
   for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
-    const uint64_t len = lens != nullptr ? lens[i] : device_handle::length(handles[i]);
     const uint64_t at = offsets[i];
+    const uint64_t len = offsets[i + 1] - at;
+    // A miss's handle slot was never written by the lookup: read it only for a value.
     if (len == 0 || at + len > capacity) continue;
     warp_copy(dst + at, slot_address(slabs, handles[i]), len, lane);
   }
@@ -103,11 +134,17 @@ cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens,
   return cub::DeviceScan::ExclusiveSum(temp, *temp_bytes, lens, offsets, static_cast<int64_t>(count), stream);
 }
 
-cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* lens,
-                          const uint64_t* offsets, uint64_t n, char* dst, uint64_t dst_capacity,
-                          uint64_t* total_out, cudaStream_t stream) {
-  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(slabs, handles, lens, offsets, n, dst,
-                                                                          dst_capacity, total_out);
+cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                                uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream) {
+  if (n > kFusedScanMaxKeys) return cudaErrorInvalidValue;
+  lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(handles, found, want, n, meta, offsets, total);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+                          char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream) {
+  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(slabs, handles, offsets, n, dst, dst_capacity,
+                                                                          total_out);
   return cudaGetLastError();
 }
 

@@ -30,13 +30,22 @@ cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const 
 cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets,
                            uint64_t count, cudaStream_t stream);
 
-// dst[offsets[i], + lens) <- the slot of handles[i], for every i with
-// lens[i] > 0 (lens == nullptr: the handle's own length) whose bytes end
-// within dst_capacity; a value that would not fit is skipped (the caller
-// sees total > capacity and takes its slow path). With total_out, also
-// writes *total_out = offsets[n] (offsets must then hold n + 1 entries).
-cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* lens,
-                          const uint64_t* offsets, uint64_t n, char* dst, uint64_t dst_capacity,
-                          uint64_t* total_out, cudaStream_t stream);
+// The lengths pass and the prefix sum in one single-block kernel, for
+// batches of at most kFusedScanMaxKeys keys (a server batch is at most
+// --max_batch_keys, 16384 by default): meta as launch_lengths, offsets[0..n]
+// the exclusive sum of the lengths, *total = offsets[n]. One launch instead
+// of three (lengths, CUB's init and scan): at a few thousand keys a batch's
+// device time is mostly launch latency.
+constexpr uint64_t kFusedScanMaxKeys = 65536;
+cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                                uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream);
+
+// dst[offsets[i], offsets[i + 1]) <- the slot of handles[i] (offsets holds
+// n + 1 entries; an empty range copies nothing and reads no handle), for
+// every value that ends within dst_capacity; one that would not fit is
+// skipped (the caller sees total > capacity and takes its slow path). With
+// total_out, also writes *total_out = offsets[n].
+cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+                          char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream);
 
 }  // namespace gphkv::server::cuda

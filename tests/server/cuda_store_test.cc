@@ -231,5 +231,61 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
   EXPECT_EQ(small.get_out.values(), std::string(2000, 'c'));
 }
 
+TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto gpu = make_store(engine::Backend::kCuda, 512 << 20);
+  ASSERT_NE(gpu, nullptr);
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  constexpr uint64_t kKeys = 80000;  // over kFusedScanMaxKeys (65536) in one run
+  std::vector<std::string> model(kKeys);
+  std::vector<bool> stored(kKeys, false);
+  Owned p;
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    if (rng() % 4 == 0) continue;  // a quarter stay misses
+    stored[k] = true;
+    model[k] = std::string(rng() % 24, static_cast<char>('a' + k % 26));
+    p.put.add_keys(k);
+    p.put.add_value_lengths(static_cast<uint32_t>(model[k].size()));
+    p.put.mutable_values()->append(model[k]);
+  }
+  p.call.kind = OpKind::kPut;
+  p.call.put = &p.put;
+  p.call.put_out = &p.put_out;
+  std::vector<absl::Status> st;
+  Call* pc = &p.call;
+  gpu->apply_puts({&pc, 1}, &st);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  ASSERT_TRUE(gpu->finish_rebuild().ok());
+  ASSERT_TRUE(gpu->can_pipeline_gets());
+  Owned g;
+  for (uint64_t k = 0; k < kKeys; ++k) g.get.add_keys(k);
+  g.call.kind = OpKind::kGet;
+  g.call.get = &g.get;
+  g.call.get_out = &g.get_out;
+  Call* gc = &g.call;
+  ASSERT_TRUE(gpu->submit_gets({&gc, 1}).ok());
+  GetStageTimes times;
+  gpu->finish_gets(&st, &times);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  uint64_t off = 0;
+  int bad = 0;
+  for (uint64_t k = 0; k < kKeys && bad < 5; ++k) {
+    if (g.get_out.found(k) != stored[k]) {
+      ++bad;
+      ADD_FAILURE() << "key " << k << " found=" << g.get_out.found(k);
+      continue;
+    }
+    const uint32_t len = g.get_out.value_lengths(k);
+    if (stored[k] && g.get_out.values().compare(off, len, model[k]) != 0) {
+      ++bad;
+      ADD_FAILURE() << "key " << k << " has the wrong value";
+    }
+    off += len;
+  }
+  EXPECT_EQ(off, g.get_out.values().size());
+}
+
 }  // namespace
 }  // namespace gphkv::server

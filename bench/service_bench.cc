@@ -36,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "gphkv/client/client.h"
 #include "server/server.h"
+#include "server/device_info.h"
 #include "server/get_stages.h"
 #include "server/store.h"
 #include "spdlog/spdlog.h"
@@ -519,6 +520,25 @@ int main(int argc, char** argv) {
   const std::vector<std::string> workloads = absl::StrSplit(absl::GetFlag(FLAGS_workloads), ',');
   const uint64_t mbk = absl::GetFlag(FLAGS_max_batch_keys);
   const uint32_t delay = absl::GetFlag(FLAGS_max_delay_us);
+  // Rewritten after every result, so a run cut short still leaves what it measured.
+  auto write_json = [&] {
+    const std::string path = absl::GetFlag(FLAGS_json);
+    if (path.empty()) return;
+    std::ofstream out(path);
+    using gphkv::bench::json_quote;
+    out << "{\n  \"benchmark\": \"service_bench\",\n"
+        << "  \"backend\": " << json_quote(absl::GetFlag(FLAGS_backend)) << ",\n"
+        << "  \"device\": " << json_quote(absl::GetFlag(FLAGS_backend) == "cuda" ? gphkv::server::cuda_device_name(0) : "") << ",\n"
+        << "  \"host\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
+        << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
+        << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
+        << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
+        << "  \"results\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) out << (i ? ",\n" : "") << to_json(results[i]);
+    out << "\n  ]";
+    if (!engine_json.empty()) out << ",\n  \"engine\": " << engine_json;
+    out << "\n}\n";
+  };
   const std::vector<std::string> variants = absl::StrSplit(absl::GetFlag(FLAGS_variants), ',');
   const std::vector<std::string> client_counts = absl::StrSplit(absl::GetFlag(FLAGS_clients), ',');
   for (const std::string& w : workloads) {
@@ -530,6 +550,7 @@ int main(int argc, char** argv) {
       for (const std::string& c : client_counts) {
         results.push_back(batched_get(*server, std::atoi(c.c_str())));
         print(results.back());
+        write_json();
       }
     } else if (w == "single_get") {
       for (bool batching : {true, false}) {
@@ -539,6 +560,7 @@ int main(int argc, char** argv) {
         results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
                                                        : "batching=off"));
         print(results.back());
+        write_json();
       }
     } else if (w == "delay_sweep") {
       for (uint32_t d : {0u, 25u, 50u, 100u, 200u, 500u}) {
@@ -546,30 +568,17 @@ int main(int argc, char** argv) {
         preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
         results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
         print(results.back());
+        write_json();
       }
     } else if (w == "engine") {
       engine_json = engine_breakdown();
+      write_json();
       break;  // runs every variant itself
     } else {
       std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
       return 2;
     }
    }
-  }
-  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    std::ofstream out(path);
-    using gphkv::bench::json_quote;
-    out << "{\n  \"benchmark\": \"service_bench\",\n"
-        << "  \"backend\": " << json_quote(absl::GetFlag(FLAGS_backend)) << ",\n"
-        << "  \"host\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
-        << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
-        << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
-        << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
-        << "  \"results\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) out << (i ? ",\n" : "") << to_json(results[i]);
-    out << "\n  ]";
-    if (!engine_json.empty()) out << ",\n  \"engine\": " << engine_json;
-    out << "\n}\n";
   }
   return 0;
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <grpc/grpc.h>
+#include <sys/resource.h>
 
 #include "absl/flags/flag.h"
 #include "bench/bench_report.h"
@@ -81,7 +82,16 @@ struct Result {
   // Pipelined CUDA gets: mean seconds per batch of each stage (server/get_stages.h), 0 when not pipelined.
   std::array<double, gphkv::server::kNumGetStages> stage_us{};
   uint64_t stage_batches = 0;
+  // Cores the whole process (server, gRPC and clients) kept busy: CPU seconds over wall seconds.
+  double process_cores = 0;
 };
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 // The value path a variant names (see --variants).
 struct Variant {
@@ -221,6 +231,7 @@ Result batched_get(gphkv::server::Server& server, int clients) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   const auto t0 = Clock::now();
+  const double cpu0 = process_cpu_seconds();
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&, t] {
       // One channel per client thread, as separate processes would have.
@@ -244,6 +255,7 @@ Result batched_get(gphkv::server::Server& server, int clients) {
   Result r;
   r.name = "batched_get";
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.process_cores = (process_cpu_seconds() - cpu0) / r.seconds;
   r.config = absl::StrFormat("variant=%s clients=%d batch=%d value_bytes=%d completion_threads=%d",
                              current_variant.name, clients, batch, absl::GetFlag(FLAGS_value_bytes),
                              absl::GetFlag(FLAGS_completion_threads));
@@ -300,6 +312,7 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
     });
   };
   const auto t0 = Clock::now();
+  const double cpu0 = process_cpu_seconds();
   for (int i = 0; i < streams; ++i) {
     loops[i].rng.seed(i);
     issue(i);
@@ -307,12 +320,14 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
   std::this_thread::sleep_for(std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
   stop = true;
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu_secs = process_cpu_seconds() - cpu0;
   {
     std::unique_lock<std::mutex> g(mu);
     cv.wait_for(g, std::chrono::seconds(30), [&] { return running == 0; });
   }
   Result r;
   r.name = "single_get";
+  r.process_cores = cpu_secs / secs;
   r.config = absl::StrFormat("variant=%s streams=%d %s", current_variant.name, streams, label);
   r.seconds = secs;
   r.calls = calls;
@@ -474,10 +489,10 @@ std::string engine_breakdown() {
 
 void print(const Result& r) {
   std::printf("%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
-              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  errors %llu\n",
+              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  cores %.1f  errors %llu\n",
               r.name.c_str(), r.config.c_str(), r.calls / r.seconds, r.keys / r.seconds, r.p50_us, r.p99_us,
               r.server_batches ? static_cast<double>(r.server_batched_keys) / r.server_batches : 0.0,
-              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy,
+              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy, r.process_cores,
               static_cast<unsigned long long>(r.errors));
   if (r.stage_batches > 0) {
     std::printf("             per pipelined batch (%llu batches), us:", static_cast<unsigned long long>(r.stage_batches));
@@ -494,10 +509,10 @@ std::string to_json(const Result& r) {
       R"({"workload":"%s","config":"%s","seconds":%.3f,"calls":%d,"keys":%d,"errors":%d,)"
       R"("calls_per_s":%.1f,"keys_per_s":%.1f,"p50_us":%.1f,"p99_us":%.1f,"server_batches":%d,"server_batched_keys":%d,)"
       R"("queue_wait_us":%.1f,"engine_us_per_launch":%.1f,"in_server_us":%.1f,"engine_busy":%.4f,)"
-      R"("pipelined_batches":%d,"stage_us_per_batch":{%s}})",
+      R"("process_cores":%.2f,"pipelined_batches":%d,"stage_us_per_batch":{%s}})",
       r.name, r.config, r.seconds, r.calls, r.keys, r.errors, r.calls / r.seconds, r.keys / r.seconds,
       r.p50_us, r.p99_us, r.server_batches, r.server_batched_keys, r.queue_wait_us,
-      r.engine_us_per_launch, r.server_us, r.engine_busy, r.stage_batches, [&] {
+      r.engine_us_per_launch, r.server_us, r.engine_busy, r.process_cores, r.stage_batches, [&] {
         std::string out;
         for (int st = 0; st < gphkv::server::kNumGetStages; ++st) {
           absl::StrAppendFormat(&out, "%s\"%s\":%.2f", st ? "," : "", gphkv::server::get_stage_name(st), r.stage_us[st]);

@@ -7,10 +7,14 @@
 //                loop), with the server's cross-call batching on or off
 //   delay_sweep  single_get at several --max_delay_us values (how the
 //                default was chosen)
-//   engine       no gRPC: the table's find alone, then the store's whole get
-//                path (find + response building + value gather), on batches
-//                of 3 x --batch keys: the executor's share of a batched get
-// Prints a table and writes JSON (--json).
+//   engine       no gRPC: the table's synchronous find alone, then the store's
+//                whole get path (find + response building + value gather) per
+//                --variants entry, on runs of 3 x --batch keys: the
+//                executor's share of a batched get
+// --variants runs each workload per value path on CUDA: host (values in host
+// memory), device0 (device value heap, synchronous gets), deviceN (N get runs
+// pipelined). Pipelined runs also report their per-stage means
+// (gphkv_get_stage_seconds). Prints a table and writes JSON (--json).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -557,43 +561,43 @@ int main(int argc, char** argv) {
   const std::vector<std::string> variants = absl::StrSplit(absl::GetFlag(FLAGS_variants), ',');
   const std::vector<std::string> client_counts = absl::StrSplit(absl::GetFlag(FLAGS_clients), ',');
   for (const std::string& w : workloads) {
-   for (const std::string& v : variants) {
-    current_variant = parse_variant(v);
-    if (w == "batched_get") {
-      auto server = start(mbk, delay);
-      preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-      for (const std::string& c : client_counts) {
-        results.push_back(batched_get(*server, std::atoi(c.c_str())));
-        print(results.back());
-        write_json();
-      }
-    } else if (w == "single_get") {
-      for (bool batching : {true, false}) {
-        // Off: every call is its own engine launch (max_batch_keys=1).
-        auto server = batching ? start(mbk, delay) : start(1, 0);
+    for (const std::string& v : variants) {
+      current_variant = parse_variant(v);
+      if (w == "batched_get") {
+        auto server = start(mbk, delay);
         preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-        results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
-                                                       : "batching=off"));
-        print(results.back());
+        for (const std::string& c : client_counts) {
+          results.push_back(batched_get(*server, std::atoi(c.c_str())));
+          print(results.back());
+          write_json();
+        }
+      } else if (w == "single_get") {
+        for (bool batching : {true, false}) {
+          // Off: every call is its own engine launch (max_batch_keys=1).
+          auto server = batching ? start(mbk, delay) : start(1, 0);
+          preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+          results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
+                                                         : "batching=off"));
+          print(results.back());
+          write_json();
+        }
+      } else if (w == "delay_sweep") {
+        for (uint32_t d : {0u, 25u, 50u, 100u, 200u, 500u}) {
+          auto server = start(mbk, d);
+          preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+          results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
+          print(results.back());
+          write_json();
+        }
+      } else if (w == "engine") {
+        engine_json = engine_breakdown();
         write_json();
+        break;  // runs every variant itself
+      } else {
+        std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
+        return 2;
       }
-    } else if (w == "delay_sweep") {
-      for (uint32_t d : {0u, 25u, 50u, 100u, 200u, 500u}) {
-        auto server = start(mbk, d);
-        preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-        results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
-        print(results.back());
-        write_json();
-      }
-    } else if (w == "engine") {
-      engine_json = engine_breakdown();
-      write_json();
-      break;  // runs every variant itself
-    } else {
-      std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
-      return 2;
     }
-   }
   }
   return 0;
 }

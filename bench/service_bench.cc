@@ -7,11 +7,17 @@
 //                loop), with the server's cross-call batching on or off
 //   delay_sweep  single_get at several --max_delay_us values (how the
 //                default was chosen)
-//   engine       no gRPC: the table's find alone, then the store's whole get
-//                path (find + response building + value gather), on batches
-//                of 3 x --batch keys: the executor's share of a batched get
-// Prints a table and writes JSON (--json).
+//   engine       no gRPC: the table's synchronous find alone, then the store's
+//                whole get path (find + response building + value gather) per
+//                --variants entry, on runs of 3 x --batch keys: the
+//                executor's share of a batched get
+// --variants runs each workload per value path on CUDA: host (values in host
+// memory), device0 (device value heap, synchronous gets), deviceN (N get runs
+// pipelined). Pipelined runs also report their per-stage means
+// (gphkv_get_stage_seconds). Prints a table and writes JSON (--json).
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include <grpc/grpc.h>
+#include <sys/resource.h>
 
 #include "absl/flags/flag.h"
 #include "bench/bench_report.h"
@@ -34,6 +41,8 @@
 #include "absl/strings/str_split.h"
 #include "gphkv/client/client.h"
 #include "server/server.h"
+#include "server/device_info.h"
+#include "server/get_stages.h"
 #include "server/store.h"
 #include "spdlog/spdlog.h"
 
@@ -42,13 +51,18 @@ ABSL_FLAG(std::string, backend, "cpu", "auto, cpu or cuda");
 ABSL_FLAG(uint64_t, keys, 1000000, "keys preloaded");
 ABSL_FLAG(uint32_t, value_bytes, 64, "bytes per value");
 ABSL_FLAG(uint32_t, batch, 1000, "keys per Get in batched_get");
-ABSL_FLAG(int, clients, 4, "client threads in batched_get");
+ABSL_FLAG(std::string, clients, "4", "client threads in batched_get; a comma-separated list runs each");
 ABSL_FLAG(int, streams, 256, "concurrent single-key calls in single_get");
 ABSL_FLAG(double, seconds, 5, "measured seconds per workload");
 ABSL_FLAG(uint32_t, max_delay_us, 0, "server --max_delay_us for batched runs (0: the cpu default)");
 ABSL_FLAG(uint64_t, max_batch_keys, 16384, "server --max_batch_keys for batched runs");
 ABSL_FLAG(uint32_t, completion_threads, 1, "server --completion_threads");
 ABSL_FLAG(std::string, json, "", "write results as JSON to this file");
+ABSL_FLAG(std::string, variants, "default",
+          "comma-separated value paths to run each workload with (CUDA): default (the server's), host (values in "
+          "host memory, synchronous gets: the path before the device heap), device0 (device heap, synchronous "
+          "gets), deviceN (device heap, N get batches pipelined)");
+ABSL_FLAG(bool, time_stages, true, "time the pipelined CUDA get stages with CUDA events (gphkv_get_stage_seconds)");
 
 namespace {
 
@@ -69,7 +83,44 @@ struct Result {
   // launch (table + value heap), end-to-end time inside the server, and the
   // share of wall time the executor spent in the engine.
   double queue_wait_us = 0, engine_us_per_launch = 0, server_us = 0, engine_busy = 0;
+  // Pipelined CUDA gets: mean seconds per batch of each stage (server/get_stages.h), 0 when not pipelined.
+  std::array<double, gphkv::server::kNumGetStages> stage_us{};
+  uint64_t stage_batches = 0;
+  // Cores the whole process (server, gRPC and clients) kept busy: CPU seconds over wall seconds.
+  double process_cores = 0;
 };
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// The value path a variant names (see --variants).
+struct Variant {
+  std::string name = "default";
+  bool device_heap = true;
+  int depth = 2;
+};
+Variant current_variant;
+
+Variant parse_variant(const std::string& v) {
+  Variant x;
+  x.name = v;
+  if (v == "default") return x;
+  if (v == "host") {
+    x.device_heap = false;
+    x.depth = 0;
+    return x;
+  }
+  if (v.rfind("device", 0) == 0 && v.size() > 6) {
+    x.depth = std::atoi(v.c_str() + 6);
+    return x;
+  }
+  std::fprintf(stderr, "unknown variant '%s'\n", v.c_str());
+  std::exit(2);
+}
 
 // Sum and count of one histogram series in a rendered /metrics page.
 std::pair<double, double> histogram_totals(const std::string& page, const std::string& series) {
@@ -84,13 +135,20 @@ std::pair<double, double> histogram_totals(const std::string& page, const std::s
 
 struct Totals {
   std::pair<double, double> queue, engine, server;
+  std::array<std::pair<double, double>, gphkv::server::kNumGetStages> stages;
 };
 
 Totals totals(const gphkv::server::Server& s) {
   const std::string page = s.render_metrics();
-  return {histogram_totals(page, "gphkv_queue_wait_seconds"),
-          histogram_totals(page, "gphkv_device_seconds{op=\"get\"}"),
-          histogram_totals(page, "gphkv_request_duration_seconds{op=\"get\"}")};
+  Totals t{histogram_totals(page, "gphkv_queue_wait_seconds"),
+           histogram_totals(page, "gphkv_device_seconds{op=\"get\"}"),
+           histogram_totals(page, "gphkv_request_duration_seconds{op=\"get\"}"),
+           {}};
+  for (int st = 0; st < gphkv::server::kNumGetStages; ++st) {
+    t.stages[st] = histogram_totals(
+        page, absl::StrCat("gphkv_get_stage_seconds{stage=\"", gphkv::server::get_stage_name(st), "\"}"));
+  }
+  return t;
 }
 
 void add_breakdown(const Totals& a, const Totals& b, double wall, Result* r) {
@@ -102,6 +160,9 @@ void add_breakdown(const Totals& a, const Totals& b, double wall, Result* r) {
   r->engine_us_per_launch = mean_us(a.engine, b.engine);
   r->server_us = mean_us(a.server, b.server);
   r->engine_busy = (b.engine.first - a.engine.first) / wall;
+  for (int st = 0; st < gphkv::server::kNumGetStages; ++st) r->stage_us[st] = mean_us(a.stages[st], b.stages[st]);
+  r->stage_batches = static_cast<uint64_t>(b.stages[gphkv::server::kStageWait].second -
+                                           a.stages[gphkv::server::kStageWait].second);
 }
 
 double percentile(std::vector<double>& v, double p) {
@@ -125,6 +186,9 @@ std::unique_ptr<gphkv::server::Server> start(uint64_t max_batch_keys, uint32_t m
   o.batcher.max_delay = std::chrono::microseconds(max_delay_us);
   o.batcher.max_queue_keys = uint64_t{1} << 24;
   o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
+  o.store.device_value_heap = current_variant.device_heap;
+  o.store.gpu_pipeline_depth = current_variant.depth;
+  o.store.time_get_stages = absl::GetFlag(FLAGS_time_stages);
   auto s = gphkv::server::Server::start(o);
   if (!s.ok()) {
     std::fprintf(stderr, "server: %s\n", s.status().ToString().c_str());
@@ -160,8 +224,7 @@ void add_server_stats(gphkv::Client& c, const gphkv::v1::StatsResponse& before, 
   r->server_batched_keys = after->batched_keys() - before.batched_keys();
 }
 
-Result batched_get(gphkv::server::Server& server) {
-  const int clients = absl::GetFlag(FLAGS_clients);
+Result batched_get(gphkv::server::Server& server, int clients) {
   const uint32_t batch = absl::GetFlag(FLAGS_batch);
   const uint64_t n = absl::GetFlag(FLAGS_keys);
   auto ctl = gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port()));
@@ -172,6 +235,7 @@ Result batched_get(gphkv::server::Server& server) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   const auto t0 = Clock::now();
+  const double cpu0 = process_cpu_seconds();
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&, t] {
       // One channel per client thread, as separate processes would have.
@@ -195,7 +259,10 @@ Result batched_get(gphkv::server::Server& server) {
   Result r;
   r.name = "batched_get";
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.config = absl::StrFormat("clients=%d batch=%d value_bytes=%d", clients, batch, absl::GetFlag(FLAGS_value_bytes));
+  r.process_cores = (process_cpu_seconds() - cpu0) / r.seconds;
+  r.config = absl::StrFormat("variant=%s clients=%d batch=%d value_bytes=%d completion_threads=%d",
+                             current_variant.name, clients, batch, absl::GetFlag(FLAGS_value_bytes),
+                             absl::GetFlag(FLAGS_completion_threads));
   r.calls = calls;
   r.keys = calls * batch;
   r.errors = errors;
@@ -249,6 +316,7 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
     });
   };
   const auto t0 = Clock::now();
+  const double cpu0 = process_cpu_seconds();
   for (int i = 0; i < streams; ++i) {
     loops[i].rng.seed(i);
     issue(i);
@@ -256,13 +324,15 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
   std::this_thread::sleep_for(std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
   stop = true;
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu_secs = process_cpu_seconds() - cpu0;
   {
     std::unique_lock<std::mutex> g(mu);
     cv.wait_for(g, std::chrono::seconds(30), [&] { return running == 0; });
   }
   Result r;
   r.name = "single_get";
-  r.config = absl::StrFormat("streams=%d %s", streams, label);
+  r.process_cores = cpu_secs / secs;
+  r.config = absl::StrFormat("variant=%s streams=%d %s", current_variant.name, streams, label);
   r.seconds = secs;
   r.calls = calls;
   r.keys = calls;
@@ -276,82 +346,165 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
   return r;
 }
 
-// The executor's work for a batched get, without gRPC or queues.
-void engine_breakdown() {
+// The executor's work for a batched get, without gRPC or queues: on a store
+// of --keys keys, runs of 3 calls x --batch keys, timed per run (one engine
+// launch) for the table's synchronous find alone (copy in, launch, copy out,
+// wait), and the store's whole get path (find + responses + value gather)
+// for each value path: host (values in host memory), device0 (device heap,
+// synchronous), deviceN (N runs pipelined on N streams).
+gphkv::engine::Backend bench_backend() {
+  return absl::GetFlag(FLAGS_backend) == "cuda" ? gphkv::engine::Backend::kCuda : gphkv::engine::Backend::kCpu;
+}
+
+std::string engine_breakdown() {
   const uint64_t n = absl::GetFlag(FLAGS_keys);
   const uint32_t batch = absl::GetFlag(FLAGS_batch);
-  gphkv::server::StoreOptions so;
-  so.initial_capacity = n + 1024;
-  so.memory_limit_bytes = uint64_t{16} << 30;
-  auto store = std::move(*gphkv::server::Store::create(so));
   const std::string value(absl::GetFlag(FLAGS_value_bytes), 'v');
-  std::vector<absl::Status> st;
-  for (uint64_t k = 0; k < n; k += 10000) {
-    gphkv::v1::PutRequest req;
-    gphkv::v1::PutResponse resp;
-    for (uint64_t i = k; i < std::min(n, k + 10000); ++i) {
-      req.add_keys(i);
-      req.add_value_lengths(static_cast<uint32_t>(value.size()));
-      req.mutable_values()->append(value);
-    }
-    gphkv::server::Call c;
-    c.kind = gphkv::server::OpKind::kPut;
-    c.put = &req;
-    c.put_out = &resp;
-    gphkv::server::Call* p = &c;
-    store->apply_puts({&p, 1}, &st);
-  }
-  std::mt19937_64 rng(1);
   constexpr int kCalls = 3, kRounds = 300;
+  std::mt19937_64 rng(1);
   std::vector<gphkv::v1::GetRequest> reqs(kCalls);
   for (auto& r : reqs) {
     for (uint32_t i = 0; i < batch; ++i) r.add_keys(rng() % n);
   }
-  // find alone, on a table of the same keys
   std::vector<uint64_t> keys, vals(kCalls * batch);
   std::vector<uint8_t> found(kCalls * batch);
   for (auto& r : reqs) keys.insert(keys.end(), r.keys().begin(), r.keys().end());
-  auto table = std::move(*gphkv::engine::make_cpu_table([&] {
+  std::string json = "{";
+  // find alone, on a table of the same keys
+  {
     gphkv::engine::TableOptions t;
     t.num_buckets = gphkv::engine::buckets_for_capacity(n + 1024, 0.8, t.slots_per_bucket);
-    return t;
-  }()));
-  {
+    auto table = std::move(*gphkv::engine::make_table(bench_backend(), t));
     std::vector<uint64_t> all(n);
     for (uint64_t i = 0; i < n; ++i) all[i] = i;
     std::vector<gphkv::engine::UpsertOutcome> out(n);
     (void)table->insert_or_assign(all, all, absl::MakeSpan(out));
+    for (int r = 0; r < 20; ++r) (void)table->find(keys, absl::MakeSpan(vals), absl::MakeSpan(found));
+    const auto t0 = Clock::now();
+    for (int r = 0; r < kRounds; ++r) (void)table->find(keys, absl::MakeSpan(vals), absl::MakeSpan(found));
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kRounds;
+    std::printf("engine       %s table find alone (synchronous), %zu keys: %.1f us per launch\n",
+                absl::GetFlag(FLAGS_backend).c_str(), keys.size(), us);
+    absl::StrAppendFormat(&json, "\"table_find_sync_us\":%.2f", us);
   }
-  auto t0 = Clock::now();
-  for (int r = 0; r < kRounds; ++r) (void)table->find(keys, absl::MakeSpan(vals), absl::MakeSpan(found));
-  const double find_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / (kRounds * keys.size());
-  t0 = Clock::now();
-  for (int r = 0; r < kRounds; ++r) {
-    std::vector<gphkv::v1::GetResponse> resp(kCalls);
-    std::vector<gphkv::server::Call> calls(kCalls);
-    std::vector<gphkv::server::Call*> ptrs;
-    for (int c = 0; c < kCalls; ++c) {
-      calls[c].kind = gphkv::server::OpKind::kGet;
-      calls[c].get = &reqs[c];
-      calls[c].get_out = &resp[c];
-      ptrs.push_back(&calls[c]);
+  const std::vector<std::string> variants = absl::StrSplit(absl::GetFlag(FLAGS_variants), ',');
+  for (const std::string& v : variants) {
+    const Variant var = parse_variant(v);
+    gphkv::server::StoreOptions so;
+    so.backend = bench_backend();
+    so.initial_capacity = n + 1024;
+    so.memory_limit_bytes = uint64_t{16} << 30;
+    so.device_value_heap = var.device_heap;
+    so.gpu_pipeline_depth = var.depth;
+    so.time_get_stages = absl::GetFlag(FLAGS_time_stages);
+    auto created = gphkv::server::Store::create(so);
+    if (!created.ok()) {
+      std::fprintf(stderr, "store: %s\n", created.status().ToString().c_str());
+      std::exit(1);
     }
-    store->apply_gets(ptrs, &st);
+    auto store = std::move(*created);
+    std::vector<absl::Status> st;
+    for (uint64_t k = 0; k < n; k += 10000) {
+      gphkv::v1::PutRequest req;
+      gphkv::v1::PutResponse resp;
+      for (uint64_t i = k; i < std::min(n, k + 10000); ++i) {
+        req.add_keys(i);
+        req.add_value_lengths(static_cast<uint32_t>(value.size()));
+        req.mutable_values()->append(value);
+      }
+      gphkv::server::Call c;
+      c.kind = gphkv::server::OpKind::kPut;
+      c.put = &req;
+      c.put_out = &resp;
+      gphkv::server::Call* p = &c;
+      store->apply_puts({&p, 1}, &st);
+    }
+    (void)store->finish_rebuild();
+    // Each round's responses live until its run is finished.
+    const int depth = store->can_pipeline_gets() ? store->pipeline_depth() : 0;
+    std::vector<std::vector<gphkv::v1::GetResponse>> resp(std::max(depth, 1), std::vector<gphkv::v1::GetResponse>(kCalls));
+    std::vector<std::vector<gphkv::server::Call>> calls(std::max(depth, 1), std::vector<gphkv::server::Call>(kCalls));
+    std::vector<std::vector<gphkv::server::Call*>> ptrs(std::max(depth, 1));
+    for (size_t d = 0; d < calls.size(); ++d) {
+      for (int c = 0; c < kCalls; ++c) {
+        calls[d][c].kind = gphkv::server::OpKind::kGet;
+        calls[d][c].get = &reqs[c];
+        calls[d][c].get_out = &resp[d][c];
+        ptrs[d].push_back(&calls[d][c]);
+      }
+    }
+    std::array<double, gphkv::server::kNumGetStages> stage_sum{};
+    int timed = 0;
+    auto run = [&](int rounds, bool record) {
+      size_t in_flight = 0;
+      for (int r = 0; r < rounds; ++r) {
+        if (depth == 0) {
+          for (auto& x : resp[0]) x.Clear();
+          store->apply_gets(ptrs[0], &st);
+          continue;
+        }
+        const size_t slot = static_cast<size_t>(r) % depth;
+        if (in_flight == static_cast<size_t>(depth)) {
+          gphkv::server::GetStageTimes times;
+          store->finish_gets(&st, &times);
+          --in_flight;
+          if (record) {
+            for (int s = 0; s < gphkv::server::kNumGetStages; ++s) stage_sum[s] += times.seconds[s];
+            ++timed;
+          }
+        }
+        for (auto& x : resp[slot]) x.Clear();
+        if (auto s = store->submit_gets(ptrs[slot]); !s.ok()) {
+          std::fprintf(stderr, "submit: %s\n", s.ToString().c_str());
+          std::exit(1);
+        }
+        ++in_flight;
+      }
+      while (in_flight > 0) {
+        gphkv::server::GetStageTimes times;
+        store->finish_gets(&st, &times);
+        --in_flight;
+      }
+    };
+    run(20, false);
+    const auto t0 = Clock::now();
+    run(kRounds, true);
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kRounds;
+    std::printf("engine       variant=%s store get path, %d calls x %u keys, %u-byte values: %.1f us per launch = "
+                "%.1f M keys/s on the executor",
+                v.c_str(), kCalls, batch, absl::GetFlag(FLAGS_value_bytes), us, keys.size() / us);
+    absl::StrAppendFormat(&json, ",\"%s\":{\"us_per_launch\":%.2f,\"keys_per_launch\":%d,\"M_keys_per_s\":%.2f",
+                          v, us, static_cast<int>(keys.size()), keys.size() / us);
+    if (timed > 0) {
+      std::printf("; per run, us:");
+      json += ",\"stage_us\":{";
+      for (int s = 0; s < gphkv::server::kNumGetStages; ++s) {
+        std::printf(" %s %.1f", gphkv::server::get_stage_name(s), stage_sum[s] / timed * 1e6);
+        absl::StrAppendFormat(&json, "%s\"%s\":%.2f", s ? "," : "", gphkv::server::get_stage_name(s),
+                              stage_sum[s] / timed * 1e6);
+      }
+      json += "}";
+    }
+    json += "}";
+    std::printf("\n");
   }
-  const double get_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / (kRounds * keys.size());
-  std::printf("engine       %d calls x %u keys, %llu keys stored, %u-byte values: table find %.1f ns/key; "
-              "store get (find + responses + gather) %.1f ns/key = %.1f M keys/s on the executor\n",
-              kCalls, batch, static_cast<unsigned long long>(n), absl::GetFlag(FLAGS_value_bytes), find_ns,
-              get_ns, 1e3 / get_ns);
+  return json + "}";
 }
 
 void print(const Result& r) {
   std::printf("%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
-              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  errors %llu\n",
+              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  cores %.1f  errors %llu\n",
               r.name.c_str(), r.config.c_str(), r.calls / r.seconds, r.keys / r.seconds, r.p50_us, r.p99_us,
               r.server_batches ? static_cast<double>(r.server_batched_keys) / r.server_batches : 0.0,
-              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy,
+              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy, r.process_cores,
               static_cast<unsigned long long>(r.errors));
+  if (r.stage_batches > 0) {
+    std::printf("             per pipelined batch (%llu batches), us:", static_cast<unsigned long long>(r.stage_batches));
+    for (int st = 0; st < gphkv::server::kNumGetStages; ++st) {
+      std::printf(" %s %.1f", gphkv::server::get_stage_name(st), r.stage_us[st]);
+    }
+    std::printf("\n");
+  }
   std::fflush(stdout);
 }
 
@@ -359,10 +512,17 @@ std::string to_json(const Result& r) {
   return absl::StrFormat(
       R"({"workload":"%s","config":"%s","seconds":%.3f,"calls":%d,"keys":%d,"errors":%d,)"
       R"("calls_per_s":%.1f,"keys_per_s":%.1f,"p50_us":%.1f,"p99_us":%.1f,"server_batches":%d,"server_batched_keys":%d,)"
-      R"("queue_wait_us":%.1f,"engine_us_per_launch":%.1f,"in_server_us":%.1f,"engine_busy":%.4f})",
+      R"("queue_wait_us":%.1f,"engine_us_per_launch":%.1f,"in_server_us":%.1f,"engine_busy":%.4f,)"
+      R"("process_cores":%.2f,"pipelined_batches":%d,"stage_us_per_batch":{%s}})",
       r.name, r.config, r.seconds, r.calls, r.keys, r.errors, r.calls / r.seconds, r.keys / r.seconds,
       r.p50_us, r.p99_us, r.server_batches, r.server_batched_keys, r.queue_wait_us,
-      r.engine_us_per_launch, r.server_us, r.engine_busy);
+      r.engine_us_per_launch, r.server_us, r.engine_busy, r.process_cores, r.stage_batches, [&] {
+        std::string out;
+        for (int st = 0; st < gphkv::server::kNumGetStages; ++st) {
+          absl::StrAppendFormat(&out, "%s\"%s\":%.2f", st ? "," : "", gphkv::server::get_stage_name(st), r.stage_us[st]);
+        }
+        return out;
+      }());
 }
 
 }  // namespace
@@ -375,50 +535,69 @@ int main(int argc, char** argv) {
   grpc_init();
   spdlog::set_level(spdlog::level::warn);
   std::vector<Result> results;
+  std::string engine_json;
   const std::vector<std::string> workloads = absl::StrSplit(absl::GetFlag(FLAGS_workloads), ',');
   const uint64_t mbk = absl::GetFlag(FLAGS_max_batch_keys);
   const uint32_t delay = absl::GetFlag(FLAGS_max_delay_us);
-  for (const std::string& w : workloads) {
-    if (w == "batched_get") {
-      auto server = start(mbk, delay);
-      preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-      results.push_back(batched_get(*server));
-      print(results.back());
-    } else if (w == "single_get") {
-      for (bool batching : {true, false}) {
-        // Off: every call is its own engine launch (max_batch_keys=1).
-        auto server = batching ? start(mbk, delay) : start(1, 0);
-        preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-        results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
-                                                       : "batching=off"));
-        print(results.back());
-      }
-    } else if (w == "delay_sweep") {
-      for (uint32_t d : {0u, 25u, 50u, 100u, 200u, 500u}) {
-        auto server = start(mbk, d);
-        preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-        results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
-        print(results.back());
-      }
-    } else if (w == "engine") {
-      engine_breakdown();
-    } else {
-      std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
-      return 2;
-    }
-  }
-  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+  // Rewritten after every result, so a run cut short still leaves what it measured.
+  auto write_json = [&] {
+    const std::string path = absl::GetFlag(FLAGS_json);
+    if (path.empty()) return;
     std::ofstream out(path);
     using gphkv::bench::json_quote;
     out << "{\n  \"benchmark\": \"service_bench\",\n"
         << "  \"backend\": " << json_quote(absl::GetFlag(FLAGS_backend)) << ",\n"
+        << "  \"device\": " << json_quote(absl::GetFlag(FLAGS_backend) == "cuda" ? gphkv::server::cuda_device_name(0) : "") << ",\n"
         << "  \"host\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
         << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
         << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
         << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
         << "  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) out << (i ? ",\n" : "") << to_json(results[i]);
-    out << "\n  ]\n}\n";
+    out << "\n  ]";
+    if (!engine_json.empty()) out << ",\n  \"engine\": " << engine_json;
+    out << "\n}\n";
+  };
+  const std::vector<std::string> variants = absl::StrSplit(absl::GetFlag(FLAGS_variants), ',');
+  const std::vector<std::string> client_counts = absl::StrSplit(absl::GetFlag(FLAGS_clients), ',');
+  for (const std::string& w : workloads) {
+    for (const std::string& v : variants) {
+      current_variant = parse_variant(v);
+      if (w == "batched_get") {
+        auto server = start(mbk, delay);
+        preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+        for (const std::string& c : client_counts) {
+          results.push_back(batched_get(*server, std::atoi(c.c_str())));
+          print(results.back());
+          write_json();
+        }
+      } else if (w == "single_get") {
+        for (bool batching : {true, false}) {
+          // Off: every call is its own engine launch (max_batch_keys=1).
+          auto server = batching ? start(mbk, delay) : start(1, 0);
+          preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+          results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
+                                                         : "batching=off"));
+          print(results.back());
+          write_json();
+        }
+      } else if (w == "delay_sweep") {
+        for (uint32_t d : {0u, 25u, 50u, 100u, 200u, 500u}) {
+          auto server = start(mbk, d);
+          preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
+          results.push_back(single_get(*server, absl::StrCat("batching=on max_delay_us=", d)));
+          print(results.back());
+          write_json();
+        }
+      } else if (w == "engine") {
+        engine_json = engine_breakdown();
+        write_json();
+        break;  // runs every variant itself
+      } else {
+        std::fprintf(stderr, "unknown workload '%s'\n", w.c_str());
+        return 2;
+      }
+    }
   }
   return 0;
 }

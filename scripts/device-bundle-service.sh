@@ -6,6 +6,9 @@
 # docs/gpu.md has the device command line.
 #
 #   scripts/device-bundle-service.sh [DEST]   (DEST defaults to .device-svc/; BUILD_DIR to build-cuda/)
+#
+# BUNDLE_TESTS=1 also bundles the server's GoogleTest binaries (their CUDA
+# tests run on the device; run them from DEST/bin with LD_LIBRARY_PATH=DEST/lib).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-$repo/.device-svc}
@@ -13,13 +16,20 @@ build=${BUILD_DIR:-$repo/build-cuda}
 
 cmake -S "$repo" -B "$build" -G Ninja >/dev/null
 ninja -C "$build" gphkv-server gphkv gphkv-loadgen service_bench cpu_table_bench
+if [ "${BUNDLE_TESTS:-0}" = 1 ]; then ninja -C "$build" server_unit_tests service_tests; fi
 bash "$repo/deploy/bundle.sh" "$build" "$dest"
 # The benchmarks load the same libraries as the server (run with LD_LIBRARY_PATH=DEST/lib).
 for b in service_bench cpu_table_bench; do
   install -m 0755 "$build/bench/$b" "$dest/bin/$b"
   strip --strip-debug "$dest/bin/$b"
 done
-missing=$(LD_LIBRARY_PATH="$dest/lib" ldd "$dest/bin/service_bench" "$dest/bin/cpu_table_bench" | grep 'not found' || true)
+if [ "${BUNDLE_TESTS:-0}" = 1 ]; then
+  for t in server_unit_tests service_tests; do
+    install -m 0755 "$build/tests/server/$t" "$dest/bin/$t"
+    strip --strip-debug "$dest/bin/$t"
+  done
+fi
+missing=$(LD_LIBRARY_PATH="$dest/lib" ldd "$dest"/bin/* 2>/dev/null | grep 'not found' || true)
 [ -z "$missing" ] || { echo "device-bundle-service: libraries missing from the bundle: $missing" >&2; exit 1; }
 
 # memcached and the libraries Ubuntu's base may lack, from Debian's packages.

@@ -46,13 +46,70 @@ void Executor::join() {
 
 void Executor::loop() {
   for (;;) {
-    std::vector<Call> batch = batcher_->next_batch();
-    if (batch.empty()) return;  // closed and drained
+    // Pipelined gets in flight and nobody waiting: finish them now rather
+    // than hold their answers until the next call arrives.
+    if (!in_flight_.empty() && batcher_->empty()) {
+      finish_oldest_gets();
+      continue;
+    }
+    // Shared: get runs still in flight after run_batch returns point into it.
+    auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch());
+    if (batch->empty()) {  // closed and drained
+      finish_all_gets();
+      return;
+    }
     run_batch(batch);
   }
 }
 
-void Executor::run_batch(std::vector<Call>& batch) {
+void Executor::answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch) {
+  // The run took effect: hand its answers over and go on with the next run.
+  std::vector<std::pair<std::function<void(absl::Status)>, absl::Status>> answers;
+  answers.reserve(run.size());
+  for (size_t i = 0; i < run.size(); ++i) answers.emplace_back(std::move(run[i]->done), std::move(statuses[i]));
+  // Handing answers to the pool pays off while the executor has a next
+  // run or batch to work on; with nothing queued it would only add a
+  // thread wake-up to every call's latency (the light-load floor), so the
+  // executor answers itself. Only when the pool is idle, so an answer
+  // never overtakes one handed over earlier.
+  if (last_of_batch && in_flight_.empty() && batcher_->empty() && completions_.idle()) {
+    for (auto& [done, status] : answers) done(std::move(status));
+    return;
+  }
+  completions_.submit([answers = std::move(answers)]() mutable {
+    for (auto& [done, status] : answers) done(std::move(status));
+  });
+}
+
+void Executor::finish_oldest_gets() {
+  std::vector<absl::Status> statuses;
+  GetStageTimes times;
+  std::vector<Call*> calls = store_->finish_gets(&statuses, &times);
+  // Keeps the run's batch (its Calls) alive until the answers are handed over.
+  const InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  if (metrics_ != nullptr) {
+    // Submission to responses filled: the run's time in the engine, overlap included.
+    metrics_->device_seconds[static_cast<int>(OpKind::kGet)]->observe(seconds_since(f.submitted));
+    metrics_->batch_keys->observe(static_cast<double>(f.keys));
+    for (int st = 0; st < kNumGetStages; ++st) {
+      const bool device_stage = st >= kStageH2D && st <= kStageD2H;
+      if (device_stage && !times.device_timed) continue;
+      metrics_->get_stage_seconds[st]->observe(times.seconds[st]);
+    }
+  }
+  ++batches_;
+  batched_keys_ += f.keys;
+  publish();
+  answer(calls, statuses, true);
+}
+
+void Executor::finish_all_gets() {
+  while (!in_flight_.empty()) finish_oldest_gets();
+}
+
+void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
+  std::vector<Call>& batch = *batch_ptr;
   const Clock::time_point start = Clock::now();
   if (metrics_ != nullptr) metrics_->batch_calls->observe(static_cast<double>(batch.size()));
   std::vector<Call*> live;
@@ -62,6 +119,8 @@ void Executor::run_batch(std::vector<Call>& batch) {
       metrics_->queue_wait->observe(std::chrono::duration<double>(start - c.enqueued).count());
     }
     if (c.deadline <= start) {
+      // Answers leave in arrival order: earlier gets still in flight first.
+      finish_all_gets();
       c.done(absl::DeadlineExceededError(absl::StrCat(
           "deadline passed after ",
           std::chrono::duration_cast<std::chrono::microseconds>(start - c.enqueued).count(),
@@ -77,6 +136,22 @@ void Executor::run_batch(std::vector<Call>& batch) {
     uint64_t keys = 0;
     while (end < live.size() && live[end]->kind == kind) keys += live[end++]->num_keys();
     const absl::Span<Call* const> run(live.data() + begin, end - begin);
+    begin = end;
+    if (kind == OpKind::kGet && store_->can_pipeline_gets()) {
+      if (static_cast<int>(in_flight_.size()) >= store_->pipeline_depth()) finish_oldest_gets();
+      const Clock::time_point t0 = Clock::now();
+      if (absl::Status s = store_->submit_gets(run); !s.ok()) {
+        finish_all_gets();
+        statuses.assign(run.size(), s);
+        answer(run, statuses, begin == live.size());
+      } else {
+        in_flight_.push_back(InFlight{t0, keys, batch_ptr});
+      }
+      continue;
+    }
+    // A write (or a synchronous get) must not overtake a read in flight:
+    // finish those first, so answers also go out in arrival order.
+    finish_all_gets();
     const Clock::time_point t0 = Clock::now();
     switch (kind) {
       case OpKind::kGet: store_->apply_gets(run, &statuses); break;
@@ -90,23 +165,7 @@ void Executor::run_batch(std::vector<Call>& batch) {
     ++batches_;
     batched_keys_ += keys;
     publish();  // before answering: Stats after an acknowledged write sees it
-    // The run took effect: hand its answers over and go on with the next run.
-    std::vector<std::pair<std::function<void(absl::Status)>, absl::Status>> answers;
-    answers.reserve(run.size());
-    for (size_t i = 0; i < run.size(); ++i) answers.emplace_back(std::move(run[i]->done), std::move(statuses[i]));
-    begin = end;
-    // Handing answers to the pool pays off while the executor has a next
-    // run or batch to work on; with nothing queued it would only add a
-    // thread wake-up to every call's latency (the light-load floor), so the
-    // executor answers itself. Only when the pool is idle, so an answer
-    // never overtakes one handed over earlier.
-    if (begin == live.size() && batcher_->empty() && completions_.idle()) {
-      for (auto& [done, status] : answers) done(std::move(status));
-      continue;
-    }
-    completions_.submit([answers = std::move(answers)]() mutable {
-      for (auto& [done, status] : answers) done(std::move(status));
-    });
+    answer(run, statuses, begin == live.size());
   }
 }
 
@@ -125,6 +184,10 @@ void Executor::publish() {
     metrics_->value_heap_bytes->set(static_cast<double>(store_->value_heap_bytes()));
     metrics_->memory_limit_bytes->set(static_cast<double>(memory_limit_bytes_));
     metrics_->queue_keys->set(static_cast<double>(batcher_->queued_keys()));
+    if (const uint64_t r = store_->counters().relocations; r > reported_relocations_) {
+      metrics_->insert_relocations->inc(r - reported_relocations_);
+      reported_relocations_ = r;
+    }
     for (const auto& [cause, n] : store_->counters().rebuilds_by_cause) {
       uint64_t& reported = reported_rebuilds_[cause];
       if (n > reported) {

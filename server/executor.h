@@ -2,10 +2,21 @@
 // It takes batches from the batcher, refuses calls whose deadline passed,
 // splits each batch into runs of consecutive same-kind calls (so operations
 // on one key take effect in arrival order), applies each run as one engine
-// launch, and answers the run's calls before starting the next.
+// launch, and answers the run's calls once it took effect.
+//
+// On CUDA with the device value heap, get runs are pipelined: a get run is
+// submitted to the device (Store::submit_gets) and the executor goes on to
+// the next run or batch; up to pipeline_depth() get runs are in flight on
+// their own streams. They are finished (responses filled, calls answered) in
+// submission order: when the pipeline is full, when no call is waiting in
+// the batcher, and always before a put or delete run or a get run that must
+// take the synchronous path (a rebuild in flight) is applied. So writes
+// never overtake an earlier read, and a read submitted after a write is
+// acknowledged sees it.
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -47,8 +58,20 @@ class Executor {
 
  private:
   void loop();
-  void run_batch(std::vector<Call>& batch);
+  void run_batch(const std::shared_ptr<std::vector<Call>>& batch);
   void publish();
+  // Hands a run's answers over (inline when nothing else is waiting).
+  void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch);
+  // Finishes the oldest pipelined get run and answers it; all of them.
+  void finish_oldest_gets();
+  void finish_all_gets();
+
+  struct InFlight {
+    Clock::time_point submitted;
+    uint64_t keys;
+    std::shared_ptr<std::vector<Call>> batch;  // owns the run's Calls
+  };
+  std::deque<InFlight> in_flight_;
 
   std::unique_ptr<Store> store_;
   Batcher* batcher_;
@@ -62,6 +85,7 @@ class Executor {
   std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0},
       pub_batches_{0}, pub_batched_keys_{0};
   std::atomic<double> pub_load_factor_{0};
+  uint64_t reported_relocations_ = 0;
   uint64_t memory_limit_bytes_;
   std::map<std::string, uint64_t> reported_rebuilds_;  // by cause: rebuilds already counted in metrics
 };

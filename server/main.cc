@@ -48,6 +48,11 @@ ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
 ABSL_FLAG(uint32_t, completion_threads, 1,
           "threads that serialize and send answers, so the executor goes on to the next batch "
           "(0 = the executor answers); see docs/performance.md");
+ABSL_FLAG(int, gpu_pipeline_depth, 2,
+          "CUDA: get batches in flight at once, each on its own stream with pinned buffers (0 = every get "
+          "synchronous); see docs/performance.md");
+ABSL_FLAG(bool, device_value_heap, true,
+          "CUDA: keep values in device memory (false: host memory, the path before the device heap)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error or off");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, how long open Pipeline streams may take to end before they are cancelled");
@@ -109,16 +114,22 @@ int main(int argc, char** argv) {
   o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
+  o.store.gpu_pipeline_depth = absl::GetFlag(FLAGS_gpu_pipeline_depth);
+  o.store.device_value_heap = absl::GetFlag(FLAGS_device_value_heap);
+  if (o.store.gpu_pipeline_depth < 0 || o.store.gpu_pipeline_depth > 8) {
+    return fail("--gpu_pipeline_depth must be in [0, 8]");
+  }
 
   spdlog::info(
       "gphkv-server starting: listen_address={} metrics_address={} backend={} gpu={} memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
-      "initial_capacity={} completion_threads={}",
+      "initial_capacity={} completion_threads={} gpu_pipeline_depth={} device_value_heap={}",
       o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
-      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads);
+      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads, o.store.gpu_pipeline_depth,
+      o.store.device_value_heap);
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
+#include "server/device_info.h"
 #include "server/executor.h"
 #include "server/kv_service.h"
 #include "server/metrics/http_server.h"
@@ -102,11 +103,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
                                      " table: ", store.status().message()));
   }
   impl->backend = std::string(engine::backend_name(backend));
-  const std::string device =
-      backend == engine::Backend::kCuda ? absl::StrCat("cuda:", options.gpu) : cpu_model();
-  spdlog::info("backend {} on {}: table of {} buckets ({} bytes), memory limit {} bytes", impl->backend,
-               device, (*store)->table().num_buckets(), (*store)->table_bytes(),
-               options.store.memory_limit_bytes);
+  // On CUDA: "NVIDIA H100 80GB HBM3 (cuda:0)", or "cuda:0" if the name cannot be read.
+  const std::string gpu_name = backend == engine::Backend::kCuda ? cuda_device_name(options.gpu) : "";
+  const std::string device = backend != engine::Backend::kCuda ? cpu_model()
+                             : gpu_name.empty()                ? absl::StrCat("cuda:", options.gpu)
+                                                               : absl::StrCat(gpu_name, " (cuda:", options.gpu, ")");
+  spdlog::info("backend {} on {}: table of {} buckets ({} bytes), memory limit {} bytes, values in {} memory",
+               impl->backend, device, (*store)->table().num_buckets(), (*store)->table_bytes(),
+               options.store.memory_limit_bytes, (*store)->value_heap_kind());
 
   if (options.max_delay_per_backend) {
     options.batcher.max_delay =

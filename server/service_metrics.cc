@@ -58,6 +58,11 @@ ServiceMetrics::ServiceMetrics() {
                                      metrics::exponential_buckets(1e-6, 2.0, 24));
   device_seconds = {device->with({{"op", "get"}}), device->with({{"op", "put"}}),
                     device->with({{"op", "delete"}})};
+  auto* stages = registry_.histogram("gphkv_get_stage_seconds",
+                                     "Pipelined CUDA get batches: time per stage (pack, h2d, find, gather, d2h, wait, "
+                                     "respond); device stages only when stage timing is on.",
+                                     metrics::exponential_buckets(1e-6, 2.0, 24));
+  for (int st = 0; st < kNumGetStages; ++st) get_stage_seconds[st] = stages->with({{"stage", get_stage_name(st)}});
 
   table_keys = registry_.gauge("gphkv_table_keys", "Keys stored.")->with({});
   table_load_factor = registry_.gauge("gphkv_table_load_factor", "Keys over bucket slots of the GPH table.")->with({});

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "server/get_stages.h"
 #include "server/metrics/registry.h"
 
 namespace gphkv::server {
@@ -32,6 +33,8 @@ class ServiceMetrics {
   metrics::Histogram* batch_calls;     // calls coalesced per batch
   metrics::Histogram* queue_wait;      // seconds from enqueue to batch start, per call
   std::array<metrics::Histogram*, 3> device_seconds;  // engine time per launch: get, put, delete
+  // Pipelined CUDA gets, per batch and stage (server/get_stages.h).
+  std::array<metrics::Histogram*, kNumGetStages> get_stage_seconds;
 
   // Table and memory state, set by the executor after each batch.
   metrics::Gauge* table_keys;

@@ -4,7 +4,23 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "server/device_info.h"
 #include "spdlog/spdlog.h"
+
+#ifdef GPHKV_HAVE_CUDA
+#include "engine/cuda/cuda_table.h"
+#include "server/cuda/device_gets.h"
+#include "server/cuda/device_value_heap.h"
+#else
+namespace gphkv::server {
+// Without CUDA there is no pipeline: Store::gets_ stays null.
+class DeviceGets {
+ public:
+  int depth() const { return 0; }
+  size_t in_flight() const { return 0; }
+};
+}  // namespace gphkv::server
+#endif
 
 namespace gphkv::server {
 namespace {
@@ -58,15 +74,32 @@ absl::StatusOr<std::unique_ptr<Store>> Store::create(const StoreOptions& options
   eo.max_table_bytes = options.memory_limit_bytes;
   auto table = engine::ElasticTable::create(eo);
   if (!table.ok()) return table.status();
-  // The CUDA value heap (device slabs + gather kernel) is not written yet:
-  // values stay in host memory for both backends until it is.
-  auto heap = std::make_unique<HostValueHeap>(options.max_value_bytes);
-  return std::unique_ptr<Store>(new Store(options, std::move(*table), std::move(heap)));
+  std::unique_ptr<ValueHeap> heap;
+  std::unique_ptr<DeviceGets> gets;
+#ifdef GPHKV_HAVE_CUDA
+  if (options.backend == engine::Backend::kCuda && options.device_value_heap) {
+    auto dh = DeviceValueHeap::create(options.max_value_bytes, options.device);
+    if (!dh.ok()) return dh.status();
+    if (options.gpu_pipeline_depth > 0) {
+      auto g = DeviceGets::create(dh->get(), options.gpu_pipeline_depth, options.time_get_stages);
+      if (!g.ok()) return g.status();
+      gets = std::move(*g);
+    }
+    heap = std::move(*dh);
+  }
+#endif
+  const bool device_heap = heap != nullptr;
+  if (!heap) heap = std::make_unique<HostValueHeap>(options.max_value_bytes);
+  auto store = std::unique_ptr<Store>(new Store(options, std::move(*table), std::move(heap), std::move(gets)));
+  store->device_heap_ = device_heap;
+  return store;
 }
 
+Store::~Store() = default;
+
 Store::Store(const StoreOptions& options, std::unique_ptr<engine::ElasticTable> table,
-             std::unique_ptr<ValueHeap> heap)
-    : options_(options), table_(std::move(table)), heap_(std::move(heap)) {
+             std::unique_ptr<ValueHeap> heap, std::unique_ptr<DeviceGets> gets)
+    : options_(options), table_(std::move(table)), heap_(std::move(heap)), gets_(std::move(gets)) {
   heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
   update_table_cap();
   table_->on_rebuild([this](const engine::RebuildEvent& e) { on_rebuild(e); });
@@ -99,6 +132,7 @@ absl::Status Store::finish_rebuild() {
 
 void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   statuses->assign(calls.size(), absl::OkStatus());
+  ++counters_.sync_get_runs;
   keys_.clear();
   for (Call* c : calls) keys_.insert(keys_.end(), c->get->keys().begin(), c->get->keys().end());
   values_.resize(keys_.size());
@@ -136,8 +170,52 @@ void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>*
       continue;
     }
     // One contiguous buffer per call: the response's `values` field itself.
-    if (with_values) heap_->gather(found_handles, out->mutable_values());
+    if (with_values) {
+      if (auto s = heap_->gather(found_handles, out->mutable_values()); !s.ok()) {
+        out->Clear();
+        (*statuses)[ci] = s;
+      }
+    }
   }
+}
+
+bool Store::can_pipeline_gets() const { return gets_ != nullptr && !table_->rebuilding(); }
+int Store::pipeline_depth() const { return gets_ ? gets_->depth() : 0; }
+size_t Store::gets_in_flight() const { return gets_ ? gets_->in_flight() : 0; }
+
+absl::Status Store::submit_gets(absl::Span<Call* const> calls) {
+#ifdef GPHKV_HAVE_CUDA
+  if (!can_pipeline_gets()) return absl::FailedPreconditionError("the CUDA get pipeline is not usable now");
+  auto* table = dynamic_cast<engine::cuda::CudaTable*>(&table_->serving_table());
+  if (table == nullptr) return absl::InternalError("the CUDA get pipeline needs a CUDA table");
+  ++counters_.pipelined_get_runs;
+  return gets_->submit(*table, calls);
+#else
+  (void)calls;
+  return absl::UnimplementedError("this build has no CUDA");
+#endif
+}
+
+std::vector<Call*> Store::finish_gets(std::vector<absl::Status>* statuses, GetStageTimes* times) {
+#ifdef GPHKV_HAVE_CUDA
+  return gets_->finish(options_.max_response_bytes, statuses, times);
+#else
+  (void)statuses;
+  (void)times;
+  return {};
+#endif
+}
+
+void Store::count_relocations() {
+  const engine::Table* t = &table_->serving_table();
+  const uint64_t moves = table_relocations(*t);
+  if (t != relocations_table_) {
+    // A rebuild swapped a new table in: its count starts at what it did so far.
+    relocations_table_ = t;
+    relocations_seen_ = 0;
+  }
+  if (moves > relocations_seen_) counters_.relocations += moves - relocations_seen_;
+  relocations_seen_ = moves;
 }
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
@@ -159,6 +237,11 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
   std::vector<ValueHandle> pending(u, kNoHandle);
   std::vector<uint32_t> counted_in(u, UINT32_MAX);  // last call that counted the key as new
   std::vector<ValueHandle> superseded, allocated;
+  std::vector<uint32_t> lengths;
+  // Every admitted value, written to the heap in one go before the table
+  // learns the handles (one upload + scatter kernel on a device).
+  std::vector<ValueHandle> write_handles;
+  std::vector<std::string_view> write_bytes;
   uint64_t new_keys = 0;
   const uint64_t base_keys = table_->size();
   const uint64_t limit = options_.memory_limit_bytes;
@@ -188,20 +271,9 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     }
     heap_->set_limit(limit - table_need);
     allocated.clear();
-    size_t off = 0;
-    absl::Status st;
-    for (int i = 0; i < n && st.ok(); ++i) {
-      const uint32_t len = req.value_lengths(i);
-      auto h = heap_->allocate(std::string_view(req.values()).substr(off, len));
-      off += len;
-      if (h.ok()) {
-        allocated.push_back(*h);
-      } else {
-        st = h.status();
-      }
-    }
-    if (!st.ok()) {
-      for (ValueHandle h : allocated) heap_->release(h);
+    lengths.assign(req.value_lengths().begin(), req.value_lengths().end());
+    // All or nothing: a refusal takes no slot and reserves no slab.
+    if (absl::Status st = heap_->allocate_slots(lengths, &allocated); !st.ok()) {
       (*statuses)[ci] = absl::ResourceExhaustedError(absl::StrCat(
           "put refused: ", st.message(), " (table ", table_need, " bytes, value heap ",
           heap_->reserved_bytes(), " bytes; --memory=", limit, ")"));
@@ -221,7 +293,24 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
       if (pending[x] != kNoHandle) superseded.push_back(pending[x]);
       pending[x] = allocated[i];
     }
+    size_t off = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint32_t len = req.value_lengths(i);
+      write_handles.push_back(allocated[i]);
+      write_bytes.push_back(std::string_view(req.values()).substr(off, len));
+      off += len;
+    }
     new_keys += call_new;
+  }
+
+  if (absl::Status ws = heap_->write(write_handles, write_bytes); !ws.ok()) {
+    // Nothing reached the table: give the slots back and refuse the admitted calls.
+    spdlog::error("value heap write of {} values failed: {}", write_handles.size(), ws.ToString());
+    for (ValueHandle h : write_handles) heap_->release(h);
+    for (auto& st : *statuses) {
+      if (st.ok()) st = absl::InternalError(absl::StrCat("value heap write failed: ", ws.message()));
+    }
+    return;
   }
 
   keys_.clear();
@@ -265,6 +354,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     if (found[x] && pending[x] != kNoHandle) heap_->release(old_handle[x]);
   }
   for (ValueHandle h : superseded) heap_->release(h);
+  count_relocations();
   if (table_->rebuilding() && table_->size() < kForegroundRebuildKeys) {
     // The run's writes are acknowledged already; a failure here leaves them
     // in the overlay and the next call retries the swap.

@@ -19,9 +19,12 @@
 #include "gphkv/engine/elastic_table.h"
 #include "gphkv/engine/table.h"
 #include "server/call.h"
+#include "server/get_stages.h"
 #include "server/value_heap.h"
 
 namespace gphkv::server {
+
+class DeviceGets;
 
 struct StoreOptions {
   engine::Backend backend = engine::Backend::kCpu;
@@ -43,6 +46,14 @@ struct StoreOptions {
   // 0.625 x max_load_factor, so 0.5 at the default).
   double rebuild_load_factor = 0.50;
   engine::TableOptions table{};
+  // CUDA backend: values in device memory (DeviceValueHeap) instead of host
+  // memory. Off only to measure the host heap's path against it.
+  bool device_value_heap = true;
+  // CUDA backend with the device heap: get batches in flight at once, each
+  // on its own stream (0: the synchronous path for every get).
+  int gpu_pipeline_depth = 2;
+  // Time each pipelined get batch's device stages with CUDA events.
+  bool time_get_stages = false;
 };
 
 // Counters the store keeps for Stats and metrics.
@@ -53,11 +64,15 @@ struct StoreCounters {
   uint64_t rebuild_keys = 0;            // keys in the new tables, summed
   uint64_t rebuild_writes_during = 0;   // writes served by the overlay while rebuilds ran
   double rebuild_seconds = 0;           // snapshot to swap, summed
+  uint64_t relocations = 0;             // Extended Moves by the insert path (CUDA tables count them)
+  uint64_t sync_get_runs = 0;           // get runs that took the synchronous path
+  uint64_t pipelined_get_runs = 0;      // get runs that took the CUDA pipeline
 };
 
 class Store {
  public:
   static absl::StatusOr<std::unique_ptr<Store>> create(const StoreOptions& options);
+  ~Store();
 
   // Each applies a run of calls of one kind, in order, as one engine launch
   // (two for puts and deletes: a find for the old handles, then the write).
@@ -67,6 +82,24 @@ class Store {
   void apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+
+  // The pipelined CUDA get path (server/cuda/device_gets.h). Usable while
+  // the store has it (CUDA backend, device value heap, depth > 0) and no
+  // rebuild runs: the rebuild overlay is on the host, so apply_gets serves
+  // gets then. The caller (the executor) finishes every batch in flight
+  // before any apply_* call, so no write overtakes a submitted read.
+  bool can_pipeline_gets() const;
+  int pipeline_depth() const;
+  size_t gets_in_flight() const;
+  // Enqueues a run of gets (gets_in_flight() < pipeline_depth()). On error
+  // nothing is in flight for the run and its calls are the caller's.
+  absl::Status submit_gets(absl::Span<Call* const> calls);
+  // Waits for the oldest run in flight, fills its responses, and returns its
+  // calls with statuses[i] for calls[i].
+  std::vector<Call*> finish_gets(std::vector<absl::Status>* statuses, GetStageTimes* times);
+
+  // "device" (CUDA slabs) or "host".
+  const char* value_heap_kind() const { return device_heap_ ? "device" : "host"; }
 
   uint64_t keys() const { return table_->size(); }
   // Of the table serving now (the old one while a rebuild runs).
@@ -84,7 +117,9 @@ class Store {
 
  private:
   Store(const StoreOptions& options, std::unique_ptr<engine::ElasticTable> table,
-        std::unique_ptr<ValueHeap> heap);
+        std::unique_ptr<ValueHeap> heap, std::unique_ptr<DeviceGets> gets);
+  // Adds the serving table's new relocations to the counters.
+  void count_relocations();
 
   void on_rebuild(const engine::RebuildEvent& e);
   // Gives the table whatever --memory the value heap leaves.
@@ -93,7 +128,11 @@ class Store {
   StoreOptions options_;
   std::unique_ptr<engine::ElasticTable> table_;
   std::unique_ptr<ValueHeap> heap_;
+  std::unique_ptr<DeviceGets> gets_;  // null without the CUDA pipeline
+  bool device_heap_ = false;
   StoreCounters counters_;
+  const engine::Table* relocations_table_ = nullptr;  // the table relocations_seen_ is of
+  uint64_t relocations_seen_ = 0;
   // Scratch buffers reused across batches.
   std::vector<uint64_t> keys_, values_;
   std::vector<uint8_t> flags_;

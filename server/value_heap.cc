@@ -20,18 +20,24 @@ uint64_t handle_slot(ValueHandle h) { return h & kSlotMask; }
 
 }  // namespace
 
-HostValueHeap::HostValueHeap(uint32_t max_value_bytes) : max_value_bytes_(max_value_bytes) {
-  // 16, 24, 32, 48, 64, 96, ...: alternate x1.5 and x(4/3) steps, up to the
-  // first class that holds max_value_bytes.
-  uint64_t size = kMinClassBytes;
+std::vector<uint32_t> value_size_classes(uint32_t max_value_bytes) {
+  std::vector<uint32_t> out;
+  uint64_t size = HostValueHeap::kMinClassBytes;
   for (;;) {
-    SizeClass c;
-    c.slot_bytes = static_cast<uint32_t>(size);
-    c.slots_per_slab = static_cast<uint32_t>(std::max<uint64_t>(1, kMinSlabBytes / size));
-    classes_.push_back(std::move(c));
+    out.push_back(static_cast<uint32_t>(size));
     if (size >= max_value_bytes) break;
     const bool power_of_two = (size & (size - 1)) == 0;
     size = power_of_two ? size + size / 2 : (size / 3) * 4;
+  }
+  return out;
+}
+
+HostValueHeap::HostValueHeap(uint32_t max_value_bytes) : max_value_bytes_(max_value_bytes) {
+  for (uint32_t size : value_size_classes(max_value_bytes)) {
+    SizeClass c;
+    c.slot_bytes = size;
+    c.slots_per_slab = static_cast<uint32_t>(std::max<uint64_t>(1, kMinSlabBytes / size));
+    classes_.push_back(std::move(c));
   }
 }
 
@@ -49,6 +55,14 @@ absl::StatusOr<ValueHandle> HostValueHeap::allocate(std::string_view bytes) {
                                                    max_value_bytes_, " bytes"));
   }
   const uint32_t len = static_cast<uint32_t>(bytes.size());
+  auto h = take_slot(len);
+  if (!h.ok()) return h;
+  const SizeClass& c = classes_[handle_class(*h)];
+  if (len > 0) std::memcpy(slot_ptr(c, handle_slot(*h)), bytes.data(), len);
+  return h;
+}
+
+absl::StatusOr<ValueHandle> HostValueHeap::take_slot(uint32_t len) {
   const uint32_t ci = class_of(len);
   SizeClass& c = classes_[ci];
   uint64_t slot;
@@ -71,10 +85,51 @@ absl::StatusOr<ValueHandle> HostValueHeap::allocate(std::string_view bytes) {
     slot = first;
   }
   c.lengths[slot] = len;
-  if (len > 0) std::memcpy(slot_ptr(c, slot), bytes.data(), len);
   used_ += c.slot_bytes;
   ++live_;
   return make_handle(ci, slot);
+}
+
+absl::Status HostValueHeap::allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) {
+  // Check first, so a refusal changes nothing: slots each class still needs
+  // beyond its free list, and the slabs that takes.
+  std::vector<uint64_t> need(classes_.size(), 0);
+  for (uint32_t len : lengths) {
+    if (len > max_value_bytes_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("value of ", len, " bytes is over the limit of ", max_value_bytes_, " bytes"));
+    }
+    ++need[class_of(len)];
+  }
+  uint64_t grow = 0;
+  for (size_t ci = 0; ci < classes_.size(); ++ci) {
+    const SizeClass& c = classes_[ci];
+    if (need[ci] <= c.free_slots.size()) continue;
+    const uint64_t slabs = (need[ci] - c.free_slots.size() + c.slots_per_slab - 1) / c.slots_per_slab;
+    grow += slabs * c.slots_per_slab * c.slot_bytes;
+  }
+  if (grow > 0 && reserved_ + grow > limit_) {
+    return absl::ResourceExhaustedError(absl::StrCat("value heap needs ", grow, " more bytes for ", lengths.size(),
+                                                     " values but holds ", reserved_, " of the ", limit_,
+                                                     " bytes that --memory leaves it"));
+  }
+  for (uint32_t len : lengths) {
+    auto h = take_slot(len);
+    if (!h.ok()) return h.status();  // unreachable: checked above
+    handles->push_back(*h);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HostValueHeap::write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) {
+  if (handles.size() != bytes.size()) return absl::InvalidArgumentError("write: handles and values differ in count");
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const SizeClass& c = classes_[handle_class(handles[i])];
+    const uint64_t slot = handle_slot(handles[i]);
+    if (bytes[i].size() != c.lengths[slot]) return absl::InvalidArgumentError("write: value length differs from its slot's");
+    if (!bytes[i].empty()) std::memcpy(slot_ptr(c, slot), bytes[i].data(), bytes[i].size());
+  }
+  return absl::OkStatus();
 }
 
 void HostValueHeap::release(ValueHandle handle) {
@@ -88,7 +143,7 @@ uint32_t HostValueHeap::length(ValueHandle handle) const {
   return classes_[handle_class(handle)].lengths[handle_slot(handle)];
 }
 
-void HostValueHeap::gather(absl::Span<const ValueHandle> handles, std::string* out) const {
+absl::Status HostValueHeap::gather(absl::Span<const ValueHandle> handles, std::string* out) const {
   size_t total = out->size();
   for (ValueHandle h : handles) total += length(h);
   size_t pos = out->size();
@@ -101,6 +156,7 @@ void HostValueHeap::gather(absl::Span<const ValueHandle> handles, std::string* o
     if (len > 0) std::memcpy(dst + pos, slot_ptr(c, slot), len);
     pos += len;
   }
+  return absl::OkStatus();
 }
 
 }  // namespace gphkv::server

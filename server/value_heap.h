@@ -5,9 +5,10 @@
 // call into the system allocator, and a handle fits the table's 64-bit value.
 // One owner (the executor thread) calls every method: no locks inside.
 //
-// ValueHeap is the interface; HostValueHeap serves the CPU backend. A device
-// heap for CUDA (slabs in device memory, values gathered by a kernel into one
-// buffer and copied out once) implements the same interface.
+// ValueHeap is the interface; HostValueHeap serves the CPU backend, and
+// DeviceValueHeap (server/cuda/, built with CUDA) keeps the slabs in device
+// memory for the CUDA backend, where a kernel gathers a batch's values into
+// one buffer that is copied out once.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,11 @@ namespace gphkv::server {
 // An opaque reference to one stored value: the table's 64-bit slot value.
 using ValueHandle = uint64_t;
 
+// The slot sizes of the size classes for values up to max_value_bytes:
+// 16, 24, 32, 48, 64, 96, ... (x1.5 and x4/3 alternately), up to the first
+// that holds max_value_bytes. Every class is a multiple of 8 bytes.
+std::vector<uint32_t> value_size_classes(uint32_t max_value_bytes);
+
 class ValueHeap {
  public:
   virtual ~ValueHeap() = default;
@@ -31,13 +37,23 @@ class ValueHeap {
   // Copies `bytes` into a slot of their size class. RESOURCE_EXHAUSTED, with
   // the sizes involved, when the slot would take reserved memory past limit().
   virtual absl::StatusOr<ValueHandle> allocate(std::string_view bytes) = 0;
+  // Takes one slot per length, all or nothing: RESOURCE_EXHAUSTED (and no
+  // change at all, not even a slab reserved) when the slots would take
+  // reserved memory past limit(); INVALID_ARGUMENT for a length over
+  // max_value_bytes. The slots' bytes are undefined until write().
+  virtual absl::Status allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) = 0;
+  // Stores bytes[i] in handles[i]'s slot (bytes[i].size() must be the length
+  // the slot was taken for). On a device: one upload of the concatenated bytes
+  // and a scatter kernel; returns once they are stored.
+  virtual absl::Status write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) = 0;
   // Returns the handle's slot to its class's free list.
   virtual void release(ValueHandle handle) = 0;
   // The stored value's byte length.
   virtual uint32_t length(ValueHandle handle) const = 0;
   // Appends the stored bytes of each handle to `out`, in order: one contiguous
-  // buffer for a whole batch (on a device, the gather kernel's job).
-  virtual void gather(absl::Span<const ValueHandle> handles, std::string* out) const = 0;
+  // buffer for a whole batch (on a device, the gather kernel's job). Fails
+  // only on a device error.
+  virtual absl::Status gather(absl::Span<const ValueHandle> handles, std::string* out) const = 0;
 
   // Bytes reserved from the backend's memory (slabs, whether used or free).
   virtual uint64_t reserved_bytes() const = 0;
@@ -66,9 +82,11 @@ class HostValueHeap final : public ValueHeap {
   explicit HostValueHeap(uint32_t max_value_bytes);
 
   absl::StatusOr<ValueHandle> allocate(std::string_view bytes) override;
+  absl::Status allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) override;
+  absl::Status write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) override;
   void release(ValueHandle handle) override;
   uint32_t length(ValueHandle handle) const override;
-  void gather(absl::Span<const ValueHandle> handles, std::string* out) const override;
+  absl::Status gather(absl::Span<const ValueHandle> handles, std::string* out) const override;
   uint64_t reserved_bytes() const override { return reserved_; }
   uint64_t used_bytes() const override { return used_; }
   uint64_t live_values() const override { return live_; }
@@ -85,6 +103,8 @@ class HostValueHeap final : public ValueHeap {
     std::vector<uint32_t> lengths;     // per slot; the value's byte length
     std::vector<uint64_t> free_slots;  // LIFO: the most recently freed slot is warm in cache
   };
+  // A slot of `len`'s class (its length set, its bytes not), growing a slab if need be.
+  absl::StatusOr<ValueHandle> take_slot(uint32_t len);
   char* slot_ptr(const SizeClass& c, uint64_t slot) const {
     return c.slabs[slot / c.slots_per_slab].get() + (slot % c.slots_per_slab) * c.slot_bytes;
   }

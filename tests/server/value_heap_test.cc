@@ -21,7 +21,7 @@ TEST(HostValueHeap, StoresAndGathersValuesOfEverySize) {
     handles.push_back(*h);
   }
   std::string all, expected;
-  heap.gather(handles, &all);
+  ASSERT_TRUE(heap.gather(handles, &all).ok());
   for (size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(heap.length(handles[i]), values[i].size());
     expected += values[i];

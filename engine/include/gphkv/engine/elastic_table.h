@@ -83,6 +83,13 @@ class ElasticTable {
   // Waits for a rebuild in flight and swaps it in.
   absl::Status finish_rebuild();
   bool rebuilding() const { return build_.valid(); }
+  // The table serving now (the old one while a rebuild runs; it misses the
+  // overlay then). For owners that drive a backend's own API directly, e.g.
+  // the server's stream-ordered CUDA gets, which use it only while
+  // rebuilding() is false. Valid until the next call that may swap a rebuild
+  // in (find, insert_or_assign, erase, finish_rebuild, shrink_to_fit).
+  Table& serving_table() { return *table_; }
+  const Table& serving_table() const { return *table_; }
 
   uint64_t size() const { return size_; }
   // Of the table serving now.

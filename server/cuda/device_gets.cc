@@ -1,0 +1,269 @@
+#include "server/cuda/device_gets.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/cuda_status.h"
+#include "server/cuda/value_kernels.h"
+
+namespace gphkv::server {
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Grows by half again at least, so batches of slowly rising size do not
+// reallocate (cudaMalloc and cudaFree synchronize the device) every time.
+template <class Buffer>
+absl::Status grow(Buffer& b, size_t need) {
+  if (need <= b.bytes() && b.bytes() > 0) return absl::OkStatus();
+  return b.reserve(std::max(need, b.bytes() + b.bytes() / 2));
+}
+
+absl::Status response_too_big(uint64_t bytes, uint64_t limit) {
+  return absl::ResourceExhaustedError(absl::StrCat("the values of this Get total ", bytes,
+                                                   " bytes, over the response limit of ", limit,
+                                                   " bytes; ask for fewer keys per call"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceGets>> DeviceGets::create(DeviceValueHeap* heap, int depth, bool time_stages) {
+  if (depth < 1) return absl::InvalidArgumentError("the CUDA get pipeline needs at least one stream");
+  std::unique_ptr<DeviceGets> g(new DeviceGets(heap, time_stages));
+  if (auto s = g->init(depth); !s.ok()) return s;
+  return g;
+}
+
+absl::Status DeviceGets::init(int depth) {
+  GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
+  for (int i = 0; i < depth; ++i) {
+    auto s = std::make_unique<Slot>();
+    GPHKV_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    for (cudaEvent_t& e : s->ev) {
+      GPHKV_CUDA_TRY(cudaEventCreateWithFlags(&e, time_stages_ ? cudaEventDefault : cudaEventDisableTiming));
+    }
+    slots_.push_back(std::move(s));
+  }
+  return absl::OkStatus();
+}
+
+DeviceGets::~DeviceGets() {
+  cudaSetDevice(heap_->device());
+  for (auto& s : slots_) {
+    if (s->stream != nullptr) {
+      cudaStreamSynchronize(s->stream);
+      cudaStreamDestroy(s->stream);
+    }
+    for (cudaEvent_t e : s->ev) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+  }
+}
+
+absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call* const> calls) {
+  if (order_.size() >= slots_.size()) return absl::InternalError("CUDA get pipeline: every stream is busy");
+  const Clock::time_point t0 = Clock::now();
+  Slot& s = *slots_[next_];
+  uint64_t n = 0, n_values = 0;
+  bool any_exists = false;
+  for (Call* c : calls) {
+    n += c->get->keys_size();
+    if (c->get->value_mode() == v1::VALUE_MODE_EXISTS) {
+      any_exists = true;
+    } else {
+      n_values += c->get->keys_size();
+    }
+  }
+  // The download: total, then found+length per key, then the values, sized
+  // for the largest stored value class (exact for uniform sizes).
+  const uint64_t head = 8 + ((4 * n + 15) & ~uint64_t{15});
+  const uint64_t copied = std::min<uint64_t>(n_values * heap_->max_live_slot_bytes(), kMaxDownloadBytes);
+  GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied));
+  GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_found, n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1)));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1)));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied));
+  if (n > cuda::kFusedScanMaxKeys && n + 1 > s.scan_items) {
+    // CUB's scratch for a scan of this many items (asked again only when batches grow).
+    size_t temp = 0;
+    GPHKV_CUDA_TRY(cuda::exclusive_scan(nullptr, &temp, nullptr, nullptr, n + 1, s.stream));
+    GPHKV_RETURN_IF_ERROR(grow(s.d_temp, temp));
+    s.temp_bytes = s.d_temp.bytes();
+    s.scan_items = n + 1;
+  }
+
+  uint64_t* keys = reinterpret_cast<uint64_t*>(s.in.data());
+  uint8_t* want = reinterpret_cast<uint8_t*>(s.in.data() + 8 * n);
+  uint64_t at = 0;
+  for (Call* c : calls) {
+    const int k = c->get->keys_size();
+    if (k > 0) std::memcpy(keys + at, c->get->keys().data(), 8 * static_cast<size_t>(k));
+    if (any_exists) std::memset(want + at, c->get->value_mode() == v1::VALUE_MODE_EXISTS ? 0 : 1, k);
+    at += k;
+  }
+  s.n = n;
+  s.head = head;
+  s.copied = copied;
+  s.calls.assign(calls.begin(), calls.end());
+  absl::Status st = n == 0 ? absl::OkStatus() : enqueue(table, s, any_exists);
+  if (st.ok() && n == 0) {
+    for (cudaEvent_t e : s.ev) {
+      if (auto err = cudaEventRecord(e, s.stream); err != cudaSuccess) {
+        st = engine::cuda::cuda_status(err, "cudaEventRecord", __FILE__, __LINE__);
+        break;
+      }
+    }
+  }
+  if (!st.ok()) {
+    // Nothing of this batch may still read the calls' buffers (pinned
+    // copies only, but the slot is reused): wait for the stream.
+    cudaStreamSynchronize(s.stream);
+    s.calls.clear();
+    return st;
+  }
+  s.pack_seconds = seconds_since(t0);
+  order_.push_back(&s);
+  next_ = (next_ + 1) % slots_.size();
+  return absl::OkStatus();
+}
+
+absl::Status DeviceGets::enqueue(engine::cuda::CudaTable& table, Slot& s, bool any_exists) {
+  const uint64_t n = s.n;
+  cudaStream_t st = s.stream;
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.d_in.at(), s.in.data(), (any_exists ? 9 : 8) * n, cudaMemcpyHostToDevice, st));
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[1], st));
+  uint64_t* d_handles = s.d_handles.at<uint64_t>();
+  uint8_t* d_found = s.d_found.at<uint8_t>();
+  GPHKV_RETURN_IF_ERROR(table.find_async(s.d_in.at<uint64_t>(), n, d_handles, d_found, st));
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
+  const uint8_t* d_want = any_exists ? s.d_in.at<uint8_t>(8 * n) : nullptr;
+  uint32_t* d_meta = s.d_out.at<uint32_t>(8);
+  uint64_t* d_offsets = s.d_offsets.at<uint64_t>();
+  uint64_t* d_total = s.d_out.at<uint64_t>();  // the download's first 8 bytes
+  if (n <= cuda::kFusedScanMaxKeys) {
+    GPHKV_CUDA_TRY(cuda::launch_lengths_scan(d_handles, d_found, d_want, n, d_meta, d_offsets, d_total, st));
+    d_total = nullptr;
+  } else {
+    GPHKV_CUDA_TRY(cuda::launch_lengths(d_handles, d_found, d_want, n, d_meta, s.d_lens.at<uint64_t>(), st));
+    size_t temp = s.temp_bytes;
+    GPHKV_CUDA_TRY(cuda::exclusive_scan(s.d_temp.at(), &temp, s.d_lens.at<uint64_t>(), d_offsets, n + 1, st));
+  }
+  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_slabs(), d_handles, d_offsets, n, s.d_out.at(s.head), s.copied,
+                                     d_total, st));
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.copied, cudaMemcpyDeviceToHost, st));
+  GPHKV_CUDA_TRY(cudaEventRecord(s.ev[4], st));
+  return absl::OkStatus();
+}
+
+std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<absl::Status>* statuses,
+                                      GetStageTimes* times) {
+  Slot& s = *order_.front();
+  order_.pop_front();
+  std::vector<Call*> calls = std::move(s.calls);
+  s.calls.clear();
+  statuses->assign(calls.size(), absl::OkStatus());
+  *times = GetStageTimes{};
+  times->seconds[kStagePack] = s.pack_seconds;
+  const Clock::time_point t0 = Clock::now();
+  if (cudaError_t err = cudaEventSynchronize(s.ev[4]); err != cudaSuccess) {
+    statuses->assign(calls.size(), engine::cuda::cuda_status(err, "CUDA get batch", __FILE__, __LINE__));
+    return calls;
+  }
+  times->seconds[kStageWait] = seconds_since(t0);
+  if (time_stages_ && s.n > 0) {
+    times->device_timed = true;
+    for (int i = 0; i < 4; ++i) {
+      float ms = 0;
+      if (cudaEventElapsedTime(&ms, s.ev[i], s.ev[i + 1]) == cudaSuccess) {
+        times->seconds[kStageH2D + i] = ms * 1e-3;
+      }
+    }
+  }
+  const Clock::time_point t1 = Clock::now();
+  const uint64_t total = *reinterpret_cast<const uint64_t*>(s.out.data());
+  if (s.n > 0 && total > s.copied) {
+    if (auto st = fill_from_handles(s, calls, max_response_bytes, statuses); !st.ok()) {
+      statuses->assign(calls.size(), st);
+    }
+    times->seconds[kStageRespond] = seconds_since(t1);
+    return calls;
+  }
+  const uint32_t* meta = reinterpret_cast<const uint32_t*>(s.out.data() + 8);
+  const char* values = s.out.data() + s.head;
+  uint64_t pos = 0, off = 0;
+  for (size_t ci = 0; ci < calls.size(); ++ci) {
+    Call* c = calls[ci];
+    const int k = c->get->keys_size();
+    const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
+    v1::GetResponse* out = c->get_out;
+    out->mutable_found()->Resize(k, false);
+    out->mutable_value_lengths()->Resize(k, 0);
+    bool* found = out->mutable_found()->mutable_data();
+    uint32_t* lens = out->mutable_value_lengths()->mutable_data();
+    uint64_t bytes = 0;
+    for (int i = 0; i < k; ++i) {
+      const uint32_t m = meta[pos + i];
+      found[i] = (m >> 31) != 0;
+      if (with_values) {
+        lens[i] = m & 0x7fffffffu;
+        bytes += lens[i];
+      }
+    }
+    pos += k;
+    if (bytes > max_response_bytes) {
+      out->Clear();
+      (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
+    } else if (with_values) {
+      out->mutable_values()->assign(values + off, bytes);
+    }
+    off += bytes;
+  }
+  times->seconds[kStageRespond] = seconds_since(t1);
+  return calls;
+}
+
+absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& calls, uint64_t max_response_bytes,
+                                           std::vector<absl::Status>* statuses) {
+  std::vector<uint64_t> handles(s.n);
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(handles.data(), s.d_handles.at(), 8 * s.n, cudaMemcpyDeviceToHost, s.stream));
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  const uint32_t* meta = reinterpret_cast<const uint32_t*>(s.out.data() + 8);
+  uint64_t pos = 0;
+  std::vector<ValueHandle> found_handles;
+  for (size_t ci = 0; ci < calls.size(); ++ci) {
+    Call* c = calls[ci];
+    const int k = c->get->keys_size();
+    const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
+    v1::GetResponse* out = c->get_out;
+    out->mutable_found()->Resize(k, false);
+    out->mutable_value_lengths()->Resize(k, 0);
+    found_handles.clear();
+    uint64_t bytes = 0;
+    for (int i = 0; i < k; ++i, ++pos) {
+      if ((meta[pos] >> 31) == 0) continue;
+      out->set_found(i, true);
+      if (!with_values) continue;
+      const uint32_t len = device_handle::length(handles[pos]);
+      out->set_value_lengths(i, len);
+      bytes += len;
+      found_handles.push_back(handles[pos]);
+    }
+    if (bytes > max_response_bytes) {
+      out->Clear();
+      (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
+      continue;
+    }
+    if (with_values) GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, out->mutable_values()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gphkv::server

@@ -1,0 +1,87 @@
+// The CUDA get path, pipelined: a get batch goes to the device as
+//   keys (one upload from pinned memory) -> GPH lookup -> handles on the
+//   device -> lengths -> prefix sum (CUB) -> gather kernel -> one download
+//   of [total | found+length per key | values] into pinned memory,
+// all stream-ordered on one of `depth` streams, each with its own pinned and
+// device buffers. submit() enqueues a batch and returns; finish() waits for
+// the oldest and fills its responses. With depth >= 2 the executor submits
+// batch i+1 before finishing batch i, so i+1's upload and kernels overlap i's
+// download and response building.
+//
+// Reads only: the table and the value heap must not change while batches are
+// in flight. The executor finishes every batch in flight before it applies a
+// put or delete (so a slot freed by a write is never read by an older get),
+// and uses this path only while no rebuild runs (the rebuild overlay lives on
+// the host; Store falls back to the synchronous path then).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/cuda/cuda_table.h"
+#include "server/call.h"
+#include "server/cuda/device_value_heap.h"
+#include "server/cuda/pinned_buffer.h"
+#include "server/get_stages.h"
+
+namespace gphkv::server {
+
+class DeviceGets {
+ public:
+  // The download is sized by the heap's largest live class; past this many
+  // bytes a batch takes the slow path (handles copied back, values gathered
+  // per call by the heap).
+  static constexpr uint64_t kMaxDownloadBytes = uint64_t{256} << 20;
+
+  static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
+  ~DeviceGets();
+
+  int depth() const { return static_cast<int>(slots_.size()); }
+  size_t in_flight() const { return order_.size(); }
+
+  // Enqueues the batch of get calls (in_flight() < depth() required). An
+  // error leaves nothing in flight for this batch; its calls are the caller's
+  // to answer.
+  absl::Status submit(engine::cuda::CudaTable& table, absl::Span<Call* const> calls);
+  // Waits for the oldest batch, fills its calls' responses and returns them;
+  // statuses[i] answers calls[i] (a per-call response-size refusal, or a
+  // device error for all).
+  std::vector<Call*> finish(uint64_t max_response_bytes, std::vector<absl::Status>* statuses, GetStageTimes* times);
+
+ private:
+  struct Slot {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t ev[5] = {};  // 0 start, 1 after upload, 2 after lookup, 3 after gather, 4 done
+    cuda::PinnedBuffer in;   // keys (8n) | want flags (n)
+    cuda::PinnedBuffer out;  // total (8) | meta (4n, padded to 16) | values
+    cuda::DeviceBytes d_in, d_handles, d_found, d_lens, d_offsets, d_temp, d_out;
+    size_t temp_bytes = 0;
+    uint64_t scan_items = 0;  // the largest scan temp_bytes was sized for
+    // The batch in flight.
+    std::vector<Call*> calls;
+    uint64_t n = 0;
+    uint64_t head = 0;    // bytes before the values in out/d_out
+    uint64_t copied = 0;  // value bytes the download brings (the capacity the gather used)
+    double pack_seconds = 0;
+  };
+  DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
+  absl::Status init(int depth);
+  absl::Status enqueue(engine::cuda::CudaTable& table, Slot& s, bool any_exists);
+  // The slow path of finish(): values gathered per call from handles copied back.
+  absl::Status fill_from_handles(Slot& s, const std::vector<Call*>& calls, uint64_t max_response_bytes,
+                                 std::vector<absl::Status>* statuses);
+
+  DeviceValueHeap* heap_;
+  bool time_stages_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::deque<Slot*> order_;  // batches in flight, oldest first
+  size_t next_ = 0;
+};
+
+}  // namespace gphkv::server

@@ -1,0 +1,87 @@
+// Page-locked host memory (cudaHostAlloc) that grows on demand: the staging
+// buffers of uploads and downloads, so cudaMemcpyAsync is a true DMA that
+// overlaps kernels instead of a staged, host-blocking copy.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "engine/cuda/cuda_status.h"
+
+namespace gphkv::server::cuda {
+
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  ~PinnedBuffer() { reset(); }
+
+  // Makes room for at least `bytes` (contents are lost when it grows).
+  absl::Status reserve(size_t bytes) {
+    if (bytes <= bytes_) return absl::OkStatus();
+    reset();
+    const size_t want = bytes < 4096 ? 4096 : bytes;
+    void* p = nullptr;
+    GPHKV_CUDA_TRY(cudaHostAlloc(&p, want, cudaHostAllocDefault));
+    ptr_ = static_cast<char*>(p);
+    bytes_ = want;
+    return absl::OkStatus();
+  }
+  void reset() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  char* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  char* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Device memory that grows on demand (cudaMalloc; never managed memory).
+class DeviceBytes {
+ public:
+  DeviceBytes() = default;
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  DeviceBytes(DeviceBytes&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBytes& operator=(DeviceBytes&& o) noexcept {
+    reset();
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    return *this;
+  }
+  ~DeviceBytes() { reset(); }
+  absl::Status reserve(size_t bytes) {
+    if (bytes <= bytes_ && ptr_ != nullptr) return absl::OkStatus();
+    reset();
+    const size_t want = bytes < 256 ? 256 : bytes;
+    void* p = nullptr;
+    GPHKV_CUDA_TRY(cudaMalloc(&p, want));
+    ptr_ = static_cast<char*>(p);
+    bytes_ = want;
+    return absl::OkStatus();
+  }
+  void reset() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  template <class T = char>
+  T* at(size_t offset = 0) const {
+    return reinterpret_cast<T*>(ptr_ + offset);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  char* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace gphkv::server::cuda

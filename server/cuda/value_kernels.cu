@@ -1,0 +1,151 @@
+#include "server/cuda/value_kernels.h"
+
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+
+namespace gphkv::server::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / 32;
+constexpr unsigned kMaxBlocks = 65535;
+
+unsigned blocks_for(uint64_t items, uint64_t per_block) {
+  const uint64_t b = (items + per_block - 1) / per_block;
+  return static_cast<unsigned>(b < kMaxBlocks ? (b == 0 ? 1 : b) : kMaxBlocks);
+}
+
+// One warp copies one value. Values of 64 bytes at 64-byte offsets (the
+// benchmark's) take the 16-byte path: 4 lanes, one load and one store each.
+// Slots are 8-byte aligned (every size class is a multiple of 8), the
+// destination offsets are whatever the prefix sum gives, so the widest
+// access that src, dst and len all allow is chosen per value.
+__device__ void warp_copy(char* dst, const char* src, uint64_t len, int lane) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | len;
+  if ((a & 15) == 0) {
+    for (uint64_t i = lane; i < len / 16; i += 32) {
+      reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+    }
+  } else if ((a & 7) == 0) {
+    for (uint64_t i = lane; i < len / 8; i += 32) {
+      reinterpret_cast<uint64_t*>(dst)[i] = reinterpret_cast<const uint64_t*>(src)[i];
+    }
+  } else if ((a & 3) == 0) {
+    for (uint64_t i = lane; i < len / 4; i += 32) {
+      reinterpret_cast<uint32_t*>(dst)[i] = reinterpret_cast<const uint32_t*>(src)[i];
+    }
+  } else {
+    for (uint64_t i = lane; i < len; i += 32) dst[i] = src[i];
+  }
+}
+
+__device__ char* slot_address(const DeviceSlab* slabs, uint64_t h) {
+  const DeviceSlab s = slabs[device_handle::slab(h)];
+  return s.base + device_handle::slot(h) * s.slot_bytes;
+}
+
+__global__ void scatter_kernel(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* src_offsets,
+                               const char* src, uint64_t n) {
+  const int lane = threadIdx.x & 31;
+  const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
+  for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
+    const uint64_t h = handles[i];
+    warp_copy(slot_address(slabs, h), src + src_offsets[i], device_handle::length(h), lane);
+  }
+}
+
+__global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                               uint32_t* meta, uint64_t* lens) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += stride) {
+    if (i == n) {
+      lens[n] = 0;
+      break;
+    }
+    const bool hit = found[i] != 0;
+    // A miss's handle slot was never written by the lookup: read it only on a hit.
+    const uint32_t len = hit && (want == nullptr || want[i]) ? device_handle::length(handles[i]) : 0;
+    meta[i] = hit ? (0x80000000u | len) : 0u;
+    lens[i] = len;
+  }
+}
+
+constexpr int kScanThreads = 1024;
+
+// Single block: tiles of kScanThreads keys, each scanned by cub::BlockScan
+// and offset by the running total of the tiles before it.
+__global__ void __launch_bounds__(kScanThreads)
+    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                        uint32_t* meta, uint64_t* offsets, uint64_t* total) {
+  using BlockScan = cub::BlockScan<uint64_t, kScanThreads>;
+  __shared__ typename BlockScan::TempStorage temp;
+  uint64_t carry = 0;
+  for (uint64_t base = 0; base < n; base += kScanThreads) {
+    const uint64_t i = base + threadIdx.x;
+    uint32_t len = 0;
+    if (i < n) {
+      const bool hit = found[i] != 0;
+      len = hit && (want == nullptr || want[i]) ? device_handle::length(handles[i]) : 0;
+      meta[i] = hit ? (0x80000000u | len) : 0u;
+    }
+    uint64_t off = 0, tile_total = 0;
+    BlockScan(temp).ExclusiveSum(static_cast<uint64_t>(len), off, tile_total);
+    if (i < n) offsets[i] = carry + off;
+    carry += tile_total;
+    __syncthreads();  // temp is reused by the next tile
+  }
+  if (threadIdx.x == 0) {
+    offsets[n] = carry;
+    *total = carry;
+  }
+}
+
+__global__ void gather_kernel(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+                              char* dst, uint64_t capacity, uint64_t* total_out) {
+  if (total_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *total_out = offsets[n];
+  const int lane = threadIdx.x & 31;
+  const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
+  for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
+    const uint64_t at = offsets[i];
+    const uint64_t len = offsets[i + 1] - at;
+    // A miss's handle slot was never written by the lookup: read it only for a value.
+    if (len == 0 || at + len > capacity) continue;
+    warp_copy(dst + at, slot_address(slabs, handles[i]), len, lane);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_scatter(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* src_offsets,
+                           const char* src, uint64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  scatter_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(slabs, handles, src_offsets, src, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                           uint32_t* meta, uint64_t* lens, cudaStream_t stream) {
+  lengths_kernel<<<blocks_for(n + 1, kThreads), kThreads, 0, stream>>>(handles, found, want, n, meta, lens);
+  return cudaGetLastError();
+}
+
+cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets,
+                           uint64_t count, cudaStream_t stream) {
+  return cub::DeviceScan::ExclusiveSum(temp, *temp_bytes, lens, offsets, static_cast<int64_t>(count), stream);
+}
+
+cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                                uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream) {
+  if (n > kFusedScanMaxKeys) return cudaErrorInvalidValue;
+  lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(handles, found, want, n, meta, offsets, total);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+                          char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream) {
+  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(slabs, handles, offsets, n, dst, dst_capacity,
+                                                                          total_out);
+  return cudaGetLastError();
+}
+
+}  // namespace gphkv::server::cuda

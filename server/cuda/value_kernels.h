@@ -1,0 +1,51 @@
+// Kernels of the device value heap and of the CUDA get path (issue 5's data
+// path, not part of the GPH paper): scatter a put batch's bytes into slots,
+// turn a lookup's handles into lengths, prefix-sum them (CUB), and gather the
+// values into one contiguous buffer. Host-callable launchers; every one
+// returns the launch's cudaError_t (cudaGetLastError after <<<>>>).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "server/cuda/device_handle.h"
+
+namespace gphkv::server::cuda {
+
+// dst slot of handles[i] <- src[src_offsets[i], + length(handles[i])).
+cudaError_t launch_scatter(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* src_offsets,
+                           const char* src, uint64_t n, cudaStream_t stream);
+
+// For each key of a lookup: meta[i] = found ? 1u << 31 | len : 0 and
+// lens[i] = len, where len = length(handles[i]) if found[i] and (want ==
+// nullptr or want[i]), else 0. Also writes lens[n] = 0, so an exclusive scan
+// of n + 1 lengths ends in the total.
+cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                           uint32_t* meta, uint64_t* lens, cudaStream_t stream);
+
+// offsets[0..n] = exclusive prefix sum of lens[0..n] (CUB DeviceScan). With
+// temp == nullptr, only sets *temp_bytes.
+cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets,
+                           uint64_t count, cudaStream_t stream);
+
+// The lengths pass and the prefix sum in one single-block kernel, for
+// batches of at most kFusedScanMaxKeys keys (a server batch is at most
+// --max_batch_keys, 16384 by default): meta as launch_lengths, offsets[0..n]
+// the exclusive sum of the lengths, *total = offsets[n]. One launch instead
+// of three (lengths, CUB's init and scan): at a few thousand keys a batch's
+// device time is mostly launch latency.
+constexpr uint64_t kFusedScanMaxKeys = 65536;
+cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
+                                uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream);
+
+// dst[offsets[i], offsets[i + 1]) <- the slot of handles[i] (offsets holds
+// n + 1 entries; an empty range copies nothing and reads no handle), for
+// every value that ends within dst_capacity; one that would not fit is
+// skipped (the caller sees total > capacity and takes its slow path). With
+// total_out, also writes *total_out = offsets[n].
+cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+                          char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream);
+
+}  // namespace gphkv::server::cuda

@@ -1,0 +1,291 @@
+// The store on CUDA (device value heap, pipelined gets) against the CPU
+// store, call by call: the same runs of puts, deletes and gets (duplicates,
+// misses, 0 and the sentinel key, EXISTS mode, values of 0..4096 bytes),
+// through growth by rebuilds (gets take the synchronous path while one
+// runs). Skips without a CUDA device.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gphkv/engine/table.h"
+#include "gtest/gtest.h"
+#include "server/store.h"
+
+namespace gphkv::server {
+namespace {
+
+struct Owned {
+  v1::GetRequest get;
+  v1::GetResponse get_out;
+  v1::PutRequest put;
+  v1::PutResponse put_out;
+  v1::DeleteRequest del;
+  v1::DeleteResponse del_out;
+  Call call;
+};
+
+std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory) {
+  StoreOptions o;
+  o.backend = backend;
+  o.initial_capacity = 256;
+  o.memory_limit_bytes = memory;
+  o.max_value_bytes = 4096;
+  o.table.cpu_threads = 2;
+  o.time_get_stages = true;
+  auto s = Store::create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+uint64_t random_key(std::mt19937_64& rng) {
+  const int r = static_cast<int>(rng() % 50);
+  if (r == 0) return 0;
+  if (r == 1) return ~uint64_t{0};  // kEmptyKey: a valid key too
+  return rng() % 20000;
+}
+
+std::string random_value(std::mt19937_64& rng) {
+  const uint32_t len = rng() % 10 == 0 ? static_cast<uint32_t>(rng() % 4097) : static_cast<uint32_t>(rng() % 100);
+  std::string s(len, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+// A run of `calls` calls of one kind, as both stores' Calls.
+std::vector<std::unique_ptr<Owned>> make_run(std::mt19937_64& rng, OpKind kind, int calls) {
+  std::vector<std::unique_ptr<Owned>> run;
+  for (int c = 0; c < calls; ++c) {
+    auto o = std::make_unique<Owned>();
+    const int n = static_cast<int>(rng() % 200);
+    o->call.kind = kind;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t k = random_key(rng);
+      switch (kind) {
+        case OpKind::kGet: o->get.add_keys(k); break;
+        case OpKind::kPut: {
+          o->put.add_keys(k);
+          const std::string v = random_value(rng);
+          o->put.add_value_lengths(static_cast<uint32_t>(v.size()));
+          o->put.mutable_values()->append(v);
+          break;
+        }
+        case OpKind::kDelete: o->del.add_keys(k); break;
+      }
+    }
+    if (kind == OpKind::kGet && rng() % 5 == 0) o->get.set_value_mode(v1::VALUE_MODE_EXISTS);
+    o->call.get = &o->get;
+    o->call.get_out = &o->get_out;
+    o->call.put = &o->put;
+    o->call.put_out = &o->put_out;
+    o->call.del = &o->del;
+    o->call.del_out = &o->del_out;
+    run.push_back(std::move(o));
+  }
+  return run;
+}
+
+std::vector<std::unique_ptr<Owned>> copy_run(const std::vector<std::unique_ptr<Owned>>& run) {
+  std::vector<std::unique_ptr<Owned>> out;
+  for (const auto& r : run) {
+    auto o = std::make_unique<Owned>();
+    o->get = r->get;
+    o->put = r->put;
+    o->del = r->del;
+    o->call.kind = r->call.kind;
+    o->call.get = &o->get;
+    o->call.get_out = &o->get_out;
+    o->call.put = &o->put;
+    o->call.put_out = &o->put_out;
+    o->call.del = &o->del;
+    o->call.del_out = &o->del_out;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<Call*> ptrs(const std::vector<std::unique_ptr<Owned>>& run) {
+  std::vector<Call*> p;
+  for (const auto& o : run) p.push_back(&o->call);
+  return p;
+}
+
+void apply(Store& s, OpKind kind, const std::vector<Call*>& calls, std::vector<absl::Status>* st) {
+  switch (kind) {
+    case OpKind::kGet: s.apply_gets(calls, st); break;
+    case OpKind::kPut: s.apply_puts(calls, st); break;
+    case OpKind::kDelete: s.apply_deletes(calls, st); break;
+  }
+}
+
+TEST(CudaStore, PipelinedGetsMatchTheCpuStoreCallByCall) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto cpu = make_store(engine::Backend::kCpu, 512 << 20);
+  auto gpu = make_store(engine::Backend::kCuda, 512 << 20);
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_STREQ(gpu->value_heap_kind(), "device");
+  ASSERT_GE(gpu->pipeline_depth(), 2);
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  int mismatches = 0;
+  for (int round = 0; round < 120 && mismatches < 5; ++round) {
+    const int what = static_cast<int>(rng() % 10);
+    if (what < 3) {
+      const OpKind kind = what < 2 ? OpKind::kPut : OpKind::kDelete;
+      auto a = make_run(rng, kind, 1 + static_cast<int>(rng() % 4));
+      auto b = copy_run(a);
+      std::vector<absl::Status> sa, sb;
+      apply(*cpu, kind, ptrs(a), &sa);
+      apply(*gpu, kind, ptrs(b), &sb);
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_EQ(sa[i].code(), sb[i].code()) << sb[i];
+        if (kind == OpKind::kPut) {
+          EXPECT_EQ(a[i]->put_out.SerializeAsString(), b[i]->put_out.SerializeAsString());
+        } else {
+          EXPECT_EQ(a[i]->del_out.SerializeAsString(), b[i]->del_out.SerializeAsString());
+        }
+      }
+      continue;
+    }
+    // Up to depth get runs in flight on the GPU store, finished in order.
+    std::vector<std::vector<std::unique_ptr<Owned>>> cpu_runs, gpu_runs;
+    const int runs = 1 + static_cast<int>(rng() % gpu->pipeline_depth());
+    for (int r = 0; r < runs; ++r) {
+      cpu_runs.push_back(make_run(rng, OpKind::kGet, 1 + static_cast<int>(rng() % 5)));
+      gpu_runs.push_back(copy_run(cpu_runs.back()));
+    }
+    std::vector<std::vector<absl::Status>> gpu_st(runs);
+    int submitted = 0;
+    if (gpu->can_pipeline_gets()) {
+      for (auto& run : gpu_runs) {
+        ASSERT_TRUE(gpu->submit_gets(ptrs(run)).ok());
+        ++submitted;
+      }
+      ASSERT_EQ(gpu->gets_in_flight(), static_cast<size_t>(runs));
+      for (int r = 0; r < runs; ++r) {
+        GetStageTimes times;
+        std::vector<Call*> done = gpu->finish_gets(&gpu_st[r], &times);
+        ASSERT_EQ(done, ptrs(gpu_runs[r]));  // oldest first
+      }
+    } else {
+      for (int r = 0; r < runs; ++r) gpu->apply_gets(ptrs(gpu_runs[r]), &gpu_st[r]);
+    }
+    for (int r = 0; r < runs; ++r) {
+      std::vector<absl::Status> cpu_st;
+      cpu->apply_gets(ptrs(cpu_runs[r]), &cpu_st);
+      for (size_t i = 0; i < cpu_runs[r].size(); ++i) {
+        EXPECT_EQ(cpu_st[i].code(), gpu_st[r][i].code()) << gpu_st[r][i];
+        if (cpu_runs[r][i]->get_out.SerializeAsString() != gpu_runs[r][i]->get_out.SerializeAsString()) {
+          ++mismatches;
+          ADD_FAILURE() << "round " << round << " run " << r << " call " << i << " (pipelined: " << (submitted > 0)
+                        << "): GPU response differs from the CPU store's";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cpu->keys(), gpu->keys());
+  EXPECT_GT(gpu->counters().pipelined_get_runs, 0u);
+}
+
+TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswered) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  StoreOptions o;
+  o.backend = engine::Backend::kCuda;
+  o.initial_capacity = 256;
+  o.memory_limit_bytes = 64 << 20;
+  o.max_value_bytes = 4096;
+  o.max_response_bytes = 5000;
+  auto store = std::move(*Store::create(o));
+  Owned p;
+  for (uint64_t k = 1; k <= 3; ++k) {
+    p.put.add_keys(k);
+    p.put.add_value_lengths(2000);
+    p.put.mutable_values()->append(std::string(2000, static_cast<char>('a' + k)));
+  }
+  p.call.kind = OpKind::kPut;
+  p.call.put = &p.put;
+  p.call.put_out = &p.put_out;
+  std::vector<absl::Status> st;
+  Call* pc = &p.call;
+  store->apply_puts({&pc, 1}, &st);
+  ASSERT_TRUE(st[0].ok());
+  ASSERT_TRUE(store->can_pipeline_gets());
+  Owned big, small;
+  for (uint64_t k : {1, 2, 3}) big.get.add_keys(k);
+  small.get.add_keys(2);
+  small.get.add_keys(9);
+  for (Owned* g : {&big, &small}) {
+    g->call.kind = OpKind::kGet;
+    g->call.get = &g->get;
+    g->call.get_out = &g->get_out;
+  }
+  Call* calls[] = {&big.call, &small.call};
+  ASSERT_TRUE(store->submit_gets(calls).ok());
+  GetStageTimes times;
+  store->finish_gets(&st, &times);
+  EXPECT_EQ(st[0].code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(st[1].ok());
+  EXPECT_TRUE(small.get_out.found(0));
+  EXPECT_FALSE(small.get_out.found(1));
+  EXPECT_EQ(small.get_out.values(), std::string(2000, 'c'));
+}
+
+TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto gpu = make_store(engine::Backend::kCuda, 512 << 20);
+  ASSERT_NE(gpu, nullptr);
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  constexpr uint64_t kKeys = 80000;  // over kFusedScanMaxKeys (65536) in one run
+  std::vector<std::string> model(kKeys);
+  std::vector<bool> stored(kKeys, false);
+  Owned p;
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    if (rng() % 4 == 0) continue;  // a quarter stay misses
+    stored[k] = true;
+    model[k] = std::string(rng() % 24, static_cast<char>('a' + k % 26));
+    p.put.add_keys(k);
+    p.put.add_value_lengths(static_cast<uint32_t>(model[k].size()));
+    p.put.mutable_values()->append(model[k]);
+  }
+  p.call.kind = OpKind::kPut;
+  p.call.put = &p.put;
+  p.call.put_out = &p.put_out;
+  std::vector<absl::Status> st;
+  Call* pc = &p.call;
+  gpu->apply_puts({&pc, 1}, &st);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  ASSERT_TRUE(gpu->finish_rebuild().ok());
+  ASSERT_TRUE(gpu->can_pipeline_gets());
+  Owned g;
+  for (uint64_t k = 0; k < kKeys; ++k) g.get.add_keys(k);
+  g.call.kind = OpKind::kGet;
+  g.call.get = &g.get;
+  g.call.get_out = &g.get_out;
+  Call* gc = &g.call;
+  ASSERT_TRUE(gpu->submit_gets({&gc, 1}).ok());
+  GetStageTimes times;
+  gpu->finish_gets(&st, &times);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  uint64_t off = 0;
+  int bad = 0;
+  for (uint64_t k = 0; k < kKeys && bad < 5; ++k) {
+    if (g.get_out.found(k) != stored[k]) {
+      ++bad;
+      ADD_FAILURE() << "key " << k << " found=" << g.get_out.found(k);
+      continue;
+    }
+    const uint32_t len = g.get_out.value_lengths(k);
+    if (stored[k] && g.get_out.values().compare(off, len, model[k]) != 0) {
+      ++bad;
+      ADD_FAILURE() << "key " << k << " has the wrong value";
+    }
+    off += len;
+  }
+  EXPECT_EQ(off, g.get_out.values().size());
+}
+
+}  // namespace
+}  // namespace gphkv::server

@@ -5,6 +5,7 @@
 //     put KEY VALUE         store VALUE; put KEY --file=F; put KEY - (stdin)
 //     del KEY...            remove keys
 //     stats                 the server's table, memory and batching state
+//     shrink                rebuild the table for the keys stored now (after mass deletes)
 //     health                exit 0 when the server reports SERVING
 //
 // Exit status: 0 success; 1 a key was not found (get) or the server is not
@@ -48,6 +49,7 @@ const char* kUsage =
     "  put KEY -           store standard input\n"
     "  del KEY...          remove keys\n"
     "  stats               the server's table, memory and batching state\n"
+    "  shrink              rebuild the table for the keys stored now (after mass deletes)\n"
     "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
     "Keys are unsigned 64-bit integers (decimal or 0x hex).\n"
     "Exit status: 0 ok, 1 key not found / not serving, 2 usage, 3 RPC failed.";
@@ -236,6 +238,26 @@ int cmd_stats(gphkv::Client& client, bool json) {
   return 0;
 }
 
+int cmd_shrink(gphkv::Client& client, bool json) {
+  auto r = client.Shrink();
+  if (!r.ok()) return rpc_error(r.status(), json);
+  const auto& s = *r;
+  if (json) {
+    std::cout << absl::StrFormat(R"({"started":%s,"keys":%d,"table_bytes":%d,"new_table_bytes":%d})",
+                                 s.started() ? "true" : "false", s.keys(), s.table_bytes(), s.new_table_bytes())
+              << "\n";
+  } else if (s.started()) {
+    std::cout << absl::StrFormat(
+        "rebuild started: %d keys, table %d bytes -> %d bytes (swapped in between batches; "
+        "`gphkv stats` shows it)\n",
+        s.keys(), s.table_bytes(), s.new_table_bytes());
+  } else {
+    std::cout << absl::StrFormat("nothing to do: the %d-byte table already fits its %d keys\n", s.table_bytes(),
+                                 s.keys());
+  }
+  return 0;
+}
+
 int cmd_health(gphkv::Client& client, bool json) {
   const absl::Status s = client.Health();
   if (json) {
@@ -274,6 +296,10 @@ int main(int argc, char** argv) {
   if (cmd == "stats") {
     if (args.size() != 2) return usage_error("stats takes no arguments");
     return cmd_stats(*client, json);
+  }
+  if (cmd == "shrink") {
+    if (args.size() != 2) return usage_error("shrink takes no arguments");
+    return cmd_shrink(*client, json);
   }
   if (cmd == "health") {
     if (args.size() != 2) return usage_error("health takes no arguments");

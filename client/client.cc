@@ -141,6 +141,14 @@ absl::StatusOr<v1::StatsResponse> Client::Stats() {
   return resp;
 }
 
+absl::StatusOr<v1::ShrinkResponse> Client::Shrink() {
+  v1::ShrinkResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  if (auto s = to_absl(stub_->Shrink(&ctx, v1::ShrinkRequest(), &resp)); !s.ok()) return s;
+  return resp;
+}
+
 absl::Status Client::Health() {
   auto health = grpc::health::v1::Health::NewStub(channel_);
   grpc::health::v1::HealthCheckRequest req;  // service "": the server as a whole

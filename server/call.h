@@ -1,5 +1,5 @@
 // One queued operation: a get, put or delete of one RPC (or one pipelined
-// op), with the request it reads, the response it fills and the callback
+// op), or an operator's shrink request, with the request it reads, the response it fills and the callback
 // that answers it. Plain protobuf messages: the batcher and executor know
 // nothing of gRPC.
 #pragma once
@@ -15,7 +15,9 @@ namespace gphkv::server {
 
 using Clock = std::chrono::steady_clock;
 
-enum class OpKind : uint8_t { kGet = 0, kPut = 1, kDelete = 2 };
+// kShrink goes through the queue like the others because only the executor
+// thread may touch the store; it carries no keys.
+enum class OpKind : uint8_t { kGet = 0, kPut = 1, kDelete = 2, kShrink = 3 };
 
 struct Call {
   OpKind kind = OpKind::kGet;
@@ -27,6 +29,7 @@ struct Call {
   v1::PutResponse* put_out = nullptr;
   const v1::DeleteRequest* del = nullptr;
   v1::DeleteResponse* del_out = nullptr;
+  v1::ShrinkResponse* shrink_out = nullptr;
 
   // A call whose deadline passed before its batch ran is answered
   // DEADLINE_EXCEEDED and changes nothing.
@@ -44,7 +47,8 @@ struct Call {
     switch (kind) {
       case OpKind::kGet: return static_cast<uint32_t>(get->keys_size());
       case OpKind::kPut: return static_cast<uint32_t>(put->keys_size());
-      default: return static_cast<uint32_t>(del->keys_size());
+      case OpKind::kDelete: return static_cast<uint32_t>(del->keys_size());
+      default: return 0;
     }
   }
 };

@@ -157,8 +157,9 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
       case OpKind::kGet: store_->apply_gets(run, &statuses); break;
       case OpKind::kPut: store_->apply_puts(run, &statuses); break;
       case OpKind::kDelete: store_->apply_deletes(run, &statuses); break;
+      case OpKind::kShrink: store_->apply_shrinks(run, &statuses); break;
     }
-    if (metrics_ != nullptr) {
+    if (metrics_ != nullptr && kind != OpKind::kShrink) {
       metrics_->device_seconds[static_cast<int>(kind)]->observe(seconds_since(t0));
       metrics_->batch_keys->observe(static_cast<double>(keys));
     }

@@ -14,7 +14,8 @@ absl::Status validate_call(const Call& c, const RequestLimits& limits) {
   switch (c.kind) {
     case OpKind::kGet: return validate(*c.get, limits);
     case OpKind::kPut: return validate(*c.put, limits);
-    default: return validate(*c.del, limits);
+    case OpKind::kDelete: return validate(*c.del, limits);
+    default: return absl::OkStatus();
   }
 }
 
@@ -91,6 +92,22 @@ grpc::ServerUnaryReactor* KeyValueService::Delete(grpc::CallbackServerContext* c
 grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* KeyValueService::Pipeline(
     grpc::CallbackServerContext* ctx) {
   return new PipelineReactor(this, ctx);
+}
+
+grpc::ServerUnaryReactor* KeyValueService::Shrink(grpc::CallbackServerContext* ctx,
+                                                  const v1::ShrinkRequest*, v1::ShrinkResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  const Clock::time_point t0 = Clock::now();
+  auto finish = [this, reactor, t0](const absl::Status& s) {
+    metrics_->record_request(OpLabel::kShrink, s.code(), 0, seconds_since(t0));
+    reactor->Finish(to_grpc(s));
+  };
+  Call call;
+  call.kind = OpKind::kShrink;
+  call.shrink_out = resp;
+  call.done = [finish](absl::Status s) { finish(s); };
+  if (absl::Status s = submit(std::move(call), steady_deadline(*ctx)); !s.ok()) finish(s);
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ctx,

@@ -36,6 +36,8 @@ class KeyValueService final : public v1::KeyValue::CallbackService {
       grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const v1::StatsRequest* req,
                                   v1::StatsResponse* resp) override;
+  grpc::ServerUnaryReactor* Shrink(grpc::CallbackServerContext* ctx, const v1::ShrinkRequest* req,
+                                   v1::ShrinkResponse* resp) override;
 
   // Builds the call for one get/put/delete (from a unary RPC or a pipelined
   // op), validates it and queues it. On a non-OK return nothing was queued

@@ -19,6 +19,7 @@ const char* op_label_name(OpLabel op) {
     case OpLabel::kDelete: return "delete";
     case OpLabel::kPipeline: return "pipeline";
     case OpLabel::kStats: return "stats";
+    case OpLabel::kShrink: return "shrink";
     default: return "unknown";
   }
 }

@@ -13,7 +13,7 @@
 namespace gphkv::server {
 
 // Operations as labelled in metrics.
-enum class OpLabel { kGet = 0, kPut, kDelete, kPipeline, kStats, kCount };
+enum class OpLabel { kGet = 0, kPut, kDelete, kPipeline, kStats, kShrink, kCount };
 const char* op_label_name(OpLabel op);
 
 // The status-code label: gRPC's code names (OK, INVALID_ARGUMENT, ...).

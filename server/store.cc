@@ -397,4 +397,31 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
   heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
 }
 
+void Store::apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  absl::Status s;
+  v1::ShrinkResponse answer;
+  answer.set_keys(keys());
+  answer.set_table_bytes(table_bytes());
+  if (table_->rebuilding()) {
+    s = absl::FailedPreconditionError(
+        "a table rebuild is already running; ask again once it is done (gphkv_rebuilds_total counts it)");
+  } else {
+    s = table_->shrink_to_fit();
+    if (s.ok() && table_->rebuilding()) {
+      answer.set_started(true);
+      // table_bytes() counts both tables while the new one is built.
+      answer.set_new_table_bytes(table_bytes() - answer.table_bytes());
+      spdlog::info("shrink requested: rebuilding {} keys from a {}-byte table into a {}-byte one", answer.keys(),
+                   answer.table_bytes(), answer.new_table_bytes());
+    } else if (s.ok()) {
+      spdlog::info("shrink requested: the {}-byte table already fits its {} keys", answer.table_bytes(),
+                   answer.keys());
+    }
+  }
+  statuses->assign(calls.size(), s);
+  if (!s.ok()) return;
+  for (Call* c : calls) *c->shrink_out = answer;
+  heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
+}
+
 }  // namespace gphkv::server

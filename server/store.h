@@ -82,6 +82,11 @@ class Store {
   void apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // An operator's shrink request (every call of the run gets the same
+  // answer): starts a background rebuild into a table sized for the keys
+  // stored now, unless the table already is. FAILED_PRECONDITION while
+  // another rebuild runs, since waiting for it would stall every call behind.
+  void apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
 
   // The pipelined CUDA get path (server/cuda/device_gets.h). Usable while
   // the store has it (CUDA backend, device value heap, depth > 0) and no

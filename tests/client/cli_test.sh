@@ -41,6 +41,9 @@ json=$(g --json get 7 10)
 [ "$(g --json del 7 10)" = '{"results":[{"key":"7","deleted":true},{"key":"10","deleted":false}]}' ] || fail "del --json"
 g stats | grep -q '^backend *cpu$' || fail "stats text"
 g --json stats | grep -q '"keys":2,' || fail "stats --json: $(g --json stats)"
+# The table is at its initial size: nothing to shrink.
+g --json shrink | grep -q '^{"started":false,"keys":2,' || fail "shrink --json: $(g --json shrink)"
+g shrink | grep -q '^nothing to do' || fail "shrink text: $(g shrink)"
 g get notakey >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad key should be a usage error (2)"
 g frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown command should exit 2"
 

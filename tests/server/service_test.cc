@@ -90,6 +90,82 @@ TEST(Service, PutGetDeleteStats) {
   EXPECT_FALSE(stats->version().empty());
 }
 
+// An operator's Shrink after mass deletes: the table is rebuilt for the keys
+// left, in the background, and every key left (and no deleted one) is still
+// there with its value.
+TEST(Service, ShrinkRebuildsForTheKeysLeftAndKeepsThem) {
+  auto server = start_server();  // initial capacity 1024: 40k keys grow it several times
+  ASSERT_NE(server, nullptr);
+  auto client = connect(*server);
+  std::mt19937_64 rng(std::random_device{}());
+  std::map<uint64_t, std::string> model;
+  std::vector<uint64_t> all;
+  while (all.size() < 40000) {
+    std::vector<uint64_t> keys;
+    std::vector<std::string> values;
+    for (int i = 0; i < 1000; ++i) {
+      const uint64_t k = rng();
+      if (!model.emplace(k, std::to_string(k % 100000)).second) continue;
+      keys.push_back(k);
+      values.push_back(model[k]);
+      all.push_back(k);
+    }
+    ASSERT_TRUE(client->Put(keys, views(values)).ok());
+  }
+  const size_t keep = 1000;
+  for (size_t i = keep; i < all.size(); i += 1000) {
+    const std::vector<uint64_t> gone(all.begin() + i, all.begin() + std::min(all.size(), i + 1000));
+    ASSERT_TRUE(client->Delete(gone).ok());
+    for (uint64_t k : gone) model.erase(k);
+  }
+  const std::vector<uint64_t> kept(all.begin(), all.begin() + keep);
+  auto stats = client->Stats();
+  ASSERT_TRUE(stats.ok());
+  const uint64_t rebuilds_before = stats->rebuilds();
+
+  // A growth rebuild may still be running: that is FAILED_PRECONDITION, and
+  // the next call swaps it in.
+  absl::StatusOr<v1::ShrinkResponse> shrink;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    shrink = client->Shrink();
+    if (shrink.ok() || std::chrono::steady_clock::now() > give_up) break;
+    ASSERT_EQ(shrink.status().code(), absl::StatusCode::kFailedPrecondition) << shrink.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(client->Get(kept).ok());
+  }
+  ASSERT_TRUE(shrink.ok()) << shrink.status();
+  EXPECT_TRUE(shrink->started());
+  EXPECT_EQ(shrink->keys(), keep);
+  EXPECT_GT(shrink->new_table_bytes(), 0u);
+  EXPECT_LT(shrink->new_table_bytes(), shrink->table_bytes() / 4);
+
+  // The new table is swapped in between batches: calls keep going meanwhile,
+  // and each answer is checked against the model.
+  for (;;) {
+    auto got = client->Get(kept);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (size_t i = 0; i < keep; ++i) ASSERT_EQ(got->value(i), model.at(kept[i])) << "key " << kept[i];
+    stats = client->Stats();
+    ASSERT_TRUE(stats.ok());
+    if (stats->table_bytes() == shrink->new_table_bytes()) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the shrunk table was never swapped in";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(stats->keys(), keep);
+  EXPECT_GT(stats->rebuilds(), rebuilds_before);
+  const std::vector<uint64_t> deleted(all.begin() + keep, all.begin() + keep + 1000);
+  auto got = client->Get(deleted, /*exists_only=*/true);
+  ASSERT_TRUE(got.ok());
+  for (size_t i = 0; i < deleted.size(); ++i) EXPECT_FALSE(got->found(i)) << "deleted key " << deleted[i];
+
+  // Now it fits: nothing to do.
+  shrink = client->Shrink();
+  ASSERT_TRUE(shrink.ok()) << shrink.status();
+  EXPECT_FALSE(shrink->started());
+  EXPECT_EQ(shrink->new_table_bytes(), 0u);
+}
+
 TEST(Service, PipelineAnswersEveryOpByIdInStreamOrder) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);

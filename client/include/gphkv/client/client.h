@@ -1,7 +1,7 @@
 // gphkv::Client: the C++ client of gphkv.v1.KeyValue.
 //
-// Sync and async batched get/put/delete, a pipelined stream, Stats and the
-// health check. Every call carries a deadline (ClientOptions::timeout).
+// Sync and async batched get/put/delete, a pipelined stream, Stats, Shrink
+// and the health check. Every call carries a deadline (ClientOptions::timeout).
 // Calls refused with UNAVAILABLE (server restarting, connection lost) are
 // retried with backoff by the channel's retry policy; no other status is
 // retried, since the server refuses those without changing anything and a
@@ -95,6 +95,9 @@ class Client {
   // deleted[i]: keys[i] was stored and is now removed.
   absl::StatusOr<std::vector<bool>> Delete(absl::Span<const uint64_t> keys);
   absl::StatusOr<v1::StatsResponse> Stats();
+  // Asks the server to rebuild its table for the keys stored now (after mass
+  // deletes); see the Shrink RPC in gphkv.proto.
+  absl::StatusOr<v1::ShrinkResponse> Shrink();
   // OK when the server reports SERVING; UNAVAILABLE with the reported status
   // otherwise (or the RPC's error).
   absl::Status Health();

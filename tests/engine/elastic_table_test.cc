@@ -100,6 +100,7 @@ TEST_P(ElasticTableTest, ReadsAndWritesDuringARebuildSeeEveryAcknowledgedWrite) 
   std::mt19937_64 rng(seed);
   ElasticOptions o;
   o.shape.num_buckets = buckets_for_capacity(400000, 0.80, 16);
+  o.rebuild_burst_fraction = 0;  // this test is about the load-factor rebuild
   auto t = make_elastic(o);
   ASSERT_NE(t, nullptr);
   const auto pool = key_pool(rng, 600000);
@@ -147,7 +148,7 @@ TEST_P(ElasticTableTest, LargeBurstGoesThroughARebuild) {
   Model model;
   std::vector<uint64_t> keys(pool.begin(), pool.begin() + 1000), values(1000, 7);
   std::vector<UpsertOutcome> out(keys.size());
-  ASSERT_TRUE(t->insert_or_assign(keys, values, absl::MakeSpan(out)).ok());  // first batch: a burst too
+  ASSERT_TRUE(t->insert_or_assign(keys, values, absl::MakeSpan(out)).ok());  // too small to be a burst
   for (size_t i = 0; i < keys.size(); ++i) model[keys[i]] = 7;
   ASSERT_TRUE(t->finish_rebuild().ok());
   const uint64_t before = t->rebuilds();
@@ -276,6 +277,18 @@ TEST_P(ElasticTableTest, ShrinkToFitKeepsEveryKey) {
   Model model;
   for (size_t i = 95000; i < pool.size(); ++i) model[pool[i]] = 3;
   expect_contents(*t, model);
+}
+
+TEST_P(ElasticTableTest, BurstThresholdDefaultsToTheBackendsMeasuredValue) {
+  auto t = make_elastic(ElasticOptions{});
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->rebuild_burst_fraction(),
+            GetParam() == Backend::kCuda ? kCudaRebuildBurstFraction : kCpuRebuildBurstFraction);
+  ElasticOptions o;
+  o.rebuild_burst_fraction = 0.25;  // an explicit value stays
+  auto u = make_elastic(o);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->rebuild_burst_fraction(), 0.25);
 }
 
 GPHKV_INSTANTIATE_BACKENDS(ElasticTableTest);

@@ -477,6 +477,8 @@ struct Bench {
 
   // Median of reps bulk loads (after a warm-up), CUDA events on `s` around
   // each (the build waits on `s` between its phases, so this is its wall time).
+  engine::cuda::BulkBuildTimes* phase_times_ = nullptr;  // set for the breakdown run of timed_build
+
   Report::Build timed_build(const std::string& name, uint64_t inputs, CudaTable& table,
                             const std::function<void(BuildStats*)>& run) {
     BuildStats st;
@@ -490,6 +492,17 @@ struct Bench {
     b.gkeys = gops(inputs, ms);
     b.rounds = st.parallel_rounds;
     b.cells_serial = st.cells_serial;
+    // One more run for the phase breakdown (outside the timed ones).
+    engine::cuda::BulkBuildTimes times;
+    phase_times_ = &times;
+    run(&st);
+    phase_times_ = nullptr;
+    b.dedupe_ms = times.dedupe;
+    b.group_ms = times.group;
+    b.first_mark_ms = times.first_mark;
+    b.rounds_ms = times.rounds;
+    b.serial_ms = times.serial;
+    b.place_ms = times.place;
     std::printf("  bulk build %-44s %llu inputs -> %llu keys (load %.3f): %.2f ms, %.3f G inputs/s, %u rounds, "
                 "%llu cells serial, %llu cells moved\n",
                 name.c_str(), static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(b.keys), b.load,
@@ -509,8 +522,9 @@ struct Bench {
       o.num_buckets = engine::buckets_for_capacity(n, args.load, o.slots_per_bucket);
       const double table_gb = (static_cast<double>(o.num_buckets) * o.slots_per_bucket * 16 +
                                o.num_buckets * o.cells_per_bucket) / 1e9;
-      // Input pairs, the table, and the build's scratch (records, ranks, buckets, cell index).
-      const double need_gb = n * (16.0 + 16 + 4 + 4) / 1e9 + table_gb + o.num_buckets * o.cells_per_bucket * 14 / 1e9;
+      // Input pairs, the table, and the build's scratch at its peak (the radix
+      // sort's 16 B per pair next to the 16 B records; cell index and lists).
+      const double need_gb = n * (16.0 + 16 + 16) / 1e9 + table_gb + o.num_buckets * o.cells_per_bucket * 14 / 1e9;
       size_t free_b = 0, total_b = 0;
       CK(cudaMemGetInfo(&free_b, &total_b));
       std::printf("\n== bulk build, %llu pairs: table %.1f GB, about %.1f GB with input and scratch, %.1f GB free\n",
@@ -530,11 +544,12 @@ struct Bench {
         const std::pair<const char*, BulkGrouping> variants[] = {{"atomic count (V1)", BulkGrouping::kAtomicCount},
                                                                  {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}};
         for (const auto& [vname, grouping] : variants) {
-          if (si > 0 && grouping != BulkGrouping::kAtomicCount) continue;
           BulkBuildConfig config;
           config.grouping = grouping;
-          timed_build(std::string("unique, ") + vname, n, t,
-                      [&](BuildStats* st) { OK(t.bulk_load(d_kv, n, nullptr, 0, s, st, config)); });
+          timed_build(std::string("unique, ") + vname, n, t, [&](BuildStats* st) {
+            config.times = phase_times_;
+            OK(t.bulk_load(d_kv, n, nullptr, 0, s, st, config));
+          });
           if (t.size() != n) {
             std::fprintf(stderr, "bulk build of %llu unique pairs holds %llu keys\n", static_cast<unsigned long long>(n),
                          static_cast<unsigned long long>(t.size()));
@@ -559,8 +574,10 @@ struct Bench {
                                               {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}}) {
           BulkBuildConfig config;
           config.grouping = grouping;
-          timed_build(std::string("half the writes repeat keys, ") + vname, n, t,
-                      [&](BuildStats* st) { OK(t.bulk_load(nullptr, 0, d_w, n, s, st, config)); });
+          timed_build(std::string("half the writes repeat keys, ") + vname, n, t, [&](BuildStats* st) {
+            config.times = phase_times_;
+            OK(t.bulk_load(nullptr, 0, d_w, n, s, st, config));
+          });
           if (t.size() != n / 2) {
             std::fprintf(stderr, "bulk build of %llu writes over %llu keys holds %llu keys\n",
                          static_cast<unsigned long long>(n), static_cast<unsigned long long>(n / 2),
@@ -704,15 +721,22 @@ struct Bench {
     auto grown = CudaTable::create(ob, 0);
     OK(grown.status());
     CudaTable& g = **grown;
-    cudaStream_t s2;
-    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    // The rebuild's stream at the least priority (as CudaTable::bulk_load's);
+    // lookups either on the bench's stream (also the least) or at the greatest
+    // (as a CudaTable's own stream).
+    int least = 0, greatest = 0;
+    CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s2, s_hi;
+    CK(cudaStreamCreateWithPriority(&s2, cudaStreamNonBlocking, least));
+    CK(cudaStreamCreateWithPriority(&s_hi, cudaStreamNonBlocking, greatest));
+    cudaStream_t ls = s;
     // Batches until `stop` (or for `min_ms`), each waited for; returns G lookups/s.
     auto lookups = [&](const std::atomic<bool>& stop, double min_ms, uint64_t* batches) {
       const auto t0 = std::chrono::steady_clock::now();
       uint64_t done = 0;
       while (!stop.load() || host_ms_since(t0) < min_ms) {
-        OK(a.find_async(dq, q, dout, dfound, s));
-        CK(cudaStreamSynchronize(s));
+        OK(a.find_async(dq, q, dout, dfound, ls));
+        CK(cudaStreamSynchronize(ls));
         ++done;
         if (min_ms > 0 && host_ms_since(t0) >= min_ms && stop.load()) break;
       }
@@ -726,48 +750,55 @@ struct Bench {
     };
     double warm = 0;
     rebuild(&warm);  // warm-up (pool, code)
-    std::vector<double> alone, idle, during, during_ms, batches;
-    for (int r = 0; r < args.reps; ++r) {
-      double ms = 0;
-      rebuild(&ms);
-      alone.push_back(ms);
-      std::atomic<bool> stop{true};
-      uint64_t nb = 0;
-      idle.push_back(lookups(stop, std::max(ms, 20.0), &nb));
-      std::atomic<bool> done{false};
-      double build_ms = 0;
-      std::thread builder([&] {
-        rebuild(&build_ms);
-        done = true;
-      });
-      const double got = lookups(done, 0, &nb);
-      builder.join();
-      during.push_back(got);
-      during_ms.push_back(build_ms);
-      batches.push_back(static_cast<double>(nb));
-    }
-    check_hits(dfound, q, 50, dcount, "lookups during the rebuild");
-    if (g.size() != n) {
-      std::fprintf(stderr, "the rebuilt table holds %llu keys\n", static_cast<unsigned long long>(g.size()));
-      std::exit(3);
-    }
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    Report::RebuildLookup row;
-    row.keys = n;
-    row.batch = q;
-    row.idle_gops = median(idle);
-    row.during_gops = median(during);
-    row.rebuild_ms_alone = median(alone);
-    row.rebuild_ms_during = median(during_ms);
-    row.batches_during = static_cast<uint64_t>(median(batches));
-    report.rebuild_lookups.push_back(row);
-    std::printf("  idle %.2f G/s, during the rebuild %.2f G/s (%.3f of idle); rebuild %.1f ms alone, %.1f ms during\n",
-                row.idle_gops, row.during_gops, row.during_gops / row.idle_gops, row.rebuild_ms_alone,
-                row.rebuild_ms_during);
+    for (const bool high : {false, true}) {
+      ls = high ? s_hi : s;
+      std::vector<double> alone, idle, during, during_ms, batches;
+      for (int r = 0; r < args.reps; ++r) {
+        double ms = 0;
+        rebuild(&ms);
+        alone.push_back(ms);
+        std::atomic<bool> stop{true};
+        uint64_t nb = 0;
+        idle.push_back(lookups(stop, std::max(ms, 20.0), &nb));
+        std::atomic<bool> done{false};
+        double build_ms = 0;
+        std::thread builder([&] {
+          rebuild(&build_ms);
+          done = true;
+        });
+        const double got = lookups(done, 0, &nb);
+        builder.join();
+        during.push_back(got);
+        during_ms.push_back(build_ms);
+        batches.push_back(static_cast<double>(nb));
+      }
+      check_hits(dfound, q, 50, dcount, "lookups during the rebuild");
+      if (g.size() != n) {
+        std::fprintf(stderr, "the rebuilt table holds %llu keys\n", static_cast<unsigned long long>(g.size()));
+        std::exit(3);
+      }
+      Report::RebuildLookup row;
+      row.setup = high ? "lookups at the greatest stream priority, rebuild at the least"
+                       : "lookups and rebuild at the same (least) priority";
+      row.keys = n;
+      row.batch = q;
+      row.idle_gops = median(idle);
+      row.during_gops = median(during);
+      row.rebuild_ms_alone = median(alone);
+      row.rebuild_ms_during = median(during_ms);
+      row.batches_during = static_cast<uint64_t>(median(batches));
+      report.rebuild_lookups.push_back(row);
+      std::printf("  %s: idle %.2f G/s, during the rebuild %.2f G/s (%.3f of idle); rebuild %.1f ms alone, %.1f ms during\n",
+                  row.setup.c_str(), row.idle_gops, row.during_gops, row.during_gops / row.idle_gops,
+                  row.rebuild_ms_alone, row.rebuild_ms_during);
+      std::fflush(stdout);
+    }
     CK(cudaStreamDestroy(s2));
+    CK(cudaStreamDestroy(s_hi));
     grown->reset();
     live->reset();
     for (void* p : {(void*)dq, (void*)dout, (void*)dfound, (void*)dcount}) CK(cudaFree(p));

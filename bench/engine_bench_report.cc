@@ -46,6 +46,9 @@ void Report::print_build_sections() const {
       std::printf("%-46s %12llu %12llu %6.3f %9.2f %9.3f %7u %8llu\n", b.name.c_str(),
                   static_cast<unsigned long long>(b.inputs), static_cast<unsigned long long>(b.keys), b.load, b.ms,
                   b.gkeys, b.rounds, static_cast<unsigned long long>(b.cells_serial));
+      std::printf("    phases (ms): dedupe %.2f, group %.2f, records+locate+first scan %.2f, rounds %.2f, serial %.2f, "
+                  "place %.2f\n",
+                  b.dedupe_ms, b.group_ms, b.first_mark_ms, b.rounds_ms, b.serial_ms, b.place_ms);
     }
   }
   if (!bursts.empty()) {
@@ -61,9 +64,9 @@ void Report::print_build_sections() const {
     }
   }
   for (const RebuildLookup& r : rebuild_lookups) {
-    std::printf("\nlookups (50%% hits, batches of %llu) on %llu keys: idle %.2f G/s, during a rebuild %.2f G/s "
+    std::printf("\nlookups (50%% hits, batches of %llu, %s) on %llu keys: idle %.2f G/s, during a rebuild %.2f G/s "
                 "(%.3f of idle); rebuild %.1f ms alone, %.1f ms with lookups (%llu batches during)\n",
-                static_cast<unsigned long long>(r.batch), static_cast<unsigned long long>(r.keys), r.idle_gops,
+                static_cast<unsigned long long>(r.batch), r.setup.c_str(), static_cast<unsigned long long>(r.keys), r.idle_gops,
                 r.during_gops, r.during_gops / r.idle_gops, r.rebuild_ms_alone, r.rebuild_ms_during,
                 static_cast<unsigned long long>(r.batches_during));
   }
@@ -126,10 +129,13 @@ bool Report::write_json(const std::string& path) const {
     const Build& b = builds[j];
     std::fprintf(f,
                  "%s\n    {\"variant\": %s, \"inputs\": %llu, \"keys\": %llu, \"load\": %.4f, \"ms\": %.3f, "
-                 "\"g_inputs_per_s\": %.4f, \"parallel_rounds\": %u, \"cells_serial\": %llu}",
+                 "\"g_inputs_per_s\": %.4f, \"parallel_rounds\": %u, \"cells_serial\": %llu, "
+                 "\"phases_ms\": {\"dedupe\": %.3f, \"group\": %.3f, \"records_locate_first_scan\": %.3f, "
+                 "\"rounds\": %.3f, \"serial\": %.3f, \"place\": %.3f}}",
                  j ? "," : "", quote(b.name).c_str(), static_cast<unsigned long long>(b.inputs),
                  static_cast<unsigned long long>(b.keys), b.load, b.ms, b.gkeys, b.rounds,
-                 static_cast<unsigned long long>(b.cells_serial));
+                 static_cast<unsigned long long>(b.cells_serial), b.dedupe_ms, b.group_ms, b.first_mark_ms,
+                 b.rounds_ms, b.serial_ms, b.place_ms);
   }
   std::fprintf(f, "\n  ],\n  \"burst_absorb\": [");
   for (size_t j = 0; j < bursts.size(); ++j) {
@@ -147,11 +153,11 @@ bool Report::write_json(const std::string& path) const {
   for (size_t j = 0; j < rebuild_lookups.size(); ++j) {
     const RebuildLookup& r = rebuild_lookups[j];
     std::fprintf(f,
-                 "%s\n    {\"keys\": %llu, \"batch\": %llu, \"idle_gops\": %.4f, \"during_gops\": %.4f, "
+                 "%s\n    {\"setup\": %s, \"keys\": %llu, \"batch\": %llu, \"idle_gops\": %.4f, \"during_gops\": %.4f, "
                  "\"during_over_idle\": %.4f, \"rebuild_ms_alone\": %.3f, \"rebuild_ms_during\": %.3f, "
                  "\"batches_during\": %llu}",
-                 j ? "," : "", static_cast<unsigned long long>(r.keys), static_cast<unsigned long long>(r.batch),
-                 r.idle_gops, r.during_gops, r.during_gops / r.idle_gops, r.rebuild_ms_alone, r.rebuild_ms_during,
+                 j ? "," : "", quote(r.setup).c_str(), static_cast<unsigned long long>(r.keys),
+                 static_cast<unsigned long long>(r.batch), r.idle_gops, r.during_gops, r.during_gops / r.idle_gops, r.rebuild_ms_alone, r.rebuild_ms_during,
                  static_cast<unsigned long long>(r.batches_during));
   }
   std::fprintf(f, "\n  ]\n}\n");

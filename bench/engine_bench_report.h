@@ -40,6 +40,8 @@ struct Report {
     double ms = 0, gkeys = 0;  // G input pairs per second
     uint32_t rounds = 0;
     uint64_t cells_serial = 0;
+    // One more run's phases (BulkBuildTimes), ms.
+    double dedupe_ms = 0, group_ms = 0, first_mark_ms = 0, rounds_ms = 0, serial_ms = 0, place_ms = 0;
   };
   // One burst absorbed by each path, into a live table of `table_keys` keys
   // sized so that the burst brings it to the load target.
@@ -53,6 +55,7 @@ struct Report {
   };
   // Lookups on one stream while a rebuild runs on another, against idle.
   struct RebuildLookup {
+    std::string setup;  // the streams' priorities
     uint64_t keys = 0, batch = 0;
     double idle_gops = 0, during_gops = 0;
     double rebuild_ms_alone = 0, rebuild_ms_during = 0;

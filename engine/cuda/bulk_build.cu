@@ -174,6 +174,17 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
                                uint64_t input_pairs, const BulkBuildConfig& config, cudaStream_t s,
                                BuildStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
+  // Clear a last-error left by some earlier, unrelated runtime call (its
+  // caller got it as a return value): CUB's dispatch and our launch checks
+  // read the last error, and must not report it as theirs.
+  (void)cudaGetLastError();
+  BulkBuildTimes times;
+  auto lap = [last = t0]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
   const gph::Geometry& g = dst.geo;
   const uint32_t L = g.num_cells;
   if (base.n + n_burst >= (uint64_t{1} << 31)) {
@@ -218,6 +229,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
     in.ukeys = b.at<uint64_t>(o_ukeys);
     in.uop = b.at<uint32_t>(o_uop);
   }
+  times.dedupe = lap();
 
   // 2. Group the surviving pairs by cell.
   StreamScratch index_scratch(s);
@@ -261,6 +273,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(group.at<void>(o_temp), scan_bytes, cell_count, cell_begin,
                                                    static_cast<int64_t>(L) + 1, s));
       GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
+      times.group = lap();
       GPHKV_RETURN_IF_ERROR(allocate_records());
       scatter_cells<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, rank, cell_begin, rec_keys, rec_values);
       GPHKV_CUDA_TRY_LAUNCH("scatter_cells");
@@ -288,6 +301,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       cell_bounds<<<grid_for(n_cand), kBlock, 0, s>>>(group.at<uint32_t>(o_scell), n_cand, L, cell_begin);
       GPHKV_CUDA_TRY_LAUNCH("cell_bounds");
       GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
+      times.group = lap();
       GPHKV_RETURN_IF_ERROR(allocate_records());
       gather_cells<<<grid_for(m), kBlock, 0, s>>>(in, group.at<uint32_t>(o_sindex), m, rec_keys, rec_values);
       GPHKV_CUDA_TRY_LAUNCH("gather_cells");
@@ -300,6 +314,14 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   // 3. Choose the cells' (Φ, Δ) and place the keys.
   SettleResult settled;
   GPHKV_RETURN_IF_ERROR(settle_and_place(dst, CellRecords{rec_keys, rec_values, cell_begin, m}, config, s, &settled));
+  if (config.times != nullptr) {
+    // settle_and_place timed its own phases, from the end of the grouping on.
+    times.first_mark = settled.first_mark_ms;
+    times.rounds = settled.rounds_ms;
+    times.serial = settled.serial_ms;
+    times.place = settled.place_ms;
+    *config.times = times;
+  }
   if (stats != nullptr) {
     OutOfBandSlot oob{};
     GPHKV_RETURN_IF_ERROR(read_back(&oob, dst.oob, sizeof(oob), s));

@@ -6,6 +6,7 @@
 #include "engine/cuda/bulk_settle.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_status.h"
@@ -199,6 +200,12 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
                               cudaStream_t s, SettleResult* result) {
   const gph::Geometry& g = t.geo;
   const uint32_t L = g.num_cells, N = g.num_buckets, M = g.slots_per_bucket;
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
   StreamScratch scratch(s);
   const size_t o_bucket = scratch.reserve<uint32_t>(rec.m);
   const size_t o_load = scratch.reserve<uint32_t>(N);
@@ -237,6 +244,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   };
   uint32_t flagged = 0;
   GPHKV_RETURN_IF_ERROR(mark(&flagged));
+  result->first_mark_ms = lap();
   uint32_t rounds = 0;
   while (flagged > config.serial_cells && rounds < config.max_parallel_rounds) {
     ++rounds;
@@ -255,6 +263,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   }
   result->parallel_rounds = rounds;
   result->cells_serial = flagged;
+  result->rounds_ms = lap();
   if (flagged > 0) {
     serial_kernel<<<1, 1, 0, s>>>(g, t.cells, rec, bucket, load, list, counts);
     GPHKV_CUDA_TRY_LAUNCH("serial_kernel");
@@ -270,6 +279,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
                                                        " buckets; grow the table"));
     }
   }
+  result->serial_ms = lap();
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved_cells, 0, sizeof(unsigned long long), s));
   count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(t.cells, L, moved_cells);
   GPHKV_CUDA_TRY_LAUNCH("count_moved_kernel");
@@ -282,6 +292,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   GPHKV_CUDA_TRY(cudaMemcpyAsync(&host_moved, moved_cells, sizeof(host_moved), cudaMemcpyDeviceToHost, s));
   GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
   result->cells_moved = host_moved;
+  result->place_ms = lap();
   return absl::OkStatus();
 }
 

@@ -27,6 +27,9 @@ struct SettleResult {
   uint32_t parallel_rounds = 0;
   uint64_t cells_serial = 0;
   uint64_t cells_moved = 0;
+  // Host wall time (ms) from the call to the first overflow scan's count, the
+  // parallel rounds, the serial pass, the placement.
+  double first_mark_ms = 0, rounds_ms = 0, serial_ms = 0, place_ms = 0;
 };
 
 // Chooses dst's cell bytes for `records` and places them into dst's buckets

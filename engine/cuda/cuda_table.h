@@ -69,7 +69,8 @@ class CudaTable final : public Table {
   // out-of-band slot) plus `burst`. `source` must not change until it returns.
   absl::Status bulk_load_from(const CudaTable& source, const WriteOp* burst, uint64_t n_burst, cudaStream_t stream,
                               BuildStats* stats = nullptr, const BulkBuildConfig& config = {});
-  // Host spans, on the table's own stream (bulk_build(Backend::kCuda, ...)).
+  // Host spans (bulk_build(Backend::kCuda, ...)), on a stream of its own at
+  // the least priority; the table's own stream is at the greatest.
   absl::Status bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst, BuildStats* stats);
 
   // Waits for `stream`, refreshes size() from the device's count and reports a

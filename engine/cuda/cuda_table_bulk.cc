@@ -36,22 +36,34 @@ absl::Status CudaTable::bulk_load_from(const CudaTable& source, const WriteOp* b
 absl::Status CudaTable::bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst,
                                   BuildStats* stats) {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  // The host spans go to the device on the table's own (non-blocking) stream,
-  // so a build in a background thread does not wait for other tables' work.
-  StreamScratch scratch(stream_);
-  const size_t o_base = scratch.reserve<KeyValue>(base.size());
-  const size_t o_burst = scratch.reserve<WriteOp>(burst.size());
-  GPHKV_RETURN_IF_ERROR(scratch.allocate());
-  auto* d_base = scratch.at<KeyValue>(o_base);
-  auto* d_burst = scratch.at<WriteOp>(o_burst);
-  if (!base.empty()) {
-    GPHKV_CUDA_TRY(cudaMemcpyAsync(d_base, base.data(), base.size() * sizeof(KeyValue), cudaMemcpyHostToDevice, stream_));
-  }
-  if (!burst.empty()) {
-    GPHKV_CUDA_TRY(
-        cudaMemcpyAsync(d_burst, burst.data(), burst.size() * sizeof(WriteOp), cudaMemcpyHostToDevice, stream_));
-  }
-  return bulk_load(d_base, base.size(), d_burst, burst.size(), stream_, stats, BulkBuildConfig{});
+  // The build runs on a stream of its own at the least priority, so that the
+  // serving table's work (its stream is at the greatest) goes first while an
+  // ElasticTable rebuild runs in the background; nothing here touches the
+  // legacy default stream or waits for the device.
+  int least = 0, greatest = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t build = nullptr;
+  GPHKV_CUDA_TRY(cudaStreamCreateWithPriority(&build, cudaStreamNonBlocking, least));
+  absl::Status st = [&]() -> absl::Status {
+    StreamScratch scratch(build);
+    const size_t o_base = scratch.reserve<KeyValue>(base.size());
+    const size_t o_burst = scratch.reserve<WriteOp>(burst.size());
+    GPHKV_RETURN_IF_ERROR(scratch.allocate());
+    auto* d_base = scratch.at<KeyValue>(o_base);
+    auto* d_burst = scratch.at<WriteOp>(o_burst);
+    if (!base.empty()) {
+      GPHKV_CUDA_TRY(
+          cudaMemcpyAsync(d_base, base.data(), base.size() * sizeof(KeyValue), cudaMemcpyHostToDevice, build));
+    }
+    if (!burst.empty()) {
+      GPHKV_CUDA_TRY(
+          cudaMemcpyAsync(d_burst, burst.data(), burst.size() * sizeof(WriteOp), cudaMemcpyHostToDevice, build));
+    }
+    return bulk_load(d_base, base.size(), d_burst, burst.size(), build, stats, BulkBuildConfig{});
+  }();
+  cudaStreamSynchronize(build);
+  cudaStreamDestroy(build);
+  return st;
 }
 
 absl::StatusOr<std::unique_ptr<Table>> bulk_build_table(const TableOptions& options, absl::Span<const KeyValue> base,

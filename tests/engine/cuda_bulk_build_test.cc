@@ -56,7 +56,12 @@ class CudaBulkBuildTest : public ::testing::TestWithParam<BulkGrouping> {
   T* to_device(const std::vector<T>& v) {
     void* p = nullptr;
     EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(1, v.size() * sizeof(T))), cudaSuccess);
-    if (!v.empty()) EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    // On the build's stream: a non-blocking stream is not ordered after the
+    // legacy stream's copies.
+    if (!v.empty()) {
+      EXPECT_EQ(cudaMemcpyAsync(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream_), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    }
     owned_.emplace_back(p, [](void* q) { cudaFree(q); });
     return static_cast<T*>(p);
   }

@@ -65,9 +65,10 @@ struct BulkBuildTimes {
 };
 
 struct BulkBuildConfig {
-  // The radix sort by cell: 47.8 ms against 63.1 ms for the atomic count on
-  // 10^8 unique pairs, 36.2 against 44.2 ms for 10^8 writes over 5*10^7 keys
-  // (H100, engine_bench --sections=build; docs/gph.md, "Bulk build").
+  // The radix sort by cell: 47.6 ms against 63.1 ms for the atomic count on
+  // 10^8 unique pairs, 679 against 848 ms on 10^9, 36.0 against 44.2 ms for
+  // 10^8 writes over 5*10^7 keys (H100, engine_bench --sections=build,
+  // bench/results/engine_bench_build_h100_e6ff25a846be.json; docs/gph.md).
   BulkGrouping grouping = BulkGrouping::kRadixSort;
   // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
   // after them are settled one at a time (exact, so the build always ends).

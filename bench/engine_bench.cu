@@ -3,6 +3,13 @@
 // writes JSON (docs/gpu.md says how to run it on the device machine).
 //
 //   engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH]
+//                [--sections=table,build,burst,rebuild_lookup]
+//
+// Sections: table (finds, inserts and erases against the ceiling and the
+// baseline, per size), build (the GPU bulk build, per size), burst (a burst
+// of 0.1% .. 100% of the table absorbed by the insert kernel and by a
+// rebuild, at the first size), rebuild_lookup (lookups on one stream while a
+// rebuild runs on another, against idle, at the first size).
 //
 // Every figure is the median of --reps timed runs (CUDA events) after a
 // warm-up run, in G operations per second.
@@ -13,8 +20,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <atomic>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/engine_bench_kernels.cuh"
@@ -28,8 +37,13 @@
 namespace gphkv::bench {
 namespace {
 
+using engine::BuildStats;
+using engine::KeyValue;
 using engine::TableOptions;
 using engine::UpsertOutcome;
+using engine::WriteOp;
+using engine::cuda::BulkBuildConfig;
+using engine::cuda::BulkGrouping;
 using engine::cuda::CudaTable;
 using engine::cuda::LookupShape;
 
@@ -57,6 +71,8 @@ struct Args {
   double load = 0.8;
   bool sweep = false;
   std::string json;
+  std::string sections = "table,build,burst,rebuild_lookup";
+  bool has(const char* section) const { return ("," + sections + ",").find(std::string(",") + section + ",") != std::string::npos; }
 };
 
 Args parse(int argc, char** argv) {
@@ -83,10 +99,13 @@ Args parse(int argc, char** argv) {
       a.load = std::atof(v);
     } else if (const char* v = val("json")) {
       a.json = v;
+    } else if (const char* v = val("sections")) {
+      a.sections = v;
     } else if (s == "--sweep") {
       a.sweep = true;
     } else {
-      std::fprintf(stderr, "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH]\n");
+      std::fprintf(stderr, "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH] "
+                           "[--sections=table,build,burst,rebuild_lookup]\n");
       std::exit(1);
     }
   }
@@ -117,6 +136,41 @@ double median_ms(int reps, cudaStream_t s, const std::function<void()>& body,
 }
 
 double gops(uint64_t n, double ms) { return static_cast<double>(n) / (ms * 1e-3) / 1e9; }
+
+// ---- inputs of the bulk-build sections ----
+
+__global__ void make_pairs(KeyValue* kv, uint64_t first, uint64_t n) {
+  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) kv[i] = KeyValue{bench_key(first + i), mix64(first + i) ^ 0x5555};
+}
+
+// n puts of new keys first + i.
+__global__ void make_writes(WriteOp* w, uint64_t first, uint64_t n) {
+  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) w[i] = WriteOp{bench_key(first + i), mix64(first + i) ^ 0x5555, false};
+}
+
+// n puts over n/2 distinct keys: the first half writes each once, the second
+// half repeats them (each write a random key of the first half).
+__global__ void make_dup_writes(WriteOp* w, uint64_t first, uint64_t n) {
+  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t half = n / 2 == 0 ? 1 : n / 2;
+  if (i < n) w[i] = WriteOp{bench_key(first + (i < half ? i : mix64(i) % half)), mix64(i), false};
+}
+
+__global__ void split_writes(const WriteOp* w, uint64_t n, uint64_t* keys, uint64_t* values) {
+  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) {
+    keys[i] = w[i].key;
+    values[i] = w[i].value;
+  }
+}
+
+unsigned blocks_for(uint64_t n) { return static_cast<unsigned>((n + 255) / 256); }
+
+double host_ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 struct Bench {
   Args args;
@@ -412,6 +466,354 @@ struct Bench {
     CK(cudaEventDestroy(e1));
   }
 
+  // Frees what the stream-ordered pool keeps (the tables' CudaTable::init set
+  // it to keep everything), so the next section's cudaMalloc finds the memory.
+  void trim() {
+    CK(cudaDeviceSynchronize());
+    cudaMemPool_t pool;
+    CK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CK(cudaMemPoolTrimTo(pool, 0));
+  }
+
+  // Median of reps bulk loads (after a warm-up), CUDA events on `s` around
+  // each (the build waits on `s` between its phases, so this is its wall time).
+  engine::cuda::BulkBuildTimes* phase_times_ = nullptr;  // set for the breakdown run of timed_build
+
+  Report::Build timed_build(const std::string& name, uint64_t inputs, CudaTable& table,
+                            const std::function<void(BuildStats*)>& run) {
+    BuildStats st;
+    const double ms = median_ms(args.reps, s, [&] { run(&st); });
+    Report::Build b;
+    b.name = name;
+    b.inputs = inputs;
+    b.keys = table.size();
+    b.load = table.load_factor();
+    b.ms = ms;
+    b.gkeys = gops(inputs, ms);
+    b.rounds = st.parallel_rounds;
+    b.cells_serial = st.cells_serial;
+    // One more run for the phase breakdown (outside the timed ones).
+    engine::cuda::BulkBuildTimes times;
+    phase_times_ = &times;
+    run(&st);
+    phase_times_ = nullptr;
+    b.dedupe_ms = times.dedupe;
+    b.group_ms = times.group;
+    b.first_mark_ms = times.first_mark;
+    b.rounds_ms = times.rounds;
+    b.serial_ms = times.serial;
+    b.place_ms = times.place;
+    std::printf("  bulk build %-44s %llu inputs -> %llu keys (load %.3f): %.2f ms, %.3f G inputs/s, %u rounds, "
+                "%llu cells serial, %llu cells moved\n",
+                name.c_str(), static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(b.keys), b.load,
+                ms, b.gkeys, st.parallel_rounds, static_cast<unsigned long long>(st.cells_serial),
+                static_cast<unsigned long long>(st.cells_moved));
+    std::fflush(stdout);
+    report.builds.push_back(b);
+    return b;
+  }
+
+  // Section "build": 10^8 and 10^9 unique pairs (both groupings at the first
+  // size), and a burst of writes half of which repeat keys.
+  void build_section() {
+    for (size_t si = 0; si < args.keys.size(); ++si) {
+      const uint64_t n = args.keys[si];
+      TableOptions o;
+      o.num_buckets = engine::buckets_for_capacity(n, args.load, o.slots_per_bucket);
+      const double table_gb = (static_cast<double>(o.num_buckets) * o.slots_per_bucket * 16 +
+                               o.num_buckets * o.cells_per_bucket) / 1e9;
+      // Input pairs, the table, and the build's scratch at its peak (the radix
+      // sort's 16 B per pair next to the 16 B records; cell index and lists).
+      const double need_gb = n * (16.0 + 16 + 16) / 1e9 + table_gb + o.num_buckets * o.cells_per_bucket * 14 / 1e9;
+      size_t free_b = 0, total_b = 0;
+      CK(cudaMemGetInfo(&free_b, &total_b));
+      std::printf("\n== bulk build, %llu pairs: table %.1f GB, about %.1f GB with input and scratch, %.1f GB free\n",
+                  static_cast<unsigned long long>(n), table_gb, need_gb, free_b / 1e9);
+      if (need_gb > 0.95 * free_b / 1e9) {
+        std::printf("  skipped: does not fit\n");
+        continue;
+      }
+      KeyValue* d_kv;
+      CK(cudaMalloc(&d_kv, n * sizeof(KeyValue)));
+      make_pairs<<<blocks_for(n), 256, 0, s>>>(d_kv, 0, n);
+      CK(cudaGetLastError());
+      {
+        auto made = CudaTable::create(o, 0);
+        OK(made.status());
+        CudaTable& t = **made;
+        const std::pair<const char*, BulkGrouping> variants[] = {{"atomic count (V1)", BulkGrouping::kAtomicCount},
+                                                                 {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}};
+        for (const auto& [vname, grouping] : variants) {
+          BulkBuildConfig config;
+          config.grouping = grouping;
+          trim();
+          // A trial build first: where the scratch does not fit (10^9 pairs, the
+          // radix sort's 16 B per pair), say so and go on.
+          if (absl::Status trial = t.bulk_load(d_kv, n, nullptr, 0, s, nullptr, config); !trial.ok()) {
+            std::printf("  bulk build unique, %s, %llu pairs: skipped: %s\n", vname, static_cast<unsigned long long>(n),
+                        trial.ToString().c_str());
+            std::fflush(stdout);
+            continue;
+          }
+          timed_build(std::string("unique, ") + vname, n, t, [&](BuildStats* st) {
+            config.times = phase_times_;
+            OK(t.bulk_load(d_kv, n, nullptr, 0, s, st, config));
+          });
+          if (t.size() != n) {
+            std::fprintf(stderr, "bulk build of %llu unique pairs holds %llu keys\n", static_cast<unsigned long long>(n),
+                         static_cast<unsigned long long>(t.size()));
+            std::exit(3);
+          }
+        }
+      }
+      CK(cudaFree(d_kv));
+      trim();
+      if (si == 0) {
+        // n writes over n/2 keys: the burst's dedupe (radix sort, unique by key) at full size.
+        WriteOp* d_w;
+        CK(cudaMalloc(&d_w, n * sizeof(WriteOp)));
+        make_dup_writes<<<blocks_for(n), 256, 0, s>>>(d_w, 0, n);
+        CK(cudaGetLastError());
+        TableOptions od;
+        od.num_buckets = engine::buckets_for_capacity(n / 2, args.load, od.slots_per_bucket);
+        auto made = CudaTable::create(od, 0);
+        OK(made.status());
+        CudaTable& t = **made;
+        for (const auto& [vname, grouping] : {std::pair<const char*, BulkGrouping>{"atomic count (V1)", BulkGrouping::kAtomicCount},
+                                              {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}}) {
+          BulkBuildConfig config;
+          config.grouping = grouping;
+          timed_build(std::string("half the writes repeat keys, ") + vname, n, t, [&](BuildStats* st) {
+            config.times = phase_times_;
+            OK(t.bulk_load(nullptr, 0, d_w, n, s, st, config));
+          });
+          if (t.size() != n / 2) {
+            std::fprintf(stderr, "bulk build of %llu writes over %llu keys holds %llu keys\n",
+                         static_cast<unsigned long long>(n), static_cast<unsigned long long>(n / 2),
+                         static_cast<unsigned long long>(t.size()));
+            std::exit(3);
+          }
+        }
+        made->reset();
+        CK(cudaFree(d_w));
+        trim();
+      }
+    }
+  }
+
+  // Section "burst": a live table of n keys, sized so that a burst of f*n new
+  // keys brings it to the load target (the insert path can take it), absorbs
+  // the burst (a) through insert_or_assign_async, (b) through a rebuild: a
+  // device bulk build of its pairs plus the burst into a table sized by
+  // ElasticTable's rule (rebuild_load_factor 0.5).
+  void burst_section(uint64_t n) {
+    std::printf("\n== bursts into a table of %llu keys: the insert kernel against a rebuild\n",
+                static_cast<unsigned long long>(n));
+    for (double f : {0.001, 0.01, 0.1, 1.0}) {
+      const uint64_t b = static_cast<uint64_t>(n * f);
+      TableOptions o;
+      o.num_buckets = engine::buckets_for_capacity(n + b, args.load, o.slots_per_bucket);
+      auto live = CudaTable::create(o, 0);
+      OK(live.status());
+      CudaTable& a = **live;
+      KeyValue* d_kv;
+      WriteOp* d_w;
+      uint64_t *d_k, *d_v;
+      UpsertOutcome* d_out;
+      uint8_t* d_erased;
+      CK(cudaMalloc(&d_kv, n * sizeof(KeyValue)));
+      CK(cudaMalloc(&d_w, b * sizeof(WriteOp)));
+      CK(cudaMalloc(&d_k, b * 8));
+      CK(cudaMalloc(&d_v, b * 8));
+      CK(cudaMalloc(&d_out, b));
+      CK(cudaMalloc(&d_erased, b));
+      make_pairs<<<blocks_for(n), 256, 0, s>>>(d_kv, 0, n);
+      make_writes<<<blocks_for(b), 256, 0, s>>>(d_w, kBurstBase, b);
+      split_writes<<<blocks_for(b), 256, 0, s>>>(d_w, b, d_k, d_v);
+      CK(cudaGetLastError());
+      OK(a.bulk_load(d_kv, n, nullptr, 0, s));
+      CK(cudaFree(d_kv));
+      Report::Burst row;
+      row.fraction = f;
+      row.table_keys = n;
+      row.burst = b;
+      row.load_before = a.load_factor();
+      // (a) The insert kernel; each run's keys are erased again (untimed).
+      uint64_t no_room = 0;
+      double load_after = 0;
+      bool dirty = false;
+      row.insert_ms = median_ms(
+          args.reps, s,
+          [&] {
+            OK(a.insert_or_assign_async(d_k, d_v, b, d_out, s));
+            dirty = true;
+          },
+          [&] {
+            if (dirty) {  // after a run: restore the live table
+              OK(a.erase_async(d_k, b, d_erased, s));
+              OK(a.synchronize(s));
+              dirty = false;
+            }
+          });
+      OK(a.synchronize(s));
+      no_room = n + b - a.size();
+      load_after = a.load_factor();
+      OK(a.erase_async(d_k, b, d_erased, s));
+      OK(a.synchronize(s));
+      row.insert_no_room = no_room;
+      row.load_after = load_after;
+      // (b) The rebuild: a new table (its allocation timed apart) and the build.
+      TableOptions ob = o;
+      ob.num_buckets = engine::buckets_for_capacity(n + b, 0.5, o.slots_per_bucket);
+      row.rebuild_buckets = ob.num_buckets;
+      std::vector<double> alloc;
+      std::unique_ptr<CudaTable> built;
+      for (int r = 0; r < 3; ++r) {
+        built.reset();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto made = CudaTable::create(ob, 0);
+        OK(made.status());
+        alloc.push_back(host_ms_since(t0));
+        built = std::move(*made);
+      }
+      std::sort(alloc.begin(), alloc.end());
+      row.rebuild_alloc_ms = alloc[1];
+      BuildStats st;
+      row.rebuild_ms = median_ms(args.reps, s, [&] { OK(built->bulk_load_from(a, d_w, b, s, &st)); });
+      if (built->size() != n + b) {
+        std::fprintf(stderr, "rebuild holds %llu keys, expected %llu\n", static_cast<unsigned long long>(built->size()),
+                     static_cast<unsigned long long>(n + b));
+        std::exit(3);
+      }
+      std::printf("  burst %.1f%% (%llu keys), load %.3f -> %.3f: insert kernel %.2f ms (%llu kNoRoom), rebuild %.2f ms "
+                  "(+ %.2f ms to allocate the new table, %u rounds), insert/rebuild %.2f\n",
+                  f * 100, static_cast<unsigned long long>(b), row.load_before, row.load_after, row.insert_ms,
+                  static_cast<unsigned long long>(no_room), row.rebuild_ms, row.rebuild_alloc_ms, st.parallel_rounds,
+                  row.insert_ms / row.rebuild_ms);
+      std::fflush(stdout);
+      report.bursts.push_back(row);
+      built.reset();
+      live->reset();
+      for (void* p : {(void*)d_w, (void*)d_k, (void*)d_v, (void*)d_out, (void*)d_erased}) CK(cudaFree(p));
+      trim();
+    }
+  }
+
+  // Section "rebuild_lookup": batches of lookups on `s` while the table is
+  // rebuilt into a larger one on another stream from another thread (as
+  // ElasticTable's background rebuild does), against the same loop idle.
+  void rebuild_lookup_section(uint64_t n) {
+    std::printf("\n== lookups during a rebuild, %llu keys\n", static_cast<unsigned long long>(n));
+    TableOptions o;
+    o.num_buckets = engine::buckets_for_capacity(n, args.load, o.slots_per_bucket);
+    auto live = CudaTable::create(o, 0);
+    OK(live.status());
+    CudaTable& a = **live;
+    KeyValue* d_kv;
+    CK(cudaMalloc(&d_kv, n * sizeof(KeyValue)));
+    make_pairs<<<blocks_for(n), 256, 0, s>>>(d_kv, 0, n);
+    CK(cudaGetLastError());
+    OK(a.bulk_load(d_kv, n, nullptr, 0, s));
+    CK(cudaFree(d_kv));
+    const uint64_t q = std::max<uint64_t>(1, std::min<uint64_t>(n / 10, 10000000));
+    uint64_t *dq, *dout;
+    uint8_t* dfound;
+    unsigned long long* dcount;
+    CK(cudaMalloc(&dq, q * 8));
+    CK(cudaMalloc(&dout, q * 8));
+    CK(cudaMalloc(&dfound, q));
+    CK(cudaMalloc(&dcount, 8));
+    make_queries<<<blocks_for(q), 256, 0, s>>>(dq, q, n, 50, false, 91, 1);
+    CK(cudaGetLastError());
+    TableOptions ob = o;
+    ob.num_buckets = engine::buckets_for_capacity(n, 0.5, o.slots_per_bucket);
+    auto grown = CudaTable::create(ob, 0);
+    OK(grown.status());
+    CudaTable& g = **grown;
+    // The rebuild's stream at the least priority (as CudaTable::bulk_load's);
+    // lookups either on the bench's stream (also the least) or at the greatest
+    // (as a CudaTable's own stream).
+    int least = 0, greatest = 0;
+    CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s2, s_hi;
+    CK(cudaStreamCreateWithPriority(&s2, cudaStreamNonBlocking, least));
+    CK(cudaStreamCreateWithPriority(&s_hi, cudaStreamNonBlocking, greatest));
+    cudaStream_t ls = s;
+    // Batches until `stop` (or for `min_ms`), each waited for; returns G lookups/s.
+    auto lookups = [&](const std::atomic<bool>& stop, double min_ms, uint64_t* batches) {
+      const auto t0 = std::chrono::steady_clock::now();
+      uint64_t done = 0;
+      while (!stop.load() || host_ms_since(t0) < min_ms) {
+        OK(a.find_async(dq, q, dout, dfound, ls));
+        CK(cudaStreamSynchronize(ls));
+        ++done;
+        if (min_ms > 0 && host_ms_since(t0) >= min_ms && stop.load()) break;
+      }
+      *batches = done;
+      return gops(done * q, host_ms_since(t0));
+    };
+    auto rebuild = [&](double* ms) {
+      const auto t0 = std::chrono::steady_clock::now();
+      OK(g.bulk_load_from(a, nullptr, 0, s2));
+      *ms = host_ms_since(t0);
+    };
+    double warm = 0;
+    rebuild(&warm);  // warm-up (pool, code)
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    for (const bool high : {false, true}) {
+      ls = high ? s_hi : s;
+      std::vector<double> alone, idle, during, during_ms, batches;
+      for (int r = 0; r < args.reps; ++r) {
+        double ms = 0;
+        rebuild(&ms);
+        alone.push_back(ms);
+        std::atomic<bool> stop{true};
+        uint64_t nb = 0;
+        idle.push_back(lookups(stop, std::max(ms, 20.0), &nb));
+        std::atomic<bool> done{false};
+        double build_ms = 0;
+        std::thread builder([&] {
+          rebuild(&build_ms);
+          done = true;
+        });
+        const double got = lookups(done, 0, &nb);
+        builder.join();
+        during.push_back(got);
+        during_ms.push_back(build_ms);
+        batches.push_back(static_cast<double>(nb));
+      }
+      check_hits(dfound, q, 50, dcount, "lookups during the rebuild");
+      if (g.size() != n) {
+        std::fprintf(stderr, "the rebuilt table holds %llu keys\n", static_cast<unsigned long long>(g.size()));
+        std::exit(3);
+      }
+      Report::RebuildLookup row;
+      row.setup = high ? "lookups at the greatest stream priority, rebuild at the least"
+                       : "lookups and rebuild at the same (least) priority";
+      row.keys = n;
+      row.batch = q;
+      row.idle_gops = median(idle);
+      row.during_gops = median(during);
+      row.rebuild_ms_alone = median(alone);
+      row.rebuild_ms_during = median(during_ms);
+      row.batches_during = static_cast<uint64_t>(median(batches));
+      report.rebuild_lookups.push_back(row);
+      std::printf("  %s: idle %.2f G/s, during the rebuild %.2f G/s (%.3f of idle); rebuild %.1f ms alone, %.1f ms during\n",
+                  row.setup.c_str(), row.idle_gops, row.during_gops, row.during_gops / row.idle_gops,
+                  row.rebuild_ms_alone, row.rebuild_ms_during);
+      std::fflush(stdout);
+    }
+    CK(cudaStreamDestroy(s2));
+    CK(cudaStreamDestroy(s_hi));
+    grown->reset();
+    live->reset();
+    for (void* p : {(void*)dq, (void*)dout, (void*)dfound, (void*)dcount}) CK(cudaFree(p));
+    trim();
+  }
+
   // Find at 50% hits, uniform, 10^8 keys, for cells per bucket 1, 2, 4: the
   // Cell Index grows from ~7 to ~29 MB, the L2 holds 50 MB.
   void sweep_cells(uint64_t n) {
@@ -477,9 +879,16 @@ int main(int argc, char** argv) {
   b.report.reps = b.args.reps;
   std::printf("engine_bench on %s (%d SMs, %d MB L2), commit %s, %s\n", p.name, p.multiProcessorCount,
               p.l2CacheSize >> 20, GPHKV_GIT_COMMIT, date);
-  for (size_t i = 0; i < b.args.keys.size(); ++i) b.run_size(b.args.keys[i], b.args.sweep && i == 0);
-  if (b.args.sweep) b.sweep_cells(b.args.keys[0]);
-  b.report.print_summary();
+  b.report.sections = b.args.sections;
+  if (b.args.has("table")) {
+    for (size_t i = 0; i < b.args.keys.size(); ++i) b.run_size(b.args.keys[i], b.args.sweep && i == 0);
+    if (b.args.sweep) b.sweep_cells(b.args.keys[0]);
+  }
+  if (b.args.has("build")) b.build_section();
+  if (b.args.has("burst")) b.burst_section(b.args.keys[0]);
+  if (b.args.has("rebuild_lookup")) b.rebuild_lookup_section(b.args.keys[0]);
+  if (!b.report.sizes.empty()) b.report.print_summary();
+  b.report.print_build_sections();
   if (!b.args.json.empty()) {
     if (!b.report.write_json(b.args.json)) {
       std::fprintf(stderr, "cannot write %s\n", b.args.json.c_str());

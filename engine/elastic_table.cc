@@ -33,10 +33,11 @@ absl::StatusOr<std::unique_ptr<ElasticTable>> ElasticTable::create(const Elastic
     return absl::InvalidArgumentError(absl::StrCat("rebuild_load_factor must be in (0, max_load_factor = ",
                                                    o.max_load_factor, "), got ", o.rebuild_load_factor));
   }
-  if (o.rebuild_burst_fraction < 0) {
-    return absl::InvalidArgumentError("rebuild_burst_fraction must be >= 0 (0 = never)");
-  }
   std::unique_ptr<ElasticTable> t(new ElasticTable(o));
+  if (o.rebuild_burst_fraction < 0) {  // the backend's measured default
+    t->options_.rebuild_burst_fraction =
+        o.backend == Backend::kCuda ? kCudaRebuildBurstFraction : kCpuRebuildBurstFraction;
+  }
   if (o.max_table_bytes != 0 && t->bytes_for(o.shape.num_buckets) > o.max_table_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("the initial table takes ", t->bytes_for(o.shape.num_buckets),
                                                    " bytes, over the cap of ", o.max_table_bytes));
@@ -288,7 +289,9 @@ absl::Status ElasticTable::insert_or_assign(absl::Span<const uint64_t> keys, abs
   // succeed (on the GPU a hopeless Refinement costs far more than a build).
   const bool overfills = static_cast<double>(table_->size() + keys.size()) >
                          options_.max_load_factor * static_cast<double>(table_->geometry().num_slots());
-  const bool burst = options_.rebuild_burst_fraction > 0 &&
+  // (kMinRebuildBatch holds for bursts too: a rebuild for a handful of keys
+  // into a near-empty table is never the cheaper path.)
+  const bool burst = options_.rebuild_burst_fraction > 0 && keys.size() > kMinRebuildBatch &&
                      keys.size() >= options_.rebuild_burst_fraction * std::max<uint64_t>(size_, 1);
   if (burst || (overfills && keys.size() > kMinRebuildBatch)) {
     // The rebuild path: the burst goes into the build, and into the overlay so

@@ -77,7 +77,12 @@ CudaTable::~CudaTable() {
 
 absl::Status CudaTable::init() {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  GPHKV_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // The table's own stream at the greatest priority: while a bulk build runs
+  // at the least (bulk_load), the block scheduler serves this table's lookups
+  // first (docs/gph.md, "Bulk build": lookups during a rebuild).
+  int least = 0, greatest = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  GPHKV_CUDA_TRY(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
   // Keep freed batch scratch in the stream-ordered pool instead of handing it
   // back to the driver at every synchronization.
   cudaMemPool_t pool;

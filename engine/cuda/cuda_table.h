@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cuda/bulk_build.h"
 #include "engine/cuda/device_buffer.h"
 #include "engine/cuda/device_table.cuh"
 #include "engine/cuda/lookup.h"
@@ -56,6 +57,22 @@ class CudaTable final : public Table {
                                       UpsertOutcome* outcomes, cudaStream_t stream);
   absl::Status erase_async(const uint64_t* keys, uint64_t n, uint8_t* erased, cudaStream_t stream);
 
+  // Replaces the contents with a HashGraph-style bulk build on the device
+  // (engine/cuda/bulk_build.h): `base` pairs (distinct keys) plus the `burst`
+  // writes applied after them in order, all in device memory. Runs on
+  // `stream`, waiting for that stream (never the device) between phases;
+  // returns when the table is built, with size() current. RESOURCE_EXHAUSTED
+  // when the table is too small: the contents are then unspecified (clear()).
+  absl::Status bulk_load(const KeyValue* base, uint64_t n, const WriteOp* burst, uint64_t n_burst,
+                         cudaStream_t stream, BuildStats* stats = nullptr, const BulkBuildConfig& config = {});
+  // The rebuild path: `source`'s pairs (read in place from its slots and its
+  // out-of-band slot) plus `burst`. `source` must not change until it returns.
+  absl::Status bulk_load_from(const CudaTable& source, const WriteOp* burst, uint64_t n_burst, cudaStream_t stream,
+                              BuildStats* stats = nullptr, const BulkBuildConfig& config = {});
+  // Host spans (bulk_build(Backend::kCuda, ...)), on a stream of its own at
+  // the least priority; the table's own stream is at the greatest.
+  absl::Status bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst, BuildStats* stats);
+
   // Waits for `stream`, refreshes size() from the device's count and reports a
   // kernel's broken invariant (INTERNAL) if one was seen.
   absl::Status synchronize(cudaStream_t stream);
@@ -84,6 +101,9 @@ class CudaTable final : public Table {
   absl::Status init();
   absl::Status reset_contents(cudaStream_t stream);
   absl::Status reserve_l2_for_cells();
+  absl::Status bulk_load_async_base(const BulkBase& base, uint64_t input_pairs, const WriteOp* burst,
+                                    uint64_t n_burst, cudaStream_t stream, BuildStats* stats,
+                                    const BulkBuildConfig& config);
   DeviceTable view() const;
   // Runs a synchronous operation on the table's own stream; on failure waits
   // for the stream so no copy still reads the caller's buffers.

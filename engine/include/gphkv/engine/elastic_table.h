@@ -26,6 +26,18 @@
 
 namespace gphkv::engine {
 
+// The CPU never rebuilds for a burst: its insert path absorbed even a 60%
+// burst 3.5x faster than a rebuild (bench/results/cpu_table_bench_16core.json).
+inline constexpr double kCpuRebuildBurstFraction = 0;
+// The CUDA backend never does either: on the H100 the insert kernel absorbed
+// bursts of 0.1%, 1%, 10% and 100% of a 10^8-key table (sized so the burst
+// brings it to load 0.80) in 0.16, 0.53, 4.5 and 49 ms, the device rebuild in
+// 46, 50, 62 and 143 ms: no crossover up to 100% (engine_bench
+// --sections=burst, bench/results/engine_bench_build_h100_e6ff25a846be.json;
+// docs/gph.md, "Bulk build"). A burst that does not fit still goes to a
+// rebuild through the max_load_factor rule.
+inline constexpr double kCudaRebuildBurstFraction = 0;
+
 struct ElasticOptions {
   Backend backend = Backend::kCpu;
   int device = 0;
@@ -39,9 +51,10 @@ struct ElasticOptions {
   // A grown or shrunk table is sized so its keys fill it to this load factor.
   double rebuild_load_factor = 0.50;
   // A write batch with at least this many keys per key stored goes through a
-  // rebuild instead of the insert path; 0 never (the default: on the CPU the
-  // insert path absorbed even a 60% burst 3.5x faster, bench/results).
-  double rebuild_burst_fraction = 0;
+  // rebuild instead of the insert path; 0 never; negative (the default): the
+  // backend's measured default, kCpuRebuildBurstFraction or
+  // kCudaRebuildBurstFraction below.
+  double rebuild_burst_fraction = -1;
   // Cap on the bytes of tables (cells and buckets), both tables counted while
   // a rebuild runs; 0 = no cap.
   uint64_t max_table_bytes = 0;
@@ -99,6 +112,8 @@ class ElasticTable {
   uint64_t table_bytes() const;
   Backend backend() const { return options_.backend; }
   uint64_t rebuilds() const { return rebuilds_; }
+  // The burst threshold in force (the backend's default when the options left it negative).
+  double rebuild_burst_fraction() const { return options_.rebuild_burst_fraction; }
 
   // Called on the owner's thread after every swap.
   void on_rebuild(std::function<void(const RebuildEvent&)> listener) { listener_ = std::move(listener); }

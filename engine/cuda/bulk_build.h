@@ -1,0 +1,95 @@
+// HashGraph-style bulk build of a GPH table on the GPU (HashGraph §3 on the
+// device; GPH §6's invariants hold on the result). From device arrays of base
+// pairs and burst writes: dedupe the burst (stable radix sort, last write
+// wins), group the surviving pairs by cell (count per cell with atomics,
+// prefix-sum, scatter: HashGraph V1; or a radix sort by cell: the binned V2),
+// choose the (Φ, Δ) of every cell whose buckets overflow in parallel rounds,
+// settle the few left one at a time, and place each key in the next free
+// slot of its bucket. docs/gph.md, "Bulk build", has the measurements.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/cuda/device_table.cuh"
+#include "gphkv/engine/table.h"
+
+namespace gphkv::engine::cuda {
+
+// Where the base pairs come from, in device memory: an array of KeyValue
+// (distinct keys; kEmptyKey there is the sentinel key, kept out of band), or a
+// table's slot arrays (kEmptyKey marks a vacant slot; the sentinel key is in
+// that table's out-of-band slot).
+struct BulkBase {
+  const uint64_t* keys = nullptr;  // element i at keys[i * stride]
+  const uint64_t* values = nullptr;
+  uint32_t stride = 1;
+  uint64_t n = 0;
+  const OutOfBandSlot* oob = nullptr;  // non-null: table slots
+
+  static BulkBase pairs(const KeyValue* kv, uint64_t n) {
+    BulkBase b;
+    b.keys = reinterpret_cast<const uint64_t*>(kv);
+    b.values = b.keys + 1;
+    b.stride = 2;
+    b.n = n;
+    return b;
+  }
+  static BulkBase slots(const uint64_t* keys, const uint64_t* values, uint64_t n, const OutOfBandSlot* oob) {
+    BulkBase b;
+    b.keys = keys;
+    b.values = values;
+    b.n = n;
+    b.oob = oob;
+    return b;
+  }
+};
+
+// How the pairs are grouped by cell (docs/gph.md, "Bulk build": measured).
+enum class BulkGrouping {
+  kAtomicCount,  // HashGraph V1: atomic count per cell, prefix sum, scatter
+  kRadixSort,    // HashGraph V2's binning done by a radix sort on the cell id
+};
+
+// Host wall time of the build's phases, each ending where the build waits
+// for its stream anyway (so taking them adds no wait), in ms.
+struct BulkBuildTimes {
+  double dedupe = 0;      // the burst's stable sort and unique-by-key
+  double group = 0;       // survivors grouped by cell (count+scan, or sort), up to the record count
+  double first_mark = 0;  // scatter/gather of the records, locate at (0,0), the first overflow scan
+  double rounds = 0;      // the parallel rounds of (Φ, Δ) choice
+  double serial = 0;      // the serial pass and its check
+  double place = 0;       // placement into the buckets
+};
+
+struct BulkBuildConfig {
+  // The radix sort by cell: 47.6 ms against 63.1 ms for the atomic count on
+  // 10^8 unique pairs, 679 against 848 ms on 10^9, 36.0 against 44.2 ms for
+  // 10^8 writes over 5*10^7 keys (H100, engine_bench --sections=build,
+  // bench/results/engine_bench_build_h100_e6ff25a846be.json; docs/gph.md).
+  BulkGrouping grouping = BulkGrouping::kRadixSort;
+  // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
+  // after them are settled one at a time (exact, so the build always ends).
+  uint32_t max_parallel_rounds = 32;
+  // Go to the serial pass as soon as this few overflowing cells remain.
+  uint64_t serial_cells = 256;
+  // When set, filled with the phases' times.
+  BulkBuildTimes* times = nullptr;
+};
+
+// Fills `dst` (its cells, buckets, out-of-band slot and size counter) with
+// `base` plus the `burst` writes applied after it, in order (for a key written
+// more than once the last write wins; an erase removes it). `burst` is device
+// memory. Runs on `stream`; it waits for `stream` (never the device) where the
+// host must see a count (after the dedupe, after the grouping and once per
+// round of cell choice), and returns when the table is built.
+// RESOURCE_EXHAUSTED when the keys exceed the slots or a cell fits under no
+// (Φ, Δ) (dst's contents are then unspecified); INVALID_ARGUMENT past 2^31 - 1
+// inputs. `input_pairs` is what stats->input_pairs reports for the base.
+absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, const WriteOp* burst,
+                               uint64_t n_burst, uint64_t input_pairs, const BulkBuildConfig& config,
+                               cudaStream_t stream, BuildStats* stats);
+
+}  // namespace gphkv::engine::cuda

@@ -1,0 +1,299 @@
+// HashGraph §3's choose-and-place phases for a GPH table on the GPU. The
+// parallel rounds follow the CPU builder (engine/cpu/bulk_builder.cc): in every
+// crowded bucket the cells already there keep their room first, the cells that
+// just moved next; the cells that lose choose a new (Φ, Δ) with GPH §6.1's
+// Extended Move planner, all against the same loads, and move together.
+#include "engine/cuda/bulk_settle.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/cuda_status.h"
+#include "engine/cuda/device_buffer.h"
+#include "gphkv/engine/detail/move_planner.h"
+
+namespace gphkv::engine::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+unsigned grid_for(uint64_t n) {
+  return static_cast<unsigned>(std::clamp<uint64_t>((n + kBlock - 1) / kBlock, 1, uint64_t{1} << 16));
+}
+
+// Appends `item` to `list` where `pred` holds, with one atomic per warp. Every
+// lane of the warp must call it (the loops below keep warps converged).
+__device__ __forceinline__ void warp_append(bool pred, uint32_t item, uint32_t* list, uint32_t* count) {
+  const unsigned mask = __ballot_sync(0xffffffffu, pred);
+  if (mask == 0) return;
+  const unsigned lane = threadIdx.x & 31u;
+  const int leader = __ffs(static_cast<int>(mask)) - 1;
+  uint32_t first = 0;
+  if (static_cast<int>(lane) == leader) first = atomicAdd(count, static_cast<uint32_t>(__popc(mask)));
+  first = __shfl_sync(0xffffffffu, first, leader);
+  if (pred) list[first + __popc(mask & ((1u << lane) - 1u))] = item;
+}
+
+// Keys of records [begin, end) in bucket b.
+__device__ __forceinline__ uint32_t own_in(const uint32_t* bucket, uint32_t begin, uint32_t end, uint32_t b) {
+  uint32_t n = 0;
+  for (uint32_t r = begin; r < end; ++r) n += bucket[r] == b;
+  return n;
+}
+
+__global__ void locate_kernel(gph::Geometry g, const uint8_t* cells, CellRecords rec, uint32_t* bucket,
+                              uint32_t* load) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
+    const uint64_t k = rec.keys[i];
+    const uint32_t c = gph::cell_of(g, k);
+    const uint32_t b = gph::bucket_for_key(g, k, c, cells[c]);
+    bucket[i] = b;
+    atomicAdd(&load[b], 1u);
+  }
+}
+
+// Lists the cells with a key in an overflowing bucket (counts[0] of them).
+__global__ void mark_kernel(uint32_t L, uint32_t M, const uint32_t* cell_begin, const uint32_t* bucket,
+                            const uint32_t* load, uint32_t* list, uint32_t* counts) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
+    const uint64_t c = first + threadIdx.x;
+    bool over = false;
+    if (c < L) {
+      for (uint32_t r = cell_begin[c], end = cell_begin[c + 1]; r < end && !over; ++r) over = load[bucket[r]] > M;
+    }
+    warp_append(over, static_cast<uint32_t>(c), list, &counts[0]);
+  }
+}
+
+// One admission phase of a round: the listed cells with moved[c] == phase
+// claim their keys' room in every overflowing bucket they use; a cell that
+// finds a bucket's M slots claimed loses (counts[1] losers). Phase 0 (cells
+// that did not move last round) runs before phase 1, so residents keep room.
+__global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, const uint8_t* moved,
+                             const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* load,
+                             uint32_t* admit, uint32_t* losers, uint32_t* counts) {
+  const uint32_t n = counts[0];
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < n; first += stride) {
+    const uint64_t i = first + threadIdx.x;
+    bool lose = false;
+    uint32_t c = 0;
+    if (i < n) {
+      c = list[i];
+      if (moved[c] == phase) {
+        const uint32_t begin = cell_begin[c], end = cell_begin[c + 1];
+        for (uint32_t r = begin; r < end && !lose; ++r) {
+          const uint32_t b = bucket[r];
+          if (load[b] <= M) continue;
+          if (own_in(bucket, begin, r, b) != 0) continue;  // this bucket was claimed at its first key
+          const uint32_t want = own_in(bucket, r, end, b);
+          lose = atomicAdd(&admit[b], want) + want > M;
+        }
+      }
+    }
+    warp_append(lose, c, losers, &counts[1]);
+  }
+}
+
+// Extended Move's choice (GPH §6.1) for cell c against the loads as they are,
+// its own keys discounted; its current byte when nothing fits.
+__device__ uint8_t choose_for(const gph::Geometry& g, uint32_t c, uint8_t current, const CellRecords& rec,
+                              const uint32_t* bucket, const uint32_t* load) {
+  const uint32_t begin = rec.cell_begin[c], end = rec.cell_begin[c + 1];
+  const uint32_t M = g.slots_per_bucket;
+  auto others = [&](uint32_t b) {
+    const uint32_t l = load[b] - own_in(bucket, begin, end, b);
+    return l < M ? l : M;
+  };
+  uint8_t chosen = current;
+  if (!gph::plan_extended_move(g, c, current, rec.keys + begin, end - begin, others, &chosen)) return current;
+  return chosen;
+}
+
+__device__ void move_to(const gph::Geometry& g, uint32_t c, uint8_t byte, uint8_t* cells, const CellRecords& rec,
+                        uint32_t* bucket, uint32_t* load) {
+  const uint32_t begin = rec.cell_begin[c], end = rec.cell_begin[c + 1];
+  for (uint32_t r = begin; r < end; ++r) atomicSub(&load[bucket[r]], 1u);
+  cells[c] = byte;
+  for (uint32_t r = begin; r < end; ++r) {
+    const uint32_t b = gph::bucket_for_key(g, rec.keys[r], c, byte);
+    bucket[r] = b;
+    atomicAdd(&load[b], 1u);
+  }
+}
+
+// Every loser chooses against the same loads (no one has moved yet).
+__global__ void choose_kernel(gph::Geometry g, const uint8_t* cells, CellRecords rec, const uint32_t* bucket,
+                              const uint32_t* load, const uint32_t* losers, const uint32_t* counts, uint8_t* next) {
+  const uint32_t n = counts[1];
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const uint32_t c = losers[i];
+    next[i] = choose_for(g, c, cells[c], rec, bucket, load);
+  }
+}
+
+__global__ void move_kernel(gph::Geometry g, uint8_t* cells, CellRecords rec, uint32_t* bucket, uint32_t* load,
+                            const uint32_t* losers, const uint32_t* counts, const uint8_t* next, uint8_t* moved) {
+  const uint32_t n = counts[1];
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const uint32_t c = losers[i];
+    if (next[i] == cells[c]) continue;
+    moved[c] = 1;
+    move_to(g, c, next[i], cells, rec, bucket, load);
+  }
+}
+
+// The final pass, one cell at a time on one thread: each choice sees every
+// earlier move, and a cell only enters buckets with room for it, so the pass
+// ends with every bucket within M or with a cell that fits nowhere.
+__global__ void serial_kernel(gph::Geometry g, uint8_t* cells, CellRecords rec, uint32_t* bucket, uint32_t* load,
+                              const uint32_t* list, const uint32_t* counts) {
+  const uint32_t n = counts[0];
+  const uint32_t M = g.slots_per_bucket;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t c = list[i];
+    bool over = false;
+    for (uint32_t r = rec.cell_begin[c], end = rec.cell_begin[c + 1]; r < end && !over; ++r) {
+      over = load[bucket[r]] > M;
+    }
+    if (!over) continue;
+    const uint8_t byte = choose_for(g, c, cells[c], rec, bucket, load);
+    if (byte != cells[c]) move_to(g, c, byte, cells, rec, bucket, load);
+  }
+}
+
+__global__ void count_moved_kernel(const uint8_t* cells, uint32_t L, unsigned long long* moved) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
+    const uint64_t c = first + threadIdx.x;
+    const unsigned mask = __ballot_sync(0xffffffffu, c < L && cells[c] != 0);
+    if ((threadIdx.x & 31u) == 0 && mask != 0) atomicAdd(moved, static_cast<unsigned long long>(__popc(mask)));
+  }
+}
+
+// HashGraph's final pass: each key to the next free slot of its bucket, so a
+// bucket's keys are contiguous from slot 0.
+__global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* bucket, uint32_t* fill) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
+    const uint32_t b = bucket[i];
+    const uint32_t s = atomicAdd(&fill[b], 1u);
+    if (s >= M) {  // settling fitted every bucket: reaching here is a bug
+      atomicAdd(t.fault, 1u);
+      continue;
+    }
+    const uint64_t slot = static_cast<uint64_t>(b) * M + s;
+    t.keys[slot] = rec.keys[i];
+    t.values[slot] = rec.values[i];
+  }
+}
+
+}  // namespace
+
+absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, const BulkBuildConfig& config,
+                              cudaStream_t s, SettleResult* result) {
+  const gph::Geometry& g = t.geo;
+  const uint32_t L = g.num_cells, N = g.num_buckets, M = g.slots_per_bucket;
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
+  StreamScratch scratch(s);
+  const size_t o_bucket = scratch.reserve<uint32_t>(rec.m);
+  const size_t o_load = scratch.reserve<uint32_t>(N);
+  const size_t o_admit = scratch.reserve<uint32_t>(N);
+  const size_t o_moved = scratch.reserve<uint8_t>(L);
+  const size_t o_list = scratch.reserve<uint32_t>(L);
+  const size_t o_losers = scratch.reserve<uint32_t>(L);
+  const size_t o_next = scratch.reserve<uint8_t>(L);
+  const size_t o_counts = scratch.reserve<uint32_t>(2);
+  const size_t o_moved_cells = scratch.reserve<unsigned long long>(1);
+  GPHKV_RETURN_IF_ERROR(scratch.allocate());
+  uint32_t* bucket = scratch.at<uint32_t>(o_bucket);
+  uint32_t* load = scratch.at<uint32_t>(o_load);
+  uint32_t* admit = scratch.at<uint32_t>(o_admit);
+  uint8_t* moved = scratch.at<uint8_t>(o_moved);
+  uint32_t* list = scratch.at<uint32_t>(o_list);
+  uint32_t* losers = scratch.at<uint32_t>(o_losers);
+  uint8_t* next = scratch.at<uint8_t>(o_next);
+  uint32_t* counts = scratch.at<uint32_t>(o_counts);
+  auto* moved_cells = scratch.at<unsigned long long>(o_moved_cells);
+
+  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(load, 0, sizeof(uint32_t) * N, s));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
+  locate_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(g, t.cells, rec, bucket, load);
+  GPHKV_CUDA_TRY_LAUNCH("locate_kernel");
+
+  // Lists the overflowing cells; returns how many.
+  auto mark = [&](uint32_t* flagged) -> absl::Status {
+    GPHKV_CUDA_TRY(cudaMemsetAsync(counts, 0, 2 * sizeof(uint32_t), s));
+    mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, list, counts);
+    GPHKV_CUDA_TRY_LAUNCH("mark_kernel");
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(flagged, counts, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
+    GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
+    return absl::OkStatus();
+  };
+  uint32_t flagged = 0;
+  GPHKV_RETURN_IF_ERROR(mark(&flagged));
+  result->first_mark_ms = lap();
+  uint32_t rounds = 0;
+  while (flagged > config.serial_cells && rounds < config.max_parallel_rounds) {
+    ++rounds;
+    const unsigned grid = grid_for(flagged);
+    GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));
+    for (uint8_t phase : {uint8_t{0}, uint8_t{1}}) {
+      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, admit, losers, counts);
+      GPHKV_CUDA_TRY_LAUNCH("admit_kernel");
+    }
+    GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
+    choose_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next);
+    GPHKV_CUDA_TRY_LAUNCH("choose_kernel");
+    move_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next, moved);
+    GPHKV_CUDA_TRY_LAUNCH("move_kernel");
+    GPHKV_RETURN_IF_ERROR(mark(&flagged));
+  }
+  result->parallel_rounds = rounds;
+  result->cells_serial = flagged;
+  result->rounds_ms = lap();
+  if (flagged > 0) {
+    serial_kernel<<<1, 1, 0, s>>>(g, t.cells, rec, bucket, load, list, counts);
+    GPHKV_CUDA_TRY_LAUNCH("serial_kernel");
+    GPHKV_RETURN_IF_ERROR(mark(&flagged));
+    if (flagged > 0) {
+      uint32_t cell = 0, range[2] = {0, 0};
+      GPHKV_CUDA_TRY(cudaMemcpyAsync(&cell, list, sizeof(cell), cudaMemcpyDeviceToHost, s));
+      GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
+      GPHKV_CUDA_TRY(cudaMemcpyAsync(range, rec.cell_begin + cell, sizeof(range), cudaMemcpyDeviceToHost, s));
+      GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
+      return absl::ResourceExhaustedError(absl::StrCat("bulk build: cell ", cell, " with ", range[1] - range[0],
+                                                       " keys fits under no (mapping, offset) at ", N,
+                                                       " buckets; grow the table"));
+    }
+  }
+  result->serial_ms = lap();
+  GPHKV_CUDA_TRY(cudaMemsetAsync(moved_cells, 0, sizeof(unsigned long long), s));
+  count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(t.cells, L, moved_cells);
+  GPHKV_CUDA_TRY_LAUNCH("count_moved_kernel");
+  GPHKV_CUDA_TRY(cudaMemsetAsync(t.keys, 0xff, sizeof(uint64_t) * g.num_slots(), s));  // kEmptyKey
+  GPHKV_CUDA_TRY(cudaMemsetAsync(t.values, 0, sizeof(uint64_t) * g.num_slots(), s));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));  // now each bucket's fill cursor
+  place_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(t, rec, bucket, admit);
+  GPHKV_CUDA_TRY_LAUNCH("place_kernel");
+  unsigned long long host_moved = 0;
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(&host_moved, moved_cells, sizeof(host_moved), cudaMemcpyDeviceToHost, s));
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
+  result->cells_moved = host_moved;
+  result->place_ms = lap();
+  return absl::OkStatus();
+}
+
+}  // namespace gphkv::engine::cuda

@@ -1,0 +1,41 @@
+// The last phases of the GPU bulk build (HashGraph §3 with GPH's cells, §6):
+// every cell starts at (Φ=0, Δ=0); cells whose buckets overflow choose again in
+// parallel rounds, then the rest one at a time; then each key goes to the next
+// free slot of its bucket.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/cuda/bulk_build.h"
+#include "engine/cuda/device_table.cuh"
+
+namespace gphkv::engine::cuda {
+
+// The distinct keys of a build, grouped by cell: cell c's records are
+// [cell_begin[c], cell_begin[c + 1]).
+struct CellRecords {
+  const uint64_t* keys;
+  const uint64_t* values;
+  const uint32_t* cell_begin;  // L + 1
+  uint64_t m;                  // records
+};
+
+struct SettleResult {
+  uint32_t parallel_rounds = 0;
+  uint64_t cells_serial = 0;
+  uint64_t cells_moved = 0;
+  // Host wall time (ms) from the call to the first overflow scan's count, the
+  // parallel rounds, the serial pass, the placement.
+  double first_mark_ms = 0, rounds_ms = 0, serial_ms = 0, place_ms = 0;
+};
+
+// Chooses dst's cell bytes for `records` and places them into dst's buckets
+// (dst's cells, keys and values are overwritten; its out-of-band slot and size
+// are the caller's). RESOURCE_EXHAUSTED when some cell fits nowhere.
+absl::Status settle_and_place(const DeviceTable& dst, const CellRecords& records, const BulkBuildConfig& config,
+                              cudaStream_t stream, SettleResult* result);
+
+}  // namespace gphkv::engine::cuda

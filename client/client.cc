@@ -84,6 +84,7 @@ std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOption
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetServiceConfigJSON(service_config(options));
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   return std::make_unique<Client>(std::move(channel), options);
 }

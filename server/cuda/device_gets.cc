@@ -38,9 +38,13 @@ absl::StatusOr<std::unique_ptr<DeviceGets>> DeviceGets::create(DeviceValueHeap* 
 
 absl::Status DeviceGets::init(int depth) {
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
+  // Serving streams at the greatest priority, like the table's own: a
+  // background rebuild runs at the least (docs/gph.md, "Bulk build").
+  int least = 0, greatest = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   for (int i = 0; i < depth; ++i) {
     auto s = std::make_unique<Slot>();
-    GPHKV_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    GPHKV_CUDA_TRY(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
     for (cudaEvent_t& e : s->ev) {
       GPHKV_CUDA_TRY(cudaEventCreateWithFlags(&e, time_stages_ ? cudaEventDefault : cudaEventDisableTiming));
     }

@@ -35,7 +35,11 @@ DeviceValueHeap::DeviceValueHeap(uint32_t max_value_bytes, int device)
 absl::Status DeviceValueHeap::init() {
   static_assert(kMinSlabBytes / kMinClassBytes <= dh::kMaxSlotsPerSlab, "slot index must fit its handle field");
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  GPHKV_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // The greatest priority, as the table's stream: gets gather values here
+  // while a background rebuild (least priority) may be running.
+  int least = 0, greatest = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  GPHKV_CUDA_TRY(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
   return absl::OkStatus();
 }
 

@@ -36,6 +36,12 @@ struct ClientOptions {
   std::chrono::milliseconds max_backoff{1000};
   // Largest message sent or received.
   int max_message_bytes = 256 << 20;
+  // Each Client dials its own TCP connection. gRPC otherwise shares one
+  // connection among all channels of a process with the same target and
+  // arguments, so N clients in one process would funnel through one HTTP/2
+  // connection (one transport thread's worth of framing). Share a Client to
+  // share a connection; false restores gRPC's process-wide sharing.
+  bool own_connection = true;
 };
 
 // The answer to a Get: found flags and values by index, over the response's

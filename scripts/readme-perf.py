@@ -55,6 +55,32 @@ def engine_gpu():
     return out
 
 
+def engine_gpu_build():
+    """The device bulk build, burst paths and lookups during a rebuild (engine_bench --sections=build,...)."""
+    hit = newest("engine_bench_build")
+    if not hit:
+        return []
+    _, path, d = hit
+    cmd = " ".join([os.path.basename(d["command"].split()[0])] +
+                   [a for a in d["command"].split()[1:] if not a.startswith("--json")])
+    out = [f"**GPU bulk build and write bursts** ({d['device']}, commit `{d['git_commit']}`, `{cmd}`; `{path}`). "
+           "HashGraph-style build on the device (docs/gph.md, \"Bulk build\"), median of the runs.", "",
+           "| bulk build | pairs in | keys | ms | G pairs/s |", "|---|---:|---:|---:|---:|"]
+    for r in d["bulk_build"]:
+        out.append(f"| {r['variant']} | {r['inputs']:,} | {r['keys']:,} | {r['ms']:.1f} | {r['g_inputs_per_s']:.2f} |")
+    out += ["", "| burst into a 10^8-key table (to load 0.8) | keys | insert kernel ms | rebuild ms | rebuild / insert |",
+            "|---|---:|---:|---:|---:|"]
+    for r in d["burst_absorb"]:
+        out.append(f"| {r['fraction'] * 100:g}% | {r['burst_keys']:,} | {r['insert_ms']:.2f} | {r['rebuild_ms']:.1f} | "
+                   f"{r['rebuild_ms'] / r['insert_ms']:.1f}x |")
+    out += ["", "| lookups (50% hits) while a rebuild runs | idle G/s | during G/s | during / idle | rebuild ms alone / during |",
+            "|---|---:|---:|---:|---:|"]
+    for r in d["lookup_during_rebuild"]:
+        out.append(f"| {r['setup']} | {r['idle_gops']:.2f} | {r['during_gops']:.2f} | {r['during_over_idle']:.2f} | "
+                   f"{r['rebuild_ms_alone']:.0f} / {r['rebuild_ms_during']:.0f} |")
+    return out + [""]
+
+
 def lookup_bounds():
     """What the memory system allows each lookup layout (bench/lookup_bounds.cu)."""
     hit = newest("lookup_bounds", lambda d: d.get("keys") == 10 ** 8)
@@ -121,7 +147,7 @@ def compare():
 
 
 def main():
-    body = engine_gpu() + lookup_bounds() + engine_cpu() + service() + compare()
+    body = engine_gpu() + engine_gpu_build() + lookup_bounds() + engine_cpu() + service() + compare()
     readme_path = os.path.join(ROOT, "README.md")
     with open(readme_path) as f:
         readme = f.read()

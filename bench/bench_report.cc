@@ -39,7 +39,15 @@ std::string cpu_model() {
   return "unknown";
 }
 
+#ifndef GPHKV_GIT_COMMIT
+#define GPHKV_GIT_COMMIT ""
+#endif
+
 std::string git_commit() {
+  // The commit the program was built from; the checkout it runs in may be
+  // another (a device machine runs a copy of the tree, not its history).
+  const std::string built = GPHKV_GIT_COMMIT;
+  if (!built.empty()) return built;
   std::string head = run("git rev-parse HEAD 2>/dev/null");
   if (head.empty()) return "unknown";
   if (!run("git status --porcelain --untracked-files=no 2>/dev/null").empty()) head += "-dirty";

@@ -121,8 +121,14 @@ def service():
             d = json.load(f)
         if isinstance(d, dict) and d.get("benchmark") == "service_bench":  # older files are bare lists
             files.append((os.path.relpath(path, ROOT), d))
-    out = []
+    # The newest run of each kind (backend; light load or not): older ones stay in bench/results.
+    newest_of = {}
     for path, d in files:
+        kind = (d["backend"], any("streams=1 " in r["config"] for r in d["results"]))
+        if kind not in newest_of or d.get("date", "") > newest_of[kind][1].get("date", ""):
+            newest_of[kind] = (path, d)
+    out = []
+    for path, d in sorted(newest_of.values()):
         where = d.get("device", d.get("host", ""))
         out += [f"**Service, {d['backend']} backend** ({where}, commit `{d['commit'][:12]}`, `{d['command']}`; "
                 f"`{path}`). Server and client in one process over loopback gRPC.", "",
@@ -136,7 +142,8 @@ def service():
 
 
 def compare():
-    hit = newest("gphkv-loadgen-compare")
+    # The newest run that measured both stores (a run may measure one: TARGETS=gphkv).
+    hit = newest("gphkv-loadgen-compare", lambda d: {"gphkv", "memcached"} <= set(d.get("results", {})))
     if not hit:
         return []
     _, path, _ = hit

@@ -198,7 +198,9 @@ absl::Status Store::submit_gets(absl::Span<Call* const> calls) {
 
 std::vector<Call*> Store::finish_gets(std::vector<absl::Status>* statuses, GetStageTimes* times) {
 #ifdef GPHKV_HAVE_CUDA
-  return gets_->finish(options_.max_response_bytes, statuses, times);
+  std::vector<Call*> calls = gets_->finish(options_.max_response_bytes, statuses, times);
+  counters_.late_get_downloads = gets_->late_downloads();
+  return calls;
 #else
   (void)statuses;
   (void)times;

@@ -67,6 +67,7 @@ struct StoreCounters {
   uint64_t relocations = 0;             // Extended Moves by the insert path (CUDA tables count them)
   uint64_t sync_get_runs = 0;           // get runs that took the synchronous path
   uint64_t pipelined_get_runs = 0;      // get runs that took the CUDA pipeline
+  uint64_t late_get_downloads = 0;      // pipelined runs whose values outgrew the download sent with them
 };
 
 class Store {

@@ -80,10 +80,13 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
       n_values += c->get->keys_size();
     }
   }
-  // The download: total, then found+length per key, then the values, sized
-  // for the largest stored value class (exact for uniform sizes).
+  // The download: total, then found+length per key, then the values. The
+  // gather's room is sized for the largest stored value class (exact for
+  // uniform sizes); the download, for what the values likely take.
   const uint64_t head = 8 + ((4 * n + 15) & ~uint64_t{15});
   const uint64_t copied = std::min<uint64_t>(n_values * heap_->max_live_slot_bytes(), kMaxDownloadBytes);
+  const uint64_t mean_slot = heap_->live_values() == 0 ? 0 : heap_->used_bytes() / heap_->live_values();
+  const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n));
   GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied));
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
@@ -114,6 +117,7 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   s.n = n;
   s.head = head;
   s.copied = copied;
+  s.downloaded = downloaded;
   s.calls.assign(calls.begin(), calls.end());
   absl::Status st = n == 0 ? absl::OkStatus() : enqueue(table, s, any_exists);
   if (st.ok() && n == 0) {
@@ -162,7 +166,7 @@ absl::Status DeviceGets::enqueue(engine::cuda::CudaTable& table, Slot& s, bool a
   GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_slabs(), d_handles, d_offsets, n, s.d_out.at(s.head), s.copied,
                                      d_total, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.copied, cudaMemcpyDeviceToHost, st));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.downloaded, cudaMemcpyDeviceToHost, st));
   GPHKV_CUDA_TRY(cudaEventRecord(s.ev[4], st));
   return absl::OkStatus();
 }
@@ -199,6 +203,18 @@ std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<a
     }
     times->seconds[kStageRespond] = seconds_since(t1);
     return calls;
+  }
+  if (total > s.downloaded) {
+    // Larger values than the download guessed: the rest is in d_out already.
+    const uint64_t from = s.head + s.downloaded;
+    cudaError_t err = cudaMemcpyAsync(s.out.data() + from, s.d_out.at(from), total - s.downloaded,
+                                      cudaMemcpyDeviceToHost, s.stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(s.stream);
+    if (err != cudaSuccess) {
+      statuses->assign(calls.size(), engine::cuda::cuda_status(err, "CUDA get download", __FILE__, __LINE__));
+      return calls;
+    }
+    ++late_downloads_;
   }
   const uint32_t* meta = reinterpret_cast<const uint32_t*>(s.out.data() + 8);
   const char* values = s.out.data() + s.head;

@@ -34,16 +34,24 @@ namespace gphkv::server {
 
 class DeviceGets {
  public:
-  // The download is sized by the heap's largest live class; past this many
-  // bytes a batch takes the slow path (handles copied back, values gathered
-  // per call by the heap).
+  // The gather's device buffer is sized by the heap's largest live class;
+  // past this many bytes a batch takes the slow path (handles copied back,
+  // values gathered per call by the heap).
   static constexpr uint64_t kMaxDownloadBytes = uint64_t{256} << 20;
+  // The download that travels with the batch covers what the values most
+  // likely take (twice the mean stored slot per key, at least this much);
+  // the rest, when the values turn out larger, is copied when the batch is
+  // finished. Mixed sizes (TaoBench's 1 B .. 64 KiB) then cross PCIe at
+  // about their real size instead of keys x the largest class.
+  static constexpr uint64_t kMinSpeculativeBytes = 64 * 1024;
 
   static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
   ~DeviceGets();
 
   int depth() const { return static_cast<int>(slots_.size()); }
   size_t in_flight() const { return order_.size(); }
+  // Batches whose values outgrew their download and were copied at finish().
+  uint64_t late_downloads() const { return late_downloads_; }
 
   // Enqueues the batch of get calls (in_flight() < depth() required). An
   // error leaves nothing in flight for this batch; its calls are the caller's
@@ -67,7 +75,8 @@ class DeviceGets {
     std::vector<Call*> calls;
     uint64_t n = 0;
     uint64_t head = 0;    // bytes before the values in out/d_out
-    uint64_t copied = 0;  // value bytes the download brings (the capacity the gather used)
+    uint64_t copied = 0;      // value bytes the gather may write (its buffer's capacity)
+    uint64_t downloaded = 0;  // of those, the bytes the batch's own download brings
     double pack_seconds = 0;
   };
   DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
@@ -82,6 +91,7 @@ class DeviceGets {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<Slot*> order_;  // batches in flight, oldest first
   size_t next_ = 0;
+  uint64_t late_downloads_ = 0;
 };
 
 }  // namespace gphkv::server

@@ -3,6 +3,7 @@
 // misses, 0 and the sentinel key, EXISTS mode, values of 0..4096 bytes),
 // through growth by rebuilds (gets take the synchronous path while one
 // runs). Skips without a CUDA device.
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -288,4 +289,69 @@ TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {
 }
 
 }  // namespace
+// Mostly small values and a few of the largest class: a run of only the
+// large ones outgrows the download that travels with it (sized from the mean
+// stored value) and the rest is copied when the run finishes.
+TEST(CudaStore, ValuesLargerThanTheSpeculativeDownloadComeBackWhole) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto gpu = make_store(engine::Backend::kCuda, 512 << 20);
+  ASSERT_NE(gpu, nullptr);
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> model;
+  Owned p;
+  for (uint64_t k = 0; k < 2064; ++k) {
+    std::string v(k < 64 ? 4096 : 8, '\0');
+    for (auto& c : v) c = static_cast<char>(rng());
+    p.put.add_keys(k);
+    p.put.add_value_lengths(static_cast<uint32_t>(v.size()));
+    p.put.mutable_values()->append(v);
+    model.push_back(std::move(v));
+  }
+  p.call.kind = OpKind::kPut;
+  p.call.put = &p.put;
+  p.call.put_out = &p.put_out;
+  std::vector<absl::Status> st;
+  Call* pc = &p.call;
+  gpu->apply_puts({&pc, 1}, &st);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  ASSERT_TRUE(gpu->finish_rebuild().ok());
+  ASSERT_TRUE(gpu->can_pipeline_gets());
+  // Two calls in one run: the 64 large values (256 KiB, over the 64 KiB
+  // minimum download) in shuffled order, then small ones and misses.
+  Owned g1, g2;
+  std::vector<uint64_t> big(64);
+  for (uint64_t k = 0; k < 64; ++k) big[k] = k;
+  std::shuffle(big.begin(), big.end(), rng);
+  for (uint64_t k : big) g1.get.add_keys(k);
+  for (uint64_t k = 2000; k < 2100; ++k) g2.get.add_keys(k);
+  for (Owned* g : {&g1, &g2}) {
+    g->call.kind = OpKind::kGet;
+    g->call.get = &g->get;
+    g->call.get_out = &g->get_out;
+  }
+  Call* calls[] = {&g1.call, &g2.call};
+  const uint64_t late_before = gpu->counters().late_get_downloads;
+  ASSERT_TRUE(gpu->submit_gets(calls).ok());
+  GetStageTimes times;
+  gpu->finish_gets(&st, &times);
+  ASSERT_TRUE(st[0].ok()) << st[0];
+  ASSERT_TRUE(st[1].ok()) << st[1];
+  EXPECT_EQ(gpu->counters().late_get_downloads, late_before + 1);
+  for (Owned* g : {&g1, &g2}) {
+    uint64_t off = 0;
+    for (int i = 0; i < g->get.keys_size(); ++i) {
+      const uint64_t k = g->get.keys(i);
+      ASSERT_EQ(g->get_out.found(i), k < model.size()) << "key " << k;
+      const uint32_t len = g->get_out.value_lengths(i);
+      if (k < model.size()) {
+        ASSERT_EQ(g->get_out.values().substr(off, len), model[k]) << "key " << k;
+      }
+      off += len;
+    }
+    EXPECT_EQ(off, g->get_out.values().size());
+  }
+}
+
 }  // namespace gphkv::server

@@ -320,6 +320,12 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
     times.rounds = settled.rounds_ms;
     times.serial = settled.serial_ms;
     times.place = settled.place_ms;
+    times.round_admit = settled.round_admit_ms;
+    times.round_choose = settled.round_choose_ms;
+    times.round_move = settled.round_move_ms;
+    times.round_mark = settled.round_mark_ms;
+    times.place_sort = settled.place_sort_ms;
+    times.place_fill = settled.place_fill_ms;
     *config.times = times;
   }
   if (stats != nullptr) {

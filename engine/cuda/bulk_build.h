@@ -53,6 +53,12 @@ enum class BulkGrouping {
   kRadixSort,    // HashGraph V2's binning done by a radix sort on the cell id
 };
 
+// How the keys go into their buckets once every cell is chosen.
+enum class BulkPlacement {
+  kAtomicCursor,  // an atomic cursor per bucket, keys scattered into a cleared table
+  kSortByBucket,  // a radix sort of the records by bucket, then every slot written in order
+};
+
 // Host wall time of the build's phases, each ending where the build waits
 // for its stream anyway (so taking them adds no wait), in ms.
 struct BulkBuildTimes {
@@ -62,6 +68,11 @@ struct BulkBuildTimes {
   double rounds = 0;      // the parallel rounds of (Φ, Δ) choice
   double serial = 0;      // the serial pass and its check
   double place = 0;       // placement into the buckets
+  // Finer steps, timed by waiting for the stream after each (so only in the
+  // run that asks for times): the rounds' admission, choice, moves and
+  // overflow scans summed over rounds; the placement's sort and slot fill.
+  double round_admit = 0, round_choose = 0, round_move = 0, round_mark = 0;
+  double place_sort = 0, place_fill = 0;
 };
 
 struct BulkBuildConfig {
@@ -70,6 +81,8 @@ struct BulkBuildConfig {
   // 10^8 writes over 5*10^7 keys (H100, engine_bench --sections=build,
   // bench/results/engine_bench_build_h100_e6ff25a846be.json; docs/gph.md).
   BulkGrouping grouping = BulkGrouping::kRadixSort;
+  // See bulk_settle.cu and docs/gph.md, "Bulk build", for the measurements.
+  BulkPlacement placement = BulkPlacement::kSortByBucket;
   // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
   // after them are settled one at a time (exact, so the build always ends).
   uint32_t max_parallel_rounds = 32;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_status.h"
@@ -176,9 +178,10 @@ __global__ void count_moved_kernel(const uint8_t* cells, uint32_t L, unsigned lo
   }
 }
 
-// HashGraph's final pass: each key to the next free slot of its bucket, so a
-// bucket's keys are contiguous from slot 0.
-__global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* bucket, uint32_t* fill) {
+// The first placement, kept for comparison (BulkPlacement::kAtomicCursor):
+// each key to the next free slot of its bucket by an atomic cursor per bucket,
+// into a table cleared first; its 8-byte writes land in random buckets.
+__global__ void place_atomic_kernel(DeviceTable t, CellRecords rec, const uint32_t* bucket, uint32_t* fill) {
   const uint32_t M = t.geo.slots_per_bucket;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
@@ -194,6 +197,41 @@ __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* buc
   }
 }
 
+__global__ void iota_kernel(uint32_t* a, uint64_t n) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    a[i] = static_cast<uint32_t>(i);
+  }
+}
+
+// HashGraph's final pass, one thread per slot: with the records sorted by
+// bucket (`order`, stable, so a bucket's records keep their cell order) and
+// each bucket's first sorted position (`bucket_begin`, a prefix sum of the
+// loads), slot s of bucket b holds the bucket's s-th record, or kEmptyKey past
+// its load. No atomics, every slot written once in order (coalesced), so the
+// table needs no clearing first; a bucket's keys are contiguous from slot 0.
+__global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* load, const uint32_t* bucket_begin,
+                             const uint32_t* order, uint32_t m_shift) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  const uint64_t slots = t.geo.num_slots();
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t slot = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; slot < slots; slot += stride) {
+    // M is a power of two in every table we make; the division is the fallback.
+    const uint64_t b = m_shift != 0xffffffffu ? slot >> m_shift : slot / M;
+    const uint32_t s = static_cast<uint32_t>(slot - b * M);
+    const uint32_t l = load[b];
+    uint64_t k = gph::kEmptyKey, v = 0;
+    if (s < l) {
+      const uint32_t i = order[bucket_begin[b] + s];
+      k = rec.keys[i];
+      v = rec.values[i];
+    }
+    if (s == 0 && l > M) atomicAdd(t.fault, 1u);  // settling fitted every bucket: reaching here is a bug
+    t.keys[slot] = k;
+    t.values[slot] = v;
+  }
+}
+
 }  // namespace
 
 absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, const BulkBuildConfig& config,
@@ -205,6 +243,17 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     const double ms = std::chrono::duration<double, std::milli>(now - last).count();
     last = now;
     return ms;
+  };
+  // The breakdown run (config.times set) also waits for the stream after each
+  // step of a round and of the placement, to time them apart; the timed runs do not.
+  const bool detail = config.times != nullptr;
+  auto detail_lap = [&, last = std::chrono::steady_clock::now()](double* acc) mutable -> absl::Status {
+    if (!detail) return absl::OkStatus();
+    GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
+    const auto now = std::chrono::steady_clock::now();
+    *acc += std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return absl::OkStatus();
   };
   StreamScratch scratch(s);
   const size_t o_bucket = scratch.reserve<uint32_t>(rec.m);
@@ -245,6 +294,8 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   uint32_t flagged = 0;
   GPHKV_RETURN_IF_ERROR(mark(&flagged));
   result->first_mark_ms = lap();
+  double skip = 0;
+  GPHKV_RETURN_IF_ERROR(detail_lap(&skip));
   uint32_t rounds = 0;
   while (flagged > config.serial_cells && rounds < config.max_parallel_rounds) {
     ++rounds;
@@ -254,12 +305,16 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
       admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, admit, losers, counts);
       GPHKV_CUDA_TRY_LAUNCH("admit_kernel");
     }
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_admit_ms));
     GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
     choose_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next);
     GPHKV_CUDA_TRY_LAUNCH("choose_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_choose_ms));
     move_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next, moved);
     GPHKV_CUDA_TRY_LAUNCH("move_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_move_ms));
     GPHKV_RETURN_IF_ERROR(mark(&flagged));
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_mark_ms));
   }
   result->parallel_rounds = rounds;
   result->cells_serial = flagged;
@@ -280,14 +335,53 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     }
   }
   result->serial_ms = lap();
+  GPHKV_RETURN_IF_ERROR(detail_lap(&skip));
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved_cells, 0, sizeof(unsigned long long), s));
   count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(t.cells, L, moved_cells);
   GPHKV_CUDA_TRY_LAUNCH("count_moved_kernel");
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.keys, 0xff, sizeof(uint64_t) * g.num_slots(), s));  // kEmptyKey
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.values, 0, sizeof(uint64_t) * g.num_slots(), s));
-  GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));  // now each bucket's fill cursor
-  place_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(t, rec, bucket, admit);
-  GPHKV_CUDA_TRY_LAUNCH("place_kernel");
+  if (config.placement == BulkPlacement::kAtomicCursor) {
+    GPHKV_CUDA_TRY(cudaMemsetAsync(t.keys, 0xff, sizeof(uint64_t) * g.num_slots(), s));  // kEmptyKey
+    GPHKV_CUDA_TRY(cudaMemsetAsync(t.values, 0, sizeof(uint64_t) * g.num_slots(), s));
+    GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));  // now each bucket's fill cursor
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
+    place_atomic_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(t, rec, bucket, admit);
+    GPHKV_CUDA_TRY_LAUNCH("place_atomic_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_fill_ms));
+  } else {
+    // 4. Place: a stable radix sort of (bucket, record index) on the bucket
+    // id's bits, the loads' prefix sum, then every slot from its bucket's
+    // range. The bucket array is the sort's first key buffer (no one reads it
+    // after this), so the sort adds one key and two index buffers.
+    const int end_bit = N > 1 ? 32 - __builtin_clz(N - 1) : 1;
+    const auto n = static_cast<int64_t>(rec.m);
+    size_t sort_bytes = 0, scan_bytes = 0;
+    cub::DoubleBuffer<uint32_t> sort_keys(bucket, nullptr), sort_index(nullptr, nullptr);
+    GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, sort_keys, sort_index, n, 0, end_bit));
+    GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const uint32_t*>(nullptr),
+                                                 static_cast<uint32_t*>(nullptr), static_cast<int64_t>(N)));
+    StreamScratch place(s);
+    const size_t o_keys2 = place.reserve<uint32_t>(rec.m);
+    const size_t o_index = place.reserve<uint32_t>(rec.m), o_index2 = place.reserve<uint32_t>(rec.m);
+    const size_t o_begin = place.reserve<uint32_t>(N);
+    const size_t o_temp = place.reserve<uint8_t>(std::max(sort_bytes, scan_bytes));
+    GPHKV_RETURN_IF_ERROR(place.allocate());
+    uint32_t* bucket_begin = place.at<uint32_t>(o_begin);
+    sort_keys = cub::DoubleBuffer<uint32_t>(bucket, place.at<uint32_t>(o_keys2));
+    sort_index = cub::DoubleBuffer<uint32_t>(place.at<uint32_t>(o_index), place.at<uint32_t>(o_index2));
+    GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(place.at<void>(o_temp), scan_bytes, load, bucket_begin,
+                                                 static_cast<int64_t>(N), s));
+    if (rec.m > 0) {
+      iota_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(sort_index.Current(), rec.m);
+      GPHKV_CUDA_TRY_LAUNCH("iota_kernel");
+      GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(place.at<void>(o_temp), sort_bytes, sort_keys, sort_index, n, 0,
+                                                     end_bit, s));
+    }
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
+    const uint32_t m_shift = (M & (M - 1)) == 0 ? static_cast<uint32_t>(__builtin_ctz(M)) : 0xffffffffu;
+    place_kernel<<<grid_for(g.num_slots()), kBlock, 0, s>>>(t, rec, load, bucket_begin, sort_index.Current(), m_shift);
+    GPHKV_CUDA_TRY_LAUNCH("place_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_fill_ms));
+  }  // the placement's scratch goes back to the pool, stream-ordered
   unsigned long long host_moved = 0;
   GPHKV_CUDA_TRY(cudaMemcpyAsync(&host_moved, moved_cells, sizeof(host_moved), cudaMemcpyDeviceToHost, s));
   GPHKV_CUDA_TRY(cudaStreamSynchronize(s));

@@ -30,6 +30,11 @@ struct SettleResult {
   // Host wall time (ms) from the call to the first overflow scan's count, the
   // parallel rounds, the serial pass, the placement.
   double first_mark_ms = 0, rounds_ms = 0, serial_ms = 0, place_ms = 0;
+  // With config.times set only (the stream waited for after each step): the
+  // rounds' admission, choice, moves and overflow scans summed over rounds;
+  // the placement's sort and its slot fill.
+  double round_admit_ms = 0, round_choose_ms = 0, round_move_ms = 0, round_mark_ms = 0;
+  double place_sort_ms = 0, place_fill_ms = 0;
 };
 
 // Chooses dst's cell bytes for `records` and places them into dst's buckets

@@ -550,17 +550,20 @@ struct Bench {
           const char* name;
           BulkGrouping grouping;
           BulkPlacement placement;
+          bool overflow_bitmap;
         };
         // The kept configuration last; the others for comparison, at the first size only.
         const Variant variants[] = {
-            {"atomic count (V1)", BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket},
-            {"V2, atomic-cursor placement", BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor},
-            {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket}};
-        for (const auto& [vname, grouping, placement] : variants) {
-          if (si > 0 && placement != BulkPlacement::kSortByBucket) continue;
+            {"atomic count (V1)", BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, true},
+            {"V2, atomic-cursor placement", BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor, true},
+            {"V2, overflow scans read the loads", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, false},
+            {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, true}};
+        for (const auto& [vname, grouping, placement, overflow_bitmap] : variants) {
+          if (si > 0 && (placement != BulkPlacement::kSortByBucket || !overflow_bitmap)) continue;
           BulkBuildConfig config;
           config.grouping = grouping;
           config.placement = placement;
+          config.overflow_bitmap = overflow_bitmap;
           trim();
           // A trial build first: where the scratch does not fit (10^9 pairs, the
           // radix sort's 16 B per pair), say so and go on.

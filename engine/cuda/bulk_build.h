@@ -83,6 +83,8 @@ struct BulkBuildConfig {
   BulkGrouping grouping = BulkGrouping::kRadixSort;
   // See bulk_settle.cu and docs/gph.md, "Bulk build", for the measurements.
   BulkPlacement placement = BulkPlacement::kSortByBucket;
+  // The overflow scans read one bit per bucket (true) or the loads (false).
+  bool overflow_bitmap = true;
   // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
   // after them are settled one at a time (exact, so the build always ends).
   uint32_t max_parallel_rounds = 32;

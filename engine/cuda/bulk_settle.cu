@@ -56,15 +56,34 @@ __global__ void locate_kernel(gph::Geometry g, const uint8_t* cells, CellRecords
   }
 }
 
-// Lists the cells with a key in an overflowing bucket (counts[0] of them).
+// One bit per bucket, set where its load exceeds M (word w holds buckets
+// [32w, 32w + 32)): the overflow scan below reads this 1/32-size copy of the
+// loads, which stays in L2 while the scan streams the records past it.
+__global__ void overflow_bits_kernel(uint32_t N, uint32_t M, const uint32_t* load, uint32_t* bits) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < N; first += stride) {
+    const uint64_t b = first + threadIdx.x;  // a block starts at a multiple of 32, so lane 0 starts a word
+    const unsigned mask = __ballot_sync(0xffffffffu, b < N && load[b] > M);
+    if ((threadIdx.x & 31u) == 0 && b < N) bits[b >> 5] = mask;
+  }
+}
+
+__device__ __forceinline__ bool overflows(uint32_t b, uint32_t M, const uint32_t* load, const uint32_t* bits) {
+  return bits != nullptr ? ((bits[b >> 5] >> (b & 31u)) & 1u) != 0 : load[b] > M;
+}
+
+// Lists the cells with a key in an overflowing bucket (counts[0] of them),
+// from the overflow bits when `bits` is set, else from the loads.
 __global__ void mark_kernel(uint32_t L, uint32_t M, const uint32_t* cell_begin, const uint32_t* bucket,
-                            const uint32_t* load, uint32_t* list, uint32_t* counts) {
+                            const uint32_t* load, const uint32_t* bits, uint32_t* list, uint32_t* counts) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
     const uint64_t c = first + threadIdx.x;
     bool over = false;
     if (c < L) {
-      for (uint32_t r = cell_begin[c], end = cell_begin[c + 1]; r < end && !over; ++r) over = load[bucket[r]] > M;
+      for (uint32_t r = cell_begin[c], end = cell_begin[c + 1]; r < end && !over; ++r) {
+        over = overflows(bucket[r], M, load, bits);
+      }
     }
     warp_append(over, static_cast<uint32_t>(c), list, &counts[0]);
   }
@@ -264,6 +283,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   const size_t o_losers = scratch.reserve<uint32_t>(L);
   const size_t o_next = scratch.reserve<uint8_t>(L);
   const size_t o_counts = scratch.reserve<uint32_t>(2);
+  const size_t o_bits = scratch.reserve<uint32_t>((static_cast<uint64_t>(N) + 31) / 32);
   const size_t o_moved_cells = scratch.reserve<unsigned long long>(1);
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
   uint32_t* bucket = scratch.at<uint32_t>(o_bucket);
@@ -274,6 +294,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   uint32_t* losers = scratch.at<uint32_t>(o_losers);
   uint8_t* next = scratch.at<uint8_t>(o_next);
   uint32_t* counts = scratch.at<uint32_t>(o_counts);
+  uint32_t* bits = config.overflow_bitmap ? scratch.at<uint32_t>(o_bits) : nullptr;
   auto* moved_cells = scratch.at<unsigned long long>(o_moved_cells);
 
   GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));
@@ -285,7 +306,11 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   // Lists the overflowing cells; returns how many.
   auto mark = [&](uint32_t* flagged) -> absl::Status {
     GPHKV_CUDA_TRY(cudaMemsetAsync(counts, 0, 2 * sizeof(uint32_t), s));
-    mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, list, counts);
+    if (bits != nullptr) {
+      overflow_bits_kernel<<<grid_for(N), kBlock, 0, s>>>(N, M, load, bits);
+      GPHKV_CUDA_TRY_LAUNCH("overflow_bits_kernel");
+    }
+    mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, bits, list, counts);
     GPHKV_CUDA_TRY_LAUNCH("mark_kernel");
     GPHKV_CUDA_TRY(cudaMemcpyAsync(flagged, counts, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
     GPHKV_CUDA_TRY(cudaStreamSynchronize(s));

@@ -40,9 +40,14 @@ size_t scaled(size_t n) {
 using cuda::BulkBuildConfig;
 using cuda::BulkGrouping;
 using cuda::BulkPlacement;
-// Each test runs for every grouping with the kept placement, and for the
-// first placement (an atomic cursor per bucket) with the kept grouping.
-using BuildPath = std::pair<BulkGrouping, BulkPlacement>;
+// Each test runs for every grouping with the kept placement and overflow
+// scan, and with the kept grouping for the first placement (an atomic cursor
+// per bucket) and for the overflow scan that reads the loads.
+struct BuildPath {
+  BulkGrouping grouping;
+  BulkPlacement placement;
+  bool overflow_bitmap;
+};
 using cuda::CudaTable;
 
 class CudaBulkBuildTest : public ::testing::TestWithParam<BuildPath> {
@@ -78,8 +83,9 @@ class CudaBulkBuildTest : public ::testing::TestWithParam<BuildPath> {
     auto t = CudaTable::create(o, 0);
     if (!t.ok()) return t.status();
     BulkBuildConfig config;
-    config.grouping = GetParam().first;
-    config.placement = GetParam().second;
+    config.grouping = GetParam().grouping;
+    config.placement = GetParam().placement;
+    config.overflow_bitmap = GetParam().overflow_bitmap;
     auto st = (*t)->bulk_load(to_device(base), base.size(), to_device(burst), burst.size(), stream_, stats, config);
     if (!st.ok()) return st;
     return t;
@@ -341,8 +347,9 @@ TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   auto t = CudaTable::create(bigger, 0);
   ASSERT_TRUE(t.ok()) << t.status();
   BulkBuildConfig config;
-  config.grouping = GetParam().first;
-  config.placement = GetParam().second;
+  config.grouping = GetParam().grouping;
+  config.placement = GetParam().placement;
+  config.overflow_bitmap = GetParam().overflow_bitmap;
   BuildStats stats;
   ASSERT_TRUE((*t)->bulk_load_from(**live, to_device(burst), burst.size(), stream_, &stats, config).ok());
   EXPECT_EQ(stats.input_pairs, base.size() + burst.size());
@@ -368,12 +375,14 @@ TEST_P(CudaBulkBuildTest, BothGroupingsAgreeWithTheHostSpanPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Groupings, CudaBulkBuildTest,
-                         ::testing::Values(BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor}),
+                         ::testing::Values(BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, true},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, true},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor, true},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, false}),
                          [](const ::testing::TestParamInfo<BuildPath>& info) {
-                           std::string name = info.param.first == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
-                           if (info.param.second == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
+                           std::string name = info.param.grouping == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
+                           if (info.param.placement == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
+                           if (!info.param.overflow_bitmap) name += "ScanLoads";
                            return name;
                          });
 #else

@@ -44,6 +44,7 @@ using engine::UpsertOutcome;
 using engine::WriteOp;
 using engine::cuda::BulkBuildConfig;
 using engine::cuda::BulkGrouping;
+using engine::cuda::BulkOverflowScan;
 using engine::cuda::BulkPlacement;
 using engine::cuda::CudaTable;
 using engine::cuda::LookupShape;
@@ -550,20 +551,25 @@ struct Bench {
           const char* name;
           BulkGrouping grouping;
           BulkPlacement placement;
-          bool overflow_bitmap;
+          BulkOverflowScan scan;
         };
         // The kept configuration last; the others for comparison, at the first size only.
         const Variant variants[] = {
-            {"atomic count (V1)", BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, true},
-            {"V2, atomic-cursor placement", BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor, true},
-            {"V2, overflow scans read the loads", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, false},
-            {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, true}};
-        for (const auto& [vname, grouping, placement, overflow_bitmap] : variants) {
-          if (si > 0 && (placement != BulkPlacement::kSortByBucket || !overflow_bitmap)) continue;
+            {"atomic count (V1)", BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
+            {"V2, atomic-cursor placement", BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor,
+             BulkOverflowScan::kBitsPerWarp},
+            {"V2, scan: thread per cell, loads", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+             BulkOverflowScan::kLoadsPerCell},
+            {"V2, scan: thread per cell, bits", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+             BulkOverflowScan::kBitsPerCell},
+            {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+             BulkOverflowScan::kBitsPerWarp}};
+        for (const auto& [vname, grouping, placement, scan] : variants) {
+          if (si > 0 && (placement != BulkPlacement::kSortByBucket || scan != BulkOverflowScan::kBitsPerWarp)) continue;
           BulkBuildConfig config;
           config.grouping = grouping;
           config.placement = placement;
-          config.overflow_bitmap = overflow_bitmap;
+          config.overflow_scan = scan;
           trim();
           // A trial build first: where the scratch does not fit (10^9 pairs, the
           // radix sort's 16 B per pair), say so and go on.

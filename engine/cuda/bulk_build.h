@@ -59,6 +59,14 @@ enum class BulkPlacement {
   kSortByBucket,  // a radix sort of the records by bucket, then every slot written in order
 };
 
+// How the overflow scan (once per round) finds the cells with a key in an
+// overflowing bucket.
+enum class BulkOverflowScan {
+  kLoadsPerCell,  // a thread per cell reads its records' bucket loads
+  kBitsPerCell,   // a thread per cell reads one overflow bit per bucket
+  kBitsPerWarp,   // a warp per 32 cells reads their records 32 at a time, then the bits
+};
+
 // Host wall time of the build's phases, each ending where the build waits
 // for its stream anyway (so taking them adds no wait), in ms.
 struct BulkBuildTimes {
@@ -83,8 +91,7 @@ struct BulkBuildConfig {
   BulkGrouping grouping = BulkGrouping::kRadixSort;
   // See bulk_settle.cu and docs/gph.md, "Bulk build", for the measurements.
   BulkPlacement placement = BulkPlacement::kSortByBucket;
-  // The overflow scans read one bit per bucket (true) or the loads (false).
-  bool overflow_bitmap = true;
+  BulkOverflowScan overflow_scan = BulkOverflowScan::kBitsPerWarp;
   // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
   // after them are settled one at a time (exact, so the build always ends).
   uint32_t max_parallel_rounds = 32;

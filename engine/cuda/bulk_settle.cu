@@ -44,18 +44,6 @@ __device__ __forceinline__ uint32_t own_in(const uint32_t* bucket, uint32_t begi
   return n;
 }
 
-__global__ void locate_kernel(gph::Geometry g, const uint8_t* cells, CellRecords rec, uint32_t* bucket,
-                              uint32_t* load) {
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
-    const uint64_t k = rec.keys[i];
-    const uint32_t c = gph::cell_of(g, k);
-    const uint32_t b = gph::bucket_for_key(g, k, c, cells[c]);
-    bucket[i] = b;
-    atomicAdd(&load[b], 1u);
-  }
-}
-
 // One bit per bucket, set where its load exceeds M (word w holds buckets
 // [32w, 32w + 32)): the overflow scan below reads this 1/32-size copy of the
 // loads, which stays in L2 while the scan streams the records past it.
@@ -89,13 +77,48 @@ __global__ void mark_kernel(uint32_t L, uint32_t M, const uint32_t* cell_begin, 
   }
 }
 
+// The same list from the bits, a warp at a time: a warp's 32 cells own one
+// contiguous run of records, which its lanes read 32 at a time (coalesced,
+// independent loads, where a thread per cell walks its own few records one
+// dependent load after another); a ballot of the records in overflowing
+// buckets, masked to each lane's record range, flags that lane's cell.
+__global__ void mark_warp_kernel(uint32_t L, const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* bits,
+                                 uint32_t* list, uint32_t* counts) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
+    const uint64_t c = first + threadIdx.x;
+    const uint32_t begin = cell_begin[c < L ? c : L];
+    const uint32_t end = cell_begin[c < L ? c + 1 : L];
+    const uint32_t warp_begin = __shfl_sync(0xffffffffu, begin, 0);
+    const uint32_t warp_end = __shfl_sync(0xffffffffu, end, 31);  // cell_begin is ascending
+    bool over = false;
+    for (uint32_t base = warp_begin; base < warp_end; base += 32) {
+      const uint32_t r = base + lane;
+      bool o = false;
+      if (r < warp_end) {
+        const uint32_t b = bucket[r];
+        o = ((bits[b >> 5] >> (b & 31u)) & 1u) != 0;
+      }
+      const unsigned mask = __ballot_sync(0xffffffffu, o);
+      const uint32_t lo = begin > base ? begin - base : 0;
+      const uint32_t hi = end < base + 32 ? (end > base ? end - base : 0) : 32;
+      if (lo < hi) {
+        const unsigned mine = (hi == 32 ? 0xffffffffu : ((1u << hi) - 1u)) & ~((1u << lo) - 1u);
+        over = over || (mask & mine) != 0;
+      }
+    }
+    warp_append(over, static_cast<uint32_t>(c), list, &counts[0]);
+  }
+}
+
 // One admission phase of a round: the listed cells with moved[c] == phase
 // claim their keys' room in every overflowing bucket they use; a cell that
 // finds a bucket's M slots claimed loses (counts[1] losers). Phase 0 (cells
 // that did not move last round) runs before phase 1, so residents keep room.
 __global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, const uint8_t* moved,
                              const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* load,
-                             uint32_t* admit, uint32_t* losers, uint32_t* counts) {
+                             const uint32_t* bits, uint32_t* admit, uint32_t* losers, uint32_t* counts) {
   const uint32_t n = counts[0];
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < n; first += stride) {
@@ -108,7 +131,7 @@ __global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, co
         const uint32_t begin = cell_begin[c], end = cell_begin[c + 1];
         for (uint32_t r = begin; r < end && !lose; ++r) {
           const uint32_t b = bucket[r];
-          if (load[b] <= M) continue;
+          if (!overflows(b, M, load, bits)) continue;
           if (own_in(bucket, begin, r, b) != 0) continue;  // this bucket was claimed at its first key
           const uint32_t want = own_in(bucket, r, end, b);
           lose = atomicAdd(&admit[b], want) + want > M;
@@ -275,8 +298,6 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     return absl::OkStatus();
   };
   StreamScratch scratch(s);
-  const size_t o_bucket = scratch.reserve<uint32_t>(rec.m);
-  const size_t o_load = scratch.reserve<uint32_t>(N);
   const size_t o_admit = scratch.reserve<uint32_t>(N);
   const size_t o_moved = scratch.reserve<uint8_t>(L);
   const size_t o_list = scratch.reserve<uint32_t>(L);
@@ -286,22 +307,19 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   const size_t o_bits = scratch.reserve<uint32_t>((static_cast<uint64_t>(N) + 31) / 32);
   const size_t o_moved_cells = scratch.reserve<unsigned long long>(1);
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
-  uint32_t* bucket = scratch.at<uint32_t>(o_bucket);
-  uint32_t* load = scratch.at<uint32_t>(o_load);
+  uint32_t* bucket = rec.bucket;  // located at (0, 0) by the caller, with the loads
+  uint32_t* load = rec.load;
   uint32_t* admit = scratch.at<uint32_t>(o_admit);
   uint8_t* moved = scratch.at<uint8_t>(o_moved);
   uint32_t* list = scratch.at<uint32_t>(o_list);
   uint32_t* losers = scratch.at<uint32_t>(o_losers);
   uint8_t* next = scratch.at<uint8_t>(o_next);
   uint32_t* counts = scratch.at<uint32_t>(o_counts);
-  uint32_t* bits = config.overflow_bitmap ? scratch.at<uint32_t>(o_bits) : nullptr;
+  uint32_t* bits = config.overflow_scan != BulkOverflowScan::kLoadsPerCell ? scratch.at<uint32_t>(o_bits) : nullptr;
   auto* moved_cells = scratch.at<unsigned long long>(o_moved_cells);
 
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));
-  GPHKV_CUDA_TRY(cudaMemsetAsync(load, 0, sizeof(uint32_t) * N, s));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));  // every cell at (0, 0), where the caller located the keys
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
-  locate_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(g, t.cells, rec, bucket, load);
-  GPHKV_CUDA_TRY_LAUNCH("locate_kernel");
 
   // Lists the overflowing cells; returns how many.
   auto mark = [&](uint32_t* flagged) -> absl::Status {
@@ -310,7 +328,11 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
       overflow_bits_kernel<<<grid_for(N), kBlock, 0, s>>>(N, M, load, bits);
       GPHKV_CUDA_TRY_LAUNCH("overflow_bits_kernel");
     }
-    mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, bits, list, counts);
+    if (config.overflow_scan == BulkOverflowScan::kBitsPerWarp) {
+      mark_warp_kernel<<<grid_for(L), kBlock, 0, s>>>(L, rec.cell_begin, bucket, bits, list, counts);
+    } else {
+      mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, bits, list, counts);
+    }
     GPHKV_CUDA_TRY_LAUNCH("mark_kernel");
     GPHKV_CUDA_TRY(cudaMemcpyAsync(flagged, counts, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
     GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
@@ -327,7 +349,9 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     const unsigned grid = grid_for(flagged);
     GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));
     for (uint8_t phase : {uint8_t{0}, uint8_t{1}}) {
-      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, admit, losers, counts);
+      if (phase == 1 && rounds == 1) continue;  // no cell has moved yet: phase 1 would find none
+      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, bits, admit, losers,
+                                           counts);
       GPHKV_CUDA_TRY_LAUNCH("admit_kernel");
     }
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_admit_ms));

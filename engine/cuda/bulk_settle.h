@@ -21,6 +21,12 @@ struct CellRecords {
   const uint64_t* values;
   const uint32_t* cell_begin;  // L + 1
   uint64_t m;                  // records
+  // Each record's bucket and each bucket's load (N) with every cell at
+  // (Φ, Δ) = (0, 0), found by the caller while it grouped the records (one
+  // pass fewer over them); settling updates both, and the placement sorts
+  // `bucket` in place.
+  uint32_t* bucket;
+  uint32_t* load;
 };
 
 struct SettleResult {

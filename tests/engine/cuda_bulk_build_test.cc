@@ -39,14 +39,15 @@ size_t scaled(size_t n) {
 #if defined(GPHKV_HAVE_CUDA)
 using cuda::BulkBuildConfig;
 using cuda::BulkGrouping;
+using cuda::BulkOverflowScan;
 using cuda::BulkPlacement;
 // Each test runs for every grouping with the kept placement and overflow
 // scan, and with the kept grouping for the first placement (an atomic cursor
-// per bucket) and for the overflow scan that reads the loads.
+// per bucket) and for the other two overflow scans.
 struct BuildPath {
   BulkGrouping grouping;
   BulkPlacement placement;
-  bool overflow_bitmap;
+  BulkOverflowScan scan;
 };
 using cuda::CudaTable;
 
@@ -85,7 +86,7 @@ class CudaBulkBuildTest : public ::testing::TestWithParam<BuildPath> {
     BulkBuildConfig config;
     config.grouping = GetParam().grouping;
     config.placement = GetParam().placement;
-    config.overflow_bitmap = GetParam().overflow_bitmap;
+    config.overflow_scan = GetParam().scan;
     auto st = (*t)->bulk_load(to_device(base), base.size(), to_device(burst), burst.size(), stream_, stats, config);
     if (!st.ok()) return st;
     return t;
@@ -349,7 +350,7 @@ TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   BulkBuildConfig config;
   config.grouping = GetParam().grouping;
   config.placement = GetParam().placement;
-  config.overflow_bitmap = GetParam().overflow_bitmap;
+  config.overflow_scan = GetParam().scan;
   BuildStats stats;
   ASSERT_TRUE((*t)->bulk_load_from(**live, to_device(burst), burst.size(), stream_, &stats, config).ok());
   EXPECT_EQ(stats.input_pairs, base.size() + burst.size());
@@ -375,14 +376,21 @@ TEST_P(CudaBulkBuildTest, BothGroupingsAgreeWithTheHostSpanPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Groupings, CudaBulkBuildTest,
-                         ::testing::Values(BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, true},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, true},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor, true},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, false}),
+                         ::testing::Values(BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kBitsPerWarp},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kBitsPerWarp},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor,
+                                                     BulkOverflowScan::kBitsPerWarp},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kLoadsPerCell},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kBitsPerCell}),
                          [](const ::testing::TestParamInfo<BuildPath>& info) {
                            std::string name = info.param.grouping == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
                            if (info.param.placement == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
-                           if (!info.param.overflow_bitmap) name += "ScanLoads";
+                           if (info.param.scan == BulkOverflowScan::kLoadsPerCell) name += "ScanLoadsPerCell";
+                           if (info.param.scan == BulkOverflowScan::kBitsPerCell) name += "ScanBitsPerCell";
                            return name;
                          });
 #else

@@ -4,8 +4,9 @@
 // wins), group the surviving pairs by cell (count per cell with atomics,
 // prefix-sum, scatter: HashGraph V1; or a radix sort by cell: the binned V2),
 // choose the (Φ, Δ) of every cell whose buckets overflow in parallel rounds,
-// settle the few left one at a time, and place each key in the next free
-// slot of its bucket. docs/gph.md, "Bulk build", has the measurements.
+// settle the few left one at a time, and place the keys bucket by bucket (a
+// radix sort by bucket, then every slot written in order). docs/gph.md, "Bulk
+// build", has the measurements.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -84,13 +85,16 @@ struct BulkBuildTimes {
 };
 
 struct BulkBuildConfig {
-  // The radix sort by cell: 47.6 ms against 63.1 ms for the atomic count on
-  // 10^8 unique pairs, 679 against 848 ms on 10^9, 36.0 against 44.2 ms for
+  // The radix sort by cell: 35.0 ms against 63.9 ms for the atomic count on
+  // 10^8 unique pairs, 417 against 694 ms on 10^9, 31.2 against 45.4 ms for
   // 10^8 writes over 5*10^7 keys (H100, engine_bench --sections=build,
-  // bench/results/engine_bench_build_h100_e6ff25a846be.json; docs/gph.md).
+  // bench/results/engine_bench_build_h100_da7a0063e549.json; docs/gph.md).
   BulkGrouping grouping = BulkGrouping::kRadixSort;
-  // See bulk_settle.cu and docs/gph.md, "Bulk build", for the measurements.
+  // Sort by bucket: 35.0 ms against 43.8 ms for the atomic cursor on 10^8
+  // unique pairs (placement 9.7 against 18.2 ms), same run.
   BulkPlacement placement = BulkPlacement::kSortByBucket;
+  // Bits, a warp per 32 cells: 35.0 ms against 35.4 (bits, a thread per cell)
+  // and 38.6 (loads, a thread per cell), same run.
   BulkOverflowScan overflow_scan = BulkOverflowScan::kBitsPerWarp;
   // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
   // after them are settled one at a time (exact, so the build always ends).

@@ -1,7 +1,7 @@
 // The last phases of the GPU bulk build (HashGraph §3 with GPH's cells, §6):
 // every cell starts at (Φ=0, Δ=0); cells whose buckets overflow choose again in
-// parallel rounds, then the rest one at a time; then each key goes to the next
-// free slot of its bucket.
+// parallel rounds, then the rest one at a time; then the records, sorted by
+// bucket, fill each bucket from slot 0.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -44,6 +44,8 @@ using engine::UpsertOutcome;
 using engine::WriteOp;
 using engine::cuda::BulkBuildConfig;
 using engine::cuda::BulkGrouping;
+using engine::cuda::BulkOverflowScan;
+using engine::cuda::BulkPlacement;
 using engine::cuda::CudaTable;
 using engine::cuda::LookupShape;
 
@@ -508,6 +510,10 @@ struct Bench {
                 name.c_str(), static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(b.keys), b.load,
                 ms, b.gkeys, st.parallel_rounds, static_cast<unsigned long long>(st.cells_serial),
                 static_cast<unsigned long long>(st.cells_moved));
+    std::printf("    steps (ms, breakdown run): rounds: admit %.2f, choose %.2f, move %.2f, overflow scan %.2f; "
+                "place: sort %.2f, slot fill %.2f\n",
+                times.round_admit, times.round_choose, times.round_move, times.round_mark, times.place_sort,
+                times.place_fill);
     std::fflush(stdout);
     report.builds.push_back(b);
     return b;
@@ -541,11 +547,29 @@ struct Bench {
         auto made = CudaTable::create(o, 0);
         OK(made.status());
         CudaTable& t = **made;
-        const std::pair<const char*, BulkGrouping> variants[] = {{"atomic count (V1)", BulkGrouping::kAtomicCount},
-                                                                 {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}};
-        for (const auto& [vname, grouping] : variants) {
+        struct Variant {
+          const char* name;
+          BulkGrouping grouping;
+          BulkPlacement placement;
+          BulkOverflowScan scan;
+        };
+        // The kept configuration last; the others for comparison, at the first size only.
+        const Variant variants[] = {
+            {"atomic count (V1)", BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
+            {"V2, atomic-cursor placement", BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor,
+             BulkOverflowScan::kBitsPerWarp},
+            {"V2, scan: thread per cell, loads", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+             BulkOverflowScan::kLoadsPerCell},
+            {"V2, scan: thread per cell, bits", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+             BulkOverflowScan::kBitsPerCell},
+            {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+             BulkOverflowScan::kBitsPerWarp}};
+        for (const auto& [vname, grouping, placement, scan] : variants) {
+          if (si > 0 && (placement != BulkPlacement::kSortByBucket || scan != BulkOverflowScan::kBitsPerWarp)) continue;
           BulkBuildConfig config;
           config.grouping = grouping;
+          config.placement = placement;
+          config.overflow_scan = scan;
           trim();
           // A trial build first: where the scratch does not fit (10^9 pairs, the
           // radix sort's 16 B per pair), say so and go on.

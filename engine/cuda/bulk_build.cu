@@ -108,17 +108,28 @@ __global__ void count_cells(gph::Geometry g, Inputs in, uint32_t* cell_count, ui
   }
 }
 
+// Where a record goes with every cell at (0, 0), and its bucket's load: the
+// start of the choice of (Φ, Δ), done here while the record is in hand.
+__device__ __forceinline__ void locate(const gph::Geometry& g, uint64_t k, uint32_t c, uint64_t at, uint32_t* bucket,
+                                       uint32_t* load) {
+  const uint32_t b = gph::bucket_for_key(g, k, c, 0);
+  bucket[at] = b;
+  atomicAdd(&load[b], 1u);
+}
+
 // HashGraph V1 phase 2, after the prefix sum: each survivor to its cell's range.
 __global__ void scatter_cells(gph::Geometry g, Inputs in, const uint32_t* rank, const uint32_t* cell_begin,
-                              uint64_t* rec_keys, uint64_t* rec_values) {
+                              uint64_t* rec_keys, uint64_t* rec_values, uint32_t* bucket, uint32_t* load) {
   GRID_STRIDE(i, in.count()) {
     const uint32_t r = rank[i];
     if (r == kDropped) continue;
     uint64_t k, v;
     pair_of(in, i, &k, &v);
-    const uint64_t at = cell_begin[gph::cell_of(g, k)] + static_cast<uint64_t>(r);
+    const uint32_t c = gph::cell_of(g, k);
+    const uint64_t at = cell_begin[c] + static_cast<uint64_t>(r);
     rec_keys[at] = k;
     rec_values[at] = v;
+    locate(g, k, c, at, bucket, load);
   }
 }
 
@@ -143,8 +154,15 @@ __global__ void cell_bounds(const uint32_t* sorted, uint64_t n, uint32_t L, uint
   }
 }
 
-__global__ void gather_cells(Inputs in, const uint32_t* index, uint64_t m, uint64_t* rec_keys, uint64_t* rec_values) {
-  GRID_STRIDE(p, m) { pair_of(in, index[p], &rec_keys[p], &rec_values[p]); }
+__global__ void gather_cells(gph::Geometry g, Inputs in, const uint32_t* sorted_cell, const uint32_t* index, uint64_t m,
+                             uint64_t* rec_keys, uint64_t* rec_values, uint32_t* bucket, uint32_t* load) {
+  GRID_STRIDE(p, m) {
+    uint64_t k, v;
+    pair_of(in, index[p], &k, &v);
+    rec_keys[p] = k;
+    rec_values[p] = v;
+    locate(g, k, sorted_cell[p], p, bucket, load);
+  }
 }
 
 // The out-of-band slot: the base's, unless the burst wrote the sentinel key
@@ -244,15 +262,21 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   StreamScratch records(s);
   uint64_t* rec_keys = nullptr;
   uint64_t* rec_values = nullptr;
+  uint32_t* rec_bucket = nullptr;
+  uint32_t* load = nullptr;
   auto allocate_records = [&]() -> absl::Status {
     if (m > g.num_slots()) {
       return absl::ResourceExhaustedError(absl::StrCat("bulk build: ", m, " keys exceed the ", g.num_slots(),
                                                        " slots of ", g.num_buckets, " buckets; grow the table"));
     }
     const size_t o_k = records.reserve<uint64_t>(m), o_v = records.reserve<uint64_t>(m);
+    const size_t o_b = records.reserve<uint32_t>(m), o_l = records.reserve<uint32_t>(g.num_buckets);
     GPHKV_RETURN_IF_ERROR(records.allocate());
     rec_keys = records.at<uint64_t>(o_k);
     rec_values = records.at<uint64_t>(o_v);
+    rec_bucket = records.at<uint32_t>(o_b);
+    load = records.at<uint32_t>(o_l);
+    GPHKV_CUDA_TRY(cudaMemsetAsync(load, 0, sizeof(uint32_t) * g.num_buckets, s));
     return absl::OkStatus();
   };
   {
@@ -275,7 +299,8 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
       times.group = lap();
       GPHKV_RETURN_IF_ERROR(allocate_records());
-      scatter_cells<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, rank, cell_begin, rec_keys, rec_values);
+      scatter_cells<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, rank, cell_begin, rec_keys, rec_values, rec_bucket,
+                                                         load);
       GPHKV_CUDA_TRY_LAUNCH("scatter_cells");
     } else {
       const int end_bit = 32 - __builtin_clz(L);  // holds L, the mark of a dropped candidate
@@ -303,7 +328,8 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
       times.group = lap();
       GPHKV_RETURN_IF_ERROR(allocate_records());
-      gather_cells<<<grid_for(m), kBlock, 0, s>>>(in, group.at<uint32_t>(o_sindex), m, rec_keys, rec_values);
+      gather_cells<<<grid_for(m), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_scell), group.at<uint32_t>(o_sindex), m,
+                                                  rec_keys, rec_values, rec_bucket, load);
       GPHKV_CUDA_TRY_LAUNCH("gather_cells");
     }
   }  // the grouping's scratch goes back to the pool, stream-ordered
@@ -313,13 +339,19 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
 
   // 3. Choose the cells' (Φ, Δ) and place the keys.
   SettleResult settled;
-  GPHKV_RETURN_IF_ERROR(settle_and_place(dst, CellRecords{rec_keys, rec_values, cell_begin, m}, config, s, &settled));
+  GPHKV_RETURN_IF_ERROR(settle_and_place(dst, CellRecords{rec_keys, rec_values, cell_begin, m, rec_bucket, load}, config, s, &settled));
   if (config.times != nullptr) {
     // settle_and_place timed its own phases, from the end of the grouping on.
     times.first_mark = settled.first_mark_ms;
     times.rounds = settled.rounds_ms;
     times.serial = settled.serial_ms;
     times.place = settled.place_ms;
+    times.round_admit = settled.round_admit_ms;
+    times.round_choose = settled.round_choose_ms;
+    times.round_move = settled.round_move_ms;
+    times.round_mark = settled.round_mark_ms;
+    times.place_sort = settled.place_sort_ms;
+    times.place_fill = settled.place_fill_ms;
     *config.times = times;
   }
   if (stats != nullptr) {

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_status.h"
@@ -42,27 +44,69 @@ __device__ __forceinline__ uint32_t own_in(const uint32_t* bucket, uint32_t begi
   return n;
 }
 
-__global__ void locate_kernel(gph::Geometry g, const uint8_t* cells, CellRecords rec, uint32_t* bucket,
-                              uint32_t* load) {
+// One bit per bucket, set where its load exceeds M (word w holds buckets
+// [32w, 32w + 32)): the overflow scan below reads this 1/32-size copy of the
+// loads, which stays in L2 while the scan streams the records past it.
+__global__ void overflow_bits_kernel(uint32_t N, uint32_t M, const uint32_t* load, uint32_t* bits) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
-    const uint64_t k = rec.keys[i];
-    const uint32_t c = gph::cell_of(g, k);
-    const uint32_t b = gph::bucket_for_key(g, k, c, cells[c]);
-    bucket[i] = b;
-    atomicAdd(&load[b], 1u);
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < N; first += stride) {
+    const uint64_t b = first + threadIdx.x;  // a block starts at a multiple of 32, so lane 0 starts a word
+    const unsigned mask = __ballot_sync(0xffffffffu, b < N && load[b] > M);
+    if ((threadIdx.x & 31u) == 0 && b < N) bits[b >> 5] = mask;
   }
 }
 
-// Lists the cells with a key in an overflowing bucket (counts[0] of them).
+__device__ __forceinline__ bool overflows(uint32_t b, uint32_t M, const uint32_t* load, const uint32_t* bits) {
+  return bits != nullptr ? ((bits[b >> 5] >> (b & 31u)) & 1u) != 0 : load[b] > M;
+}
+
+// Lists the cells with a key in an overflowing bucket (counts[0] of them),
+// from the overflow bits when `bits` is set, else from the loads.
 __global__ void mark_kernel(uint32_t L, uint32_t M, const uint32_t* cell_begin, const uint32_t* bucket,
-                            const uint32_t* load, uint32_t* list, uint32_t* counts) {
+                            const uint32_t* load, const uint32_t* bits, uint32_t* list, uint32_t* counts) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
     const uint64_t c = first + threadIdx.x;
     bool over = false;
     if (c < L) {
-      for (uint32_t r = cell_begin[c], end = cell_begin[c + 1]; r < end && !over; ++r) over = load[bucket[r]] > M;
+      for (uint32_t r = cell_begin[c], end = cell_begin[c + 1]; r < end && !over; ++r) {
+        over = overflows(bucket[r], M, load, bits);
+      }
+    }
+    warp_append(over, static_cast<uint32_t>(c), list, &counts[0]);
+  }
+}
+
+// The same list from the bits, a warp at a time: a warp's 32 cells own one
+// contiguous run of records, which its lanes read 32 at a time (coalesced,
+// independent loads, where a thread per cell walks its own few records one
+// dependent load after another); a ballot of the records in overflowing
+// buckets, masked to each lane's record range, flags that lane's cell.
+__global__ void mark_warp_kernel(uint32_t L, const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* bits,
+                                 uint32_t* list, uint32_t* counts) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
+    const uint64_t c = first + threadIdx.x;
+    const uint32_t begin = cell_begin[c < L ? c : L];
+    const uint32_t end = cell_begin[c < L ? c + 1 : L];
+    const uint32_t warp_begin = __shfl_sync(0xffffffffu, begin, 0);
+    const uint32_t warp_end = __shfl_sync(0xffffffffu, end, 31);  // cell_begin is ascending
+    bool over = false;
+    for (uint32_t base = warp_begin; base < warp_end; base += 32) {
+      const uint32_t r = base + lane;
+      bool o = false;
+      if (r < warp_end) {
+        const uint32_t b = bucket[r];
+        o = ((bits[b >> 5] >> (b & 31u)) & 1u) != 0;
+      }
+      const unsigned mask = __ballot_sync(0xffffffffu, o);
+      const uint32_t lo = begin > base ? begin - base : 0;
+      const uint32_t hi = end < base + 32 ? (end > base ? end - base : 0) : 32;
+      if (lo < hi) {
+        const unsigned mine = (hi == 32 ? 0xffffffffu : ((1u << hi) - 1u)) & ~((1u << lo) - 1u);
+        over = over || (mask & mine) != 0;
+      }
     }
     warp_append(over, static_cast<uint32_t>(c), list, &counts[0]);
   }
@@ -74,7 +118,7 @@ __global__ void mark_kernel(uint32_t L, uint32_t M, const uint32_t* cell_begin, 
 // that did not move last round) runs before phase 1, so residents keep room.
 __global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, const uint8_t* moved,
                              const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* load,
-                             uint32_t* admit, uint32_t* losers, uint32_t* counts) {
+                             const uint32_t* bits, uint32_t* admit, uint32_t* losers, uint32_t* counts) {
   const uint32_t n = counts[0];
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < n; first += stride) {
@@ -87,7 +131,7 @@ __global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, co
         const uint32_t begin = cell_begin[c], end = cell_begin[c + 1];
         for (uint32_t r = begin; r < end && !lose; ++r) {
           const uint32_t b = bucket[r];
-          if (load[b] <= M) continue;
+          if (!overflows(b, M, load, bits)) continue;
           if (own_in(bucket, begin, r, b) != 0) continue;  // this bucket was claimed at its first key
           const uint32_t want = own_in(bucket, r, end, b);
           lose = atomicAdd(&admit[b], want) + want > M;
@@ -176,9 +220,10 @@ __global__ void count_moved_kernel(const uint8_t* cells, uint32_t L, unsigned lo
   }
 }
 
-// HashGraph's final pass: each key to the next free slot of its bucket, so a
-// bucket's keys are contiguous from slot 0.
-__global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* bucket, uint32_t* fill) {
+// The first placement, kept for comparison (BulkPlacement::kAtomicCursor):
+// each key to the next free slot of its bucket by an atomic cursor per bucket,
+// into a table cleared first; its 8-byte writes land in random buckets.
+__global__ void place_atomic_kernel(DeviceTable t, CellRecords rec, const uint32_t* bucket, uint32_t* fill) {
   const uint32_t M = t.geo.slots_per_bucket;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
@@ -194,6 +239,41 @@ __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* buc
   }
 }
 
+__global__ void iota_kernel(uint32_t* a, uint64_t n) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    a[i] = static_cast<uint32_t>(i);
+  }
+}
+
+// HashGraph's final pass, one thread per slot: with the records sorted by
+// bucket (`order`, stable, so a bucket's records keep their cell order) and
+// each bucket's first sorted position (`bucket_begin`, a prefix sum of the
+// loads), slot s of bucket b holds the bucket's s-th record, or kEmptyKey past
+// its load. No atomics, every slot written once in order (coalesced), so the
+// table needs no clearing first; a bucket's keys are contiguous from slot 0.
+__global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* load, const uint32_t* bucket_begin,
+                             const uint32_t* order, uint32_t m_shift) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  const uint64_t slots = t.geo.num_slots();
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t slot = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; slot < slots; slot += stride) {
+    // M is a power of two in every table we make; the division is the fallback.
+    const uint64_t b = m_shift != 0xffffffffu ? slot >> m_shift : slot / M;
+    const uint32_t s = static_cast<uint32_t>(slot - b * M);
+    const uint32_t l = load[b];
+    uint64_t k = gph::kEmptyKey, v = 0;
+    if (s < l) {
+      const uint32_t i = order[bucket_begin[b] + s];
+      k = rec.keys[i];
+      v = rec.values[i];
+    }
+    if (s == 0 && l > M) atomicAdd(t.fault, 1u);  // settling fitted every bucket: reaching here is a bug
+    t.keys[slot] = k;
+    t.values[slot] = v;
+  }
+}
+
 }  // namespace
 
 absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, const BulkBuildConfig& config,
@@ -206,37 +286,53 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     last = now;
     return ms;
   };
+  // The breakdown run (config.times set) also waits for the stream after each
+  // step of a round and of the placement, to time them apart; the timed runs do not.
+  const bool detail = config.times != nullptr;
+  auto detail_lap = [&, last = std::chrono::steady_clock::now()](double* acc) mutable -> absl::Status {
+    if (!detail) return absl::OkStatus();
+    GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
+    const auto now = std::chrono::steady_clock::now();
+    *acc += std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return absl::OkStatus();
+  };
   StreamScratch scratch(s);
-  const size_t o_bucket = scratch.reserve<uint32_t>(rec.m);
-  const size_t o_load = scratch.reserve<uint32_t>(N);
   const size_t o_admit = scratch.reserve<uint32_t>(N);
   const size_t o_moved = scratch.reserve<uint8_t>(L);
   const size_t o_list = scratch.reserve<uint32_t>(L);
   const size_t o_losers = scratch.reserve<uint32_t>(L);
   const size_t o_next = scratch.reserve<uint8_t>(L);
   const size_t o_counts = scratch.reserve<uint32_t>(2);
+  const size_t o_bits = scratch.reserve<uint32_t>((static_cast<uint64_t>(N) + 31) / 32);
   const size_t o_moved_cells = scratch.reserve<unsigned long long>(1);
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
-  uint32_t* bucket = scratch.at<uint32_t>(o_bucket);
-  uint32_t* load = scratch.at<uint32_t>(o_load);
+  uint32_t* bucket = rec.bucket;  // located at (0, 0) by the caller, with the loads
+  uint32_t* load = rec.load;
   uint32_t* admit = scratch.at<uint32_t>(o_admit);
   uint8_t* moved = scratch.at<uint8_t>(o_moved);
   uint32_t* list = scratch.at<uint32_t>(o_list);
   uint32_t* losers = scratch.at<uint32_t>(o_losers);
   uint8_t* next = scratch.at<uint8_t>(o_next);
   uint32_t* counts = scratch.at<uint32_t>(o_counts);
+  uint32_t* bits = config.overflow_scan != BulkOverflowScan::kLoadsPerCell ? scratch.at<uint32_t>(o_bits) : nullptr;
   auto* moved_cells = scratch.at<unsigned long long>(o_moved_cells);
 
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));
-  GPHKV_CUDA_TRY(cudaMemsetAsync(load, 0, sizeof(uint32_t) * N, s));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));  // every cell at (0, 0), where the caller located the keys
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
-  locate_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(g, t.cells, rec, bucket, load);
-  GPHKV_CUDA_TRY_LAUNCH("locate_kernel");
 
   // Lists the overflowing cells; returns how many.
   auto mark = [&](uint32_t* flagged) -> absl::Status {
     GPHKV_CUDA_TRY(cudaMemsetAsync(counts, 0, 2 * sizeof(uint32_t), s));
-    mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, list, counts);
+    if (bits != nullptr) {
+      overflow_bits_kernel<<<grid_for(N), kBlock, 0, s>>>(N, M, load, bits);
+      GPHKV_CUDA_TRY_LAUNCH("overflow_bits_kernel");
+    }
+    if (config.overflow_scan == BulkOverflowScan::kBitsPerWarp) {
+      mark_warp_kernel<<<grid_for(L), kBlock, 0, s>>>(L, rec.cell_begin, bucket, bits, list, counts);
+    } else {
+      mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, bits, list, counts);
+    }
     GPHKV_CUDA_TRY_LAUNCH("mark_kernel");
     GPHKV_CUDA_TRY(cudaMemcpyAsync(flagged, counts, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
     GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
@@ -245,21 +341,29 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   uint32_t flagged = 0;
   GPHKV_RETURN_IF_ERROR(mark(&flagged));
   result->first_mark_ms = lap();
+  double skip = 0;
+  GPHKV_RETURN_IF_ERROR(detail_lap(&skip));
   uint32_t rounds = 0;
   while (flagged > config.serial_cells && rounds < config.max_parallel_rounds) {
     ++rounds;
     const unsigned grid = grid_for(flagged);
     GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));
     for (uint8_t phase : {uint8_t{0}, uint8_t{1}}) {
-      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, admit, losers, counts);
+      if (phase == 1 && rounds == 1) continue;  // no cell has moved yet: phase 1 would find none
+      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, bits, admit, losers,
+                                           counts);
       GPHKV_CUDA_TRY_LAUNCH("admit_kernel");
     }
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_admit_ms));
     GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
     choose_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next);
     GPHKV_CUDA_TRY_LAUNCH("choose_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_choose_ms));
     move_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next, moved);
     GPHKV_CUDA_TRY_LAUNCH("move_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_move_ms));
     GPHKV_RETURN_IF_ERROR(mark(&flagged));
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_mark_ms));
   }
   result->parallel_rounds = rounds;
   result->cells_serial = flagged;
@@ -280,14 +384,53 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     }
   }
   result->serial_ms = lap();
+  GPHKV_RETURN_IF_ERROR(detail_lap(&skip));
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved_cells, 0, sizeof(unsigned long long), s));
   count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(t.cells, L, moved_cells);
   GPHKV_CUDA_TRY_LAUNCH("count_moved_kernel");
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.keys, 0xff, sizeof(uint64_t) * g.num_slots(), s));  // kEmptyKey
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.values, 0, sizeof(uint64_t) * g.num_slots(), s));
-  GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));  // now each bucket's fill cursor
-  place_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(t, rec, bucket, admit);
-  GPHKV_CUDA_TRY_LAUNCH("place_kernel");
+  if (config.placement == BulkPlacement::kAtomicCursor) {
+    GPHKV_CUDA_TRY(cudaMemsetAsync(t.keys, 0xff, sizeof(uint64_t) * g.num_slots(), s));  // kEmptyKey
+    GPHKV_CUDA_TRY(cudaMemsetAsync(t.values, 0, sizeof(uint64_t) * g.num_slots(), s));
+    GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));  // now each bucket's fill cursor
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
+    place_atomic_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(t, rec, bucket, admit);
+    GPHKV_CUDA_TRY_LAUNCH("place_atomic_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_fill_ms));
+  } else {
+    // 4. Place: a stable radix sort of (bucket, record index) on the bucket
+    // id's bits, the loads' prefix sum, then every slot from its bucket's
+    // range. The bucket array is the sort's first key buffer (no one reads it
+    // after this), so the sort adds one key and two index buffers.
+    const int end_bit = N > 1 ? 32 - __builtin_clz(N - 1) : 1;
+    const auto n = static_cast<int64_t>(rec.m);
+    size_t sort_bytes = 0, scan_bytes = 0;
+    cub::DoubleBuffer<uint32_t> sort_keys(bucket, nullptr), sort_index(nullptr, nullptr);
+    GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, sort_keys, sort_index, n, 0, end_bit));
+    GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const uint32_t*>(nullptr),
+                                                 static_cast<uint32_t*>(nullptr), static_cast<int64_t>(N)));
+    StreamScratch place(s);
+    const size_t o_keys2 = place.reserve<uint32_t>(rec.m);
+    const size_t o_index = place.reserve<uint32_t>(rec.m), o_index2 = place.reserve<uint32_t>(rec.m);
+    const size_t o_begin = place.reserve<uint32_t>(N);
+    const size_t o_temp = place.reserve<uint8_t>(std::max(sort_bytes, scan_bytes));
+    GPHKV_RETURN_IF_ERROR(place.allocate());
+    uint32_t* bucket_begin = place.at<uint32_t>(o_begin);
+    sort_keys = cub::DoubleBuffer<uint32_t>(bucket, place.at<uint32_t>(o_keys2));
+    sort_index = cub::DoubleBuffer<uint32_t>(place.at<uint32_t>(o_index), place.at<uint32_t>(o_index2));
+    GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(place.at<void>(o_temp), scan_bytes, load, bucket_begin,
+                                                 static_cast<int64_t>(N), s));
+    if (rec.m > 0) {
+      iota_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(sort_index.Current(), rec.m);
+      GPHKV_CUDA_TRY_LAUNCH("iota_kernel");
+      GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(place.at<void>(o_temp), sort_bytes, sort_keys, sort_index, n, 0,
+                                                     end_bit, s));
+    }
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
+    const uint32_t m_shift = (M & (M - 1)) == 0 ? static_cast<uint32_t>(__builtin_ctz(M)) : 0xffffffffu;
+    place_kernel<<<grid_for(g.num_slots()), kBlock, 0, s>>>(t, rec, load, bucket_begin, sort_index.Current(), m_shift);
+    GPHKV_CUDA_TRY_LAUNCH("place_kernel");
+    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_fill_ms));
+  }  // the placement's scratch goes back to the pool, stream-ordered
   unsigned long long host_moved = 0;
   GPHKV_CUDA_TRY(cudaMemcpyAsync(&host_moved, moved_cells, sizeof(host_moved), cudaMemcpyDeviceToHost, s));
   GPHKV_CUDA_TRY(cudaStreamSynchronize(s));

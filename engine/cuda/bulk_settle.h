@@ -1,7 +1,7 @@
 // The last phases of the GPU bulk build (HashGraph §3 with GPH's cells, §6):
 // every cell starts at (Φ=0, Δ=0); cells whose buckets overflow choose again in
-// parallel rounds, then the rest one at a time; then each key goes to the next
-// free slot of its bucket.
+// parallel rounds, then the rest one at a time; then the records, sorted by
+// bucket, fill each bucket from slot 0.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +21,12 @@ struct CellRecords {
   const uint64_t* values;
   const uint32_t* cell_begin;  // L + 1
   uint64_t m;                  // records
+  // Each record's bucket and each bucket's load (N) with every cell at
+  // (Φ, Δ) = (0, 0), found by the caller while it grouped the records (one
+  // pass fewer over them); settling updates both, and the placement sorts
+  // `bucket` in place.
+  uint32_t* bucket;
+  uint32_t* load;
 };
 
 struct SettleResult {
@@ -30,6 +36,11 @@ struct SettleResult {
   // Host wall time (ms) from the call to the first overflow scan's count, the
   // parallel rounds, the serial pass, the placement.
   double first_mark_ms = 0, rounds_ms = 0, serial_ms = 0, place_ms = 0;
+  // With config.times set only (the stream waited for after each step): the
+  // rounds' admission, choice, moves and overflow scans summed over rounds;
+  // the placement's sort and its slot fill.
+  double round_admit_ms = 0, round_choose_ms = 0, round_move_ms = 0, round_mark_ms = 0;
+  double place_sort_ms = 0, place_fill_ms = 0;
 };
 
 // Chooses dst's cell bytes for `records` and places them into dst's buckets

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -37,9 +39,19 @@ size_t scaled(size_t n) {
 #if defined(GPHKV_HAVE_CUDA)
 using cuda::BulkBuildConfig;
 using cuda::BulkGrouping;
+using cuda::BulkOverflowScan;
+using cuda::BulkPlacement;
+// Each test runs for every grouping with the kept placement and overflow
+// scan, and with the kept grouping for the first placement (an atomic cursor
+// per bucket) and for the other two overflow scans.
+struct BuildPath {
+  BulkGrouping grouping;
+  BulkPlacement placement;
+  BulkOverflowScan scan;
+};
 using cuda::CudaTable;
 
-class CudaBulkBuildTest : public ::testing::TestWithParam<BulkGrouping> {
+class CudaBulkBuildTest : public ::testing::TestWithParam<BuildPath> {
  protected:
   void SetUp() override {
     if (cuda_device_count() == 0) {
@@ -72,7 +84,9 @@ class CudaBulkBuildTest : public ::testing::TestWithParam<BulkGrouping> {
     auto t = CudaTable::create(o, 0);
     if (!t.ok()) return t.status();
     BulkBuildConfig config;
-    config.grouping = GetParam();
+    config.grouping = GetParam().grouping;
+    config.placement = GetParam().placement;
+    config.overflow_scan = GetParam().scan;
     auto st = (*t)->bulk_load(to_device(base), base.size(), to_device(burst), burst.size(), stream_, stats, config);
     if (!st.ok()) return st;
     return t;
@@ -288,6 +302,21 @@ TEST_P(CudaBulkBuildTest, HighLoadStillFits) {
   expect_built(**t, model, base, burst);
 }
 
+TEST_P(CudaBulkBuildTest, BucketsOfTwelveSlots) {
+  // M = 12 is not a power of two: the placement's slot-to-bucket division path.
+  std::mt19937_64 rng(test_seed());
+  std::vector<KeyValue> base;
+  std::vector<WriteOp> burst;
+  Model model;
+  make_input(rng, scaled(60000), scaled(30000), 0, &base, &burst, &model);
+  TableOptions o;
+  o.slots_per_bucket = 12;
+  o.num_buckets = buckets_for_capacity(model.size(), 0.8, 12);
+  auto t = build(o, base, burst, nullptr);
+  ASSERT_TRUE(t.ok()) << t.status();
+  expect_built(**t, model, base, burst);
+}
+
 TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
@@ -319,7 +348,9 @@ TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   auto t = CudaTable::create(bigger, 0);
   ASSERT_TRUE(t.ok()) << t.status();
   BulkBuildConfig config;
-  config.grouping = GetParam();
+  config.grouping = GetParam().grouping;
+  config.placement = GetParam().placement;
+  config.overflow_scan = GetParam().scan;
   BuildStats stats;
   ASSERT_TRUE((*t)->bulk_load_from(**live, to_device(burst), burst.size(), stream_, &stats, config).ok());
   EXPECT_EQ(stats.input_pairs, base.size() + burst.size());
@@ -345,9 +376,22 @@ TEST_P(CudaBulkBuildTest, BothGroupingsAgreeWithTheHostSpanPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Groupings, CudaBulkBuildTest,
-                         ::testing::Values(BulkGrouping::kAtomicCount, BulkGrouping::kRadixSort),
-                         [](const ::testing::TestParamInfo<BulkGrouping>& info) {
-                           return std::string(info.param == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort");
+                         ::testing::Values(BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kBitsPerWarp},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kBitsPerWarp},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor,
+                                                     BulkOverflowScan::kBitsPerWarp},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kLoadsPerCell},
+                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
+                                                     BulkOverflowScan::kBitsPerCell}),
+                         [](const ::testing::TestParamInfo<BuildPath>& info) {
+                           std::string name = info.param.grouping == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
+                           if (info.param.placement == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
+                           if (info.param.scan == BulkOverflowScan::kLoadsPerCell) name += "ScanLoadsPerCell";
+                           if (info.param.scan == BulkOverflowScan::kBitsPerCell) name += "ScanBitsPerCell";
+                           return name;
                          });
 #else
 TEST(CudaBulkBuildTest, NeedsTheCudaBackend) {

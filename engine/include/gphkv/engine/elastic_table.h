@@ -31,9 +31,9 @@ namespace gphkv::engine {
 inline constexpr double kCpuRebuildBurstFraction = 0;
 // The CUDA backend never does either: on the H100 the insert kernel absorbed
 // bursts of 0.1%, 1%, 10% and 100% of a 10^8-key table (sized so the burst
-// brings it to load 0.80) in 0.16, 0.53, 4.5 and 49 ms, the device rebuild in
-// 46, 50, 62 and 143 ms: no crossover up to 100% (engine_bench
-// --sections=burst, bench/results/engine_bench_build_h100_e6ff25a846be.json;
+// brings it to load 0.80) in 0.16, 0.53, 5.5 and 49 ms, the device rebuild in
+// 34, 37, 48 and 111 ms: no crossover up to 100% (engine_bench
+// --sections=burst, bench/results/engine_bench_build_h100_da7a0063e549.json;
 // docs/gph.md, "Bulk build"). A burst that does not fit still goes to a
 // rebuild through the max_load_factor rule.
 inline constexpr double kCudaRebuildBurstFraction = 0;

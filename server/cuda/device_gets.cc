@@ -13,12 +13,14 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Grows by half again at least, so batches of slowly rising size do not
-// reallocate (cudaMalloc and cudaFree synchronize the device) every time.
+// Growing a buffer frees the old one (cudaFree and cudaFreeHost wait for the
+// whole device) and allocates anew (a pinned allocation of megabytes takes
+// milliseconds): every call queued meanwhile waits. So buffers at least
+// double, from `floor` up, and batch sizes met once are kept.
 template <class Buffer>
-absl::Status grow(Buffer& b, size_t need) {
+absl::Status grow(Buffer& b, size_t need, size_t floor = 0) {
   if (need <= b.bytes() && b.bytes() > 0) return absl::OkStatus();
-  return b.reserve(std::max(need, b.bytes() + b.bytes() / 2));
+  return b.reserve(std::max({need, 2 * b.bytes(), floor}));
 }
 
 absl::Status response_too_big(uint64_t bytes, uint64_t limit) {
@@ -88,14 +90,14 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   const uint64_t mean_slot = heap_->live_values() == 0 ? 0 : heap_->used_bytes() / heap_->live_values();
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n));
-  GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied));
+  GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied, kMinStagingBytes));
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
   GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n));
   GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n));
   GPHKV_RETURN_IF_ERROR(grow(s.d_found, n));
   GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1)));
   GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1)));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied, kMinStagingBytes));
   if (n > cuda::kFusedScanMaxKeys && n + 1 > s.scan_items) {
     // CUB's scratch for a scan of this many items (asked again only when batches grow).
     size_t temp = 0;

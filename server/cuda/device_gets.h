@@ -44,6 +44,11 @@ class DeviceGets {
   // finished. Mixed sizes (TaoBench's 1 B .. 64 KiB) then cross PCIe at
   // about their real size instead of keys x the largest class.
   static constexpr uint64_t kMinSpeculativeBytes = 64 * 1024;
+  // The first size of a stream's value buffers (pinned and device), so that
+  // typical batches never make them grow: a growth frees the old buffer,
+  // which waits for the whole device, and pinning megabytes takes
+  // milliseconds, a stall every queued call feels.
+  static constexpr uint64_t kMinStagingBytes = uint64_t{16} << 20;
 
   static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
   ~DeviceGets();

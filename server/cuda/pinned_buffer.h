@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -20,11 +21,14 @@ class PinnedBuffer {
   PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   ~PinnedBuffer() { reset(); }
 
-  // Makes room for at least `bytes` (contents are lost when it grows).
+  // Makes room for at least `bytes` (contents are lost when it grows). It at
+  // least doubles: freeing pinned memory waits for the device and pinning
+  // megabytes takes milliseconds, so slowly rising needs must not pay it
+  // each time.
   absl::Status reserve(size_t bytes) {
     if (bytes <= bytes_) return absl::OkStatus();
+    const size_t want = std::max({bytes, 2 * bytes_, size_t{4096}});
     reset();
-    const size_t want = bytes < 4096 ? 4096 : bytes;
     void* p = nullptr;
     GPHKV_CUDA_TRY(cudaHostAlloc(&p, want, cudaHostAllocDefault));
     ptr_ = static_cast<char*>(p);
@@ -58,10 +62,11 @@ class DeviceBytes {
     return *this;
   }
   ~DeviceBytes() { reset(); }
+  // As PinnedBuffer::reserve: at least doubles (cudaFree waits for the device).
   absl::Status reserve(size_t bytes) {
     if (bytes <= bytes_ && ptr_ != nullptr) return absl::OkStatus();
+    const size_t want = std::max({bytes, 2 * bytes_, size_t{256}});
     reset();
-    const size_t want = bytes < 256 ? 256 : bytes;
     void* p = nullptr;
     GPHKV_CUDA_TRY(cudaMalloc(&p, want));
     ptr_ = static_cast<char*>(p);

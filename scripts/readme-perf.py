@@ -36,7 +36,7 @@ def engine_gpu():
         return []
     _, path, d = hit
     out = [f"**GPU engine** ({d['device']}, commit `{d['git_commit']}`, `{os.path.basename(d['command'].split()[0])} "
-           f"{' '.join(d['command'].split()[1:2] + [a for a in d['command'].split() if a.startswith('--keys') or a.startswith('--reps')])}`; "
+           f"{' '.join(a for a in d['command'].split()[1:] if not a.startswith('--json'))}`; "
            f"`{path}`). 8-byte keys and values, M=16, R=8, 4 cells per bucket. Ceiling: random 128-byte gather "
            "measured in the same run; baseline: bucketed linear probing with the same layout and load.", ""]
     for size in d["sizes"]:
@@ -57,9 +57,11 @@ def engine_gpu():
 
 def engine_gpu_build():
     """The device bulk build, burst paths and lookups during a rebuild (engine_bench --sections=build,...)."""
-    hit = newest("engine_bench_build")
-    if not hit:
+    # A run of the build sections alone, or a whole engine_bench run (it has them too).
+    hits = [h for h in (newest("engine_bench_build"), newest("engine_bench", lambda d: d.get("bulk_build"))) if h]
+    if not hits:
         return []
+    hit = max(hits)
     _, path, d = hit
     cmd = " ".join([os.path.basename(d["command"].split()[0])] +
                    [a for a in d["command"].split()[1:] if not a.startswith("--json")])

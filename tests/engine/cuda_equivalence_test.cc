@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -243,25 +244,39 @@ TEST_F(CudaEquivalenceTest, OneLargeBatchToHighLoad) {
   auto st = p.gpu->insert_or_assign(keys, values, absl::MakeSpan(og));
   ASSERT_TRUE(st.ok()) << st;
   std::unordered_map<uint64_t, uint64_t> model;
-  size_t no_room = 0;
+  std::unordered_set<uint64_t> refused;
   for (size_t i = 0; i < n; ++i) {
-    no_room += og[i] == UpsertOutcome::kNoRoom;
+    if (og[i] == UpsertOutcome::kNoRoom) refused.insert(keys[i]);
     if (og[i] == UpsertOutcome::kInserted) model[keys[i]] = values[i];
   }
-  EXPECT_EQ(no_room, 0u) << "0.8 load is under the reachable load factor of the default shape";
+  // 0.8 is under the default shape's reachable load factor (0.84-0.86), but
+  // parallel Refinement's choices depend on the schedule, and a table this
+  // small spreads: a refusal stays rare (docs/gph.md: 0-2 keys of 10^8 at
+  // 0.8). Under racecheck's serialized schedule one key of 2^18 * 0.8 was
+  // refused once (seed 9205189064258756710). The owner grows the table then.
+  EXPECT_LE(refused.size(), n / 10000) << "kNoRoom far below the reachable load factor";
   auto img = p.gpu->image();
   ASSERT_TRUE(img.ok());
   EXPECT_EQ(check_invariants(*img, model.size()), "");
   EXPECT_EQ(check_contents(*p.gpu, model), "");
-  if (no_room == 0) EXPECT_EQ(contents(*p.cpu), contents(*p.gpu));
-  // Lookups of every key, and of as many absent ones, agree with the CPU.
+  if (refused.empty()) EXPECT_EQ(contents(*p.cpu), contents(*p.gpu));
+  // Lookups of every key, and of as many absent ones, agree with the CPU,
+  // except that a key the GPU refused is absent there.
   for (size_t i = 0; i < n; ++i) keys.push_back(rng());
   std::vector<uint64_t> vc(keys.size()), vg(keys.size());
   std::vector<uint8_t> fc(keys.size()), fg(keys.size());
   ASSERT_TRUE(p.cpu->find(keys, absl::MakeSpan(vc), absl::MakeSpan(fc)).ok());
   ASSERT_TRUE(p.gpu->find(keys, absl::MakeSpan(vg), absl::MakeSpan(fg)).ok());
-  EXPECT_EQ(fc, fg);
-  EXPECT_EQ(vc, vg);
+  size_t bad = 0;
+  for (size_t i = 0; i < keys.size() && bad < 5; ++i) {
+    const bool was_refused = refused.count(keys[i]) != 0;
+    const bool ok = was_refused ? fg[i] == 0 : (fc[i] == fg[i] && (fc[i] == 0 || vc[i] == vg[i]));
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << "key " << keys[i] << (was_refused ? " (refused by the GPU)" : "") << ": cpu found=" << int(fc[i])
+                    << " value=" << vc[i] << ", gpu found=" << int(fg[i]) << " value=" << vg[i];
+    }
+  }
 }
 
 #if defined(GPHKV_HAVE_CUDA)

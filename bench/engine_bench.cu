@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cuda_check.h"
 #include "bench/engine_bench_kernels.cuh"
 #include "bench/engine_bench_report.h"
 #include "engine/cuda/cuda_table.h"
@@ -49,15 +50,6 @@ using engine::cuda::BulkPlacement;
 using engine::cuda::CudaTable;
 using engine::cuda::LookupShape;
 
-#define CK(x)                                                                                     \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "CUDA error %s: %s at %s:%d\n", cudaGetErrorName(e_), cudaGetErrorString(e_), \
-                   __FILE__, __LINE__);                                                           \
-      std::exit(2);                                                                               \
-    }                                                                                             \
-  } while (0)
 #define OK(x)                                                                                     \
   do {                                                                                            \
     absl::Status s_ = (x);                                                                        \

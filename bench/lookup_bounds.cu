@@ -32,21 +32,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_check.h"
+
 #ifndef GPHKV_GIT_COMMIT
 #define GPHKV_GIT_COMMIT "unknown"
 #endif
 
 namespace {
 
-#define CK(x)                                                                                              \
-  do {                                                                                                     \
-    cudaError_t e_ = (x);                                                                                  \
-    if (e_ != cudaSuccess) {                                                                               \
-      std::fprintf(stderr, "CUDA error %s: %s at %s:%d\n", cudaGetErrorName(e_), cudaGetErrorString(e_), \
-                   __FILE__, __LINE__);                                                                    \
-      std::exit(1);                                                                                        \
-    }                                                                                                      \
-  } while (0)
 
 __device__ __forceinline__ uint32_t fmix32(uint32_t h) {
   h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;

@@ -17,7 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 
-def newest(benchmark, pred=lambda d: True):
+def runs(benchmark, pred=lambda d: True):
+    """(date, path, result) of every result file of `benchmark` that `pred` accepts, oldest first."""
     found = []
     for path in glob.glob(os.path.join(RESULTS, "*.json")):
         with open(path) as f:
@@ -27,7 +28,12 @@ def newest(benchmark, pred=lambda d: True):
                 continue
         if isinstance(d, dict) and d.get("benchmark", d.get("schema")) == benchmark and pred(d):
             found.append((d.get("date", ""), os.path.relpath(path, ROOT), d))
-    return max(found) if found else None
+    return sorted(found, key=lambda r: r[:2])
+
+
+def newest(benchmark, pred=lambda d: True):
+    found = runs(benchmark, pred)
+    return found[-1] if found else None
 
 
 def engine_gpu():
@@ -148,18 +154,9 @@ def compare():
 
     Two, because one bisection search is fragile: a single tail event at one step sends it low.
     """
-    runs = []
-    for path in glob.glob(os.path.join(RESULTS, "*.json")):
-        with open(path) as f:
-            try:
-                d = json.load(f)
-            except json.JSONDecodeError:
-                continue
-        if isinstance(d, dict) and d.get("schema") == "gphkv-loadgen-compare" and \
-                {"gphkv", "memcached"} <= set(d.get("results", {})):
-            runs.append((d.get("date", ""), os.path.relpath(path, ROOT)))
+    both = runs("gphkv-loadgen-compare", lambda d: {"gphkv", "memcached"} <= set(d.get("results", {})))
     out = []
-    for _, path in sorted(runs)[-2:]:
+    for _, path, _ in both[-2:]:
         md = path[:-len(".json")] + ".md"
         with open(os.path.join(ROOT, md)) as f:
             text = f.read().strip()

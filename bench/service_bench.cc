@@ -238,8 +238,9 @@ Result batched_get(gphkv::server::Server& server, int clients) {
   const double cpu0 = process_cpu_seconds();
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&, t] {
-      // One channel per client thread, as separate processes would have.
+      // One connection per client thread, as separate processes would have.
       gphkv::ClientOptions o;
+      o.own_connection = true;
       auto c = gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port()), o);
       std::mt19937_64 rng(t);
       std::vector<uint64_t> keys(batch);
@@ -281,8 +282,10 @@ Result single_get(gphkv::server::Server& server, const std::string& label) {
   const uint64_t n = absl::GetFlag(FLAGS_keys);
   constexpr int kChannels = 4;
   std::vector<std::unique_ptr<gphkv::Client>> clients;
+  gphkv::ClientOptions own;
+  own.own_connection = true;  // kChannels connections, not one
   for (int i = 0; i < kChannels; ++i) {
-    clients.push_back(gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port())));
+    clients.push_back(gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server.port()), own));
   }
   const auto before = *clients[0]->Stats();
   const Totals t_before = totals(server);

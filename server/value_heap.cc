@@ -41,12 +41,7 @@ HostValueHeap::HostValueHeap(uint32_t max_value_bytes) : max_value_bytes_(max_va
   }
 }
 
-uint32_t HostValueHeap::class_of(uint32_t length) const {
-  // At most ~2 * log2(max_value_bytes) classes: a binary search is plenty.
-  auto it = std::lower_bound(classes_.begin(), classes_.end(), length,
-                             [](const SizeClass& c, uint32_t len) { return c.slot_bytes < len; });
-  return static_cast<uint32_t>(it - classes_.begin());
-}
+uint32_t HostValueHeap::class_of(uint32_t length) const { return size_classes::class_of(classes_, length); }
 
 absl::StatusOr<ValueHandle> HostValueHeap::allocate(std::string_view bytes) {
   if (bytes.size() > max_value_bytes_) {
@@ -93,21 +88,9 @@ absl::StatusOr<ValueHandle> HostValueHeap::take_slot(uint32_t len) {
 absl::Status HostValueHeap::allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) {
   // Check first, so a refusal changes nothing: slots each class still needs
   // beyond its free list, and the slabs that takes.
-  std::vector<uint64_t> need(classes_.size(), 0);
-  for (uint32_t len : lengths) {
-    if (len > max_value_bytes_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value of ", len, " bytes is over the limit of ", max_value_bytes_, " bytes"));
-    }
-    ++need[class_of(len)];
-  }
-  uint64_t grow = 0;
-  for (size_t ci = 0; ci < classes_.size(); ++ci) {
-    const SizeClass& c = classes_[ci];
-    if (need[ci] <= c.free_slots.size()) continue;
-    const uint64_t slabs = (need[ci] - c.free_slots.size() + c.slots_per_slab - 1) / c.slots_per_slab;
-    grow += slabs * c.slots_per_slab * c.slot_bytes;
-  }
+  auto plan = size_classes::plan(classes_, lengths, max_value_bytes_);
+  if (!plan.ok()) return plan.status();
+  const uint64_t grow = plan->new_bytes;
   if (grow > 0 && reserved_ + grow > limit_) {
     return absl::ResourceExhaustedError(absl::StrCat("value heap needs ", grow, " more bytes for ", lengths.size(),
                                                      " values but holds ", reserved_, " of the ", limit_,

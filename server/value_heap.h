@@ -11,6 +11,7 @@
 // one buffer that is copied out once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 
 namespace gphkv::server {
@@ -29,6 +31,51 @@ using ValueHandle = uint64_t;
 // 16, 24, 32, 48, 64, 96, ... (x1.5 and x4/3 alternately), up to the first
 // that holds max_value_bytes. Every class is a multiple of 8 bytes.
 std::vector<uint32_t> value_size_classes(uint32_t max_value_bytes);
+
+// What both heaps share about their classes, each of which has slot_bytes,
+// slots_per_slab and a free_slots list (ordered by slot_bytes).
+namespace size_classes {
+
+// The class a value of `length` bytes goes to: the first whose slots hold it.
+template <class Classes>
+uint32_t class_of(const Classes& classes, uint32_t length) {
+  // At most ~2 * log2(max_value_bytes) classes: a binary search is plenty.
+  auto it = std::lower_bound(classes.begin(), classes.end(), length,
+                             [](const auto& c, uint32_t len) { return c.slot_bytes < len; });
+  return static_cast<uint32_t>(it - classes.begin());
+}
+
+// What a batch of values takes: slots per class, and the slabs (and their
+// bytes) to add where a class's free list is too short.
+struct SlotPlan {
+  std::vector<uint64_t> need;
+  uint64_t new_slabs = 0;
+  uint64_t new_bytes = 0;
+};
+
+// INVALID_ARGUMENT, naming the limit, for a value over max_value_bytes.
+template <class Classes>
+absl::StatusOr<SlotPlan> plan(const Classes& classes, absl::Span<const uint32_t> lengths, uint32_t max_value_bytes) {
+  SlotPlan p;
+  p.need.assign(classes.size(), 0);
+  for (uint32_t len : lengths) {
+    if (len > max_value_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("value of ", len, " bytes is over the limit of ", max_value_bytes, " bytes"));
+    }
+    ++p.need[class_of(classes, len)];
+  }
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const auto& c = classes[ci];
+    if (p.need[ci] <= c.free_slots.size()) continue;
+    const uint64_t slabs = (p.need[ci] - c.free_slots.size() + c.slots_per_slab - 1) / c.slots_per_slab;
+    p.new_slabs += slabs;
+    p.new_bytes += slabs * c.slots_per_slab * c.slot_bytes;
+  }
+  return p;
+}
+
+}  // namespace size_classes
 
 class ValueHeap {
  public:

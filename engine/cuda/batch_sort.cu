@@ -19,13 +19,13 @@ cudaError_t sort_batch_temp_bytes(uint64_t n, size_t* bytes) {
                                          static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n));
 }
 
-cudaError_t sort_batch(const uint64_t* keys, uint64_t n, uint64_t* sorted_keys, uint32_t* index_tmp,
-                       uint32_t* sorted_index, void* temp, size_t temp_bytes, cudaStream_t stream) {
+cudaError_t sort_batch(const uint64_t* keys, uint64_t n, const SortedBatch& s, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  iota_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(index_tmp, n);
+  iota_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(s.index_tmp, n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   // LSD radix sort is stable: equal keys keep batch order.
-  return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, sorted_keys, index_tmp, sorted_index,
+  size_t temp_bytes = s.temp_bytes;
+  return cub::DeviceRadixSort::SortPairs(s.temp, temp_bytes, keys, s.keys, s.index_tmp, s.index,
                                          static_cast<int64_t>(n), 0, 64, stream);
 }
 

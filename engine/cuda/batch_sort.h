@@ -14,9 +14,16 @@ namespace gphkv::engine::cuda {
 // Bytes of cub scratch that sort_batch needs for n keys.
 cudaError_t sort_batch_temp_bytes(uint64_t n, size_t* bytes);
 
-// sorted_keys/sorted_index: the keys ascending, each with its batch position;
-// index_tmp: n uint32 of scratch. Stream-ordered.
-cudaError_t sort_batch(const uint64_t* keys, uint64_t n, uint64_t* sorted_keys, uint32_t* index_tmp,
-                       uint32_t* sorted_index, void* temp, size_t temp_bytes, cudaStream_t stream);
+// A batch of n keys sorted by key, and the scratch that sorting it takes.
+struct SortedBatch {
+  uint64_t* keys;       // n, ascending
+  uint32_t* index;      // n: the batch position of keys[p]
+  uint32_t* index_tmp;  // n, scratch
+  void* temp;           // cub scratch, sort_batch_temp_bytes(n)
+  size_t temp_bytes;
+};
+
+// Fills s.keys and s.index from the batch `keys`. Stream-ordered.
+cudaError_t sort_batch(const uint64_t* keys, uint64_t n, const SortedBatch& s, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

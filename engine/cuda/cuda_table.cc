@@ -45,6 +45,27 @@ absl::Status check_batch(const char* op, uint64_t n) {
   return absl::OkStatus();
 }
 
+// Where a batch sorted by key (batch_sort.h) lives in a StreamScratch:
+// reserve() before the scratch is allocated, bind() after.
+class SortedBatchLayout {
+ public:
+  absl::Status reserve(StreamScratch& scratch, uint64_t n) {
+    GPHKV_CUDA_TRY(sort_batch_temp_bytes(n, &temp_bytes_));
+    keys_ = scratch.reserve<uint64_t>(n);
+    index_ = scratch.reserve<uint32_t>(n);
+    index_tmp_ = scratch.reserve<uint32_t>(n);
+    temp_ = scratch.reserve<uint8_t>(temp_bytes_);
+    return absl::OkStatus();
+  }
+  SortedBatch bind(const StreamScratch& scratch) const {
+    return SortedBatch{scratch.at<uint64_t>(keys_), scratch.at<uint32_t>(index_), scratch.at<uint32_t>(index_tmp_),
+                       scratch.at<void>(temp_), temp_bytes_};
+  }
+
+ private:
+  size_t keys_ = 0, index_ = 0, index_tmp_ = 0, temp_ = 0, temp_bytes_ = 0;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaTable>> CudaTable::create(const TableOptions& options, int device) {
@@ -208,24 +229,18 @@ absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint6
   GPHKV_RETURN_IF_ERROR(check_batch("insert_or_assign", n));
   if (n == 0) return absl::OkStatus();
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  InsertScratch s{};
-  GPHKV_CUDA_TRY(sort_batch_temp_bytes(n, &s.sort_temp_bytes));
   StreamScratch scratch(stream);
-  const size_t o_keys = scratch.reserve<uint64_t>(n);
-  const size_t o_tmp = scratch.reserve<uint32_t>(n);
-  const size_t o_index = scratch.reserve<uint32_t>(n);
+  SortedBatchLayout sorted;
+  GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));
   const size_t o_status = scratch.reserve<uint8_t>(n);
   const size_t o_overflow = scratch.reserve<uint2>(n);
   const size_t o_count = scratch.reserve<uint32_t>(1);
-  const size_t o_temp = scratch.reserve<uint8_t>(s.sort_temp_bytes);
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
-  s.sorted_keys = scratch.at<uint64_t>(o_keys);
-  s.index_tmp = scratch.at<uint32_t>(o_tmp);
-  s.sorted_index = scratch.at<uint32_t>(o_index);
+  InsertScratch s{};
+  s.sorted = sorted.bind(scratch);
   s.status = scratch.at<uint8_t>(o_status);
   s.overflow = scratch.at<uint2>(o_overflow);
   s.overflow_count = scratch.at<uint32_t>(o_count);
-  s.sort_temp = scratch.at<void>(o_temp);
   static_assert(sizeof(UpsertOutcome) == 1, "outcomes are written as bytes");
   GPHKV_CUDA_TRY(launch_insert(view(), keys, values, n, reinterpret_cast<uint8_t*>(outcomes), s,
                                refinement_shape_, stream));
@@ -236,18 +251,11 @@ absl::Status CudaTable::erase_async(const uint64_t* keys, uint64_t n, uint8_t* e
   GPHKV_RETURN_IF_ERROR(check_batch("erase", n));
   if (n == 0) return absl::OkStatus();
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  EraseScratch s{};
-  GPHKV_CUDA_TRY(sort_batch_temp_bytes(n, &s.sort_temp_bytes));
   StreamScratch scratch(stream);
-  const size_t o_keys = scratch.reserve<uint64_t>(n);
-  const size_t o_tmp = scratch.reserve<uint32_t>(n);
-  const size_t o_index = scratch.reserve<uint32_t>(n);
-  const size_t o_temp = scratch.reserve<uint8_t>(s.sort_temp_bytes);
+  SortedBatchLayout sorted;
+  GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
-  s.sorted_keys = scratch.at<uint64_t>(o_keys);
-  s.index_tmp = scratch.at<uint32_t>(o_tmp);
-  s.sorted_index = scratch.at<uint32_t>(o_index);
-  s.sort_temp = scratch.at<void>(o_temp);
+  const SortedBatch s = sorted.bind(scratch);
   GPHKV_CUDA_TRY(launch_erase(view(), keys, n, erased, s, stream));
   return absl::OkStatus();
 }

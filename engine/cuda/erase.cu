@@ -49,15 +49,15 @@ __global__ void __launch_bounds__(kBlock) erase_kernel(DeviceTable t, const uint
 }  // namespace
 
 cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased,
-                         const EraseScratch& s, cudaStream_t stream) {
+                         const SortedBatch& s, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  cudaError_t e = sort_batch(keys, n, s.sorted_keys, s.index_tmp, s.sorted_index, s.sort_temp, s.sort_temp_bytes, stream);
+  cudaError_t e = sort_batch(keys, n, s, stream);
   if (e != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   switch (t.geo.slots_per_bucket) {
-    case 16: erase_kernel<16><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, n, erased); break;
-    case 32: erase_kernel<32><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, n, erased); break;
-    default: erase_kernel<0><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, n, erased);
+    case 16: erase_kernel<16><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
+    case 32: erase_kernel<32><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
+    default: erase_kernel<0><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased);
   }
   return cudaGetLastError();
 }

@@ -6,21 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/cuda/batch_sort.h"
 #include "engine/cuda/device_table.cuh"
 
 namespace gphkv::engine::cuda {
 
-struct EraseScratch {
-  uint64_t* sorted_keys;   // n
-  uint32_t* index_tmp;     // n
-  uint32_t* sorted_index;  // n
-  void* sort_temp;
-  size_t sort_temp_bytes;
-};
-
 // erased[i] = 1 when keys[i] was present; of repeats of a key in the batch only
 // the first (in batch order) reports 1, as the CPU backend does.
 cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased,
-                         const EraseScratch& s, cudaStream_t stream);
+                         const SortedBatch& sorted, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

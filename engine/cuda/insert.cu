@@ -207,27 +207,29 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
                           uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape,
                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  cudaError_t e = sort_batch(keys, n, s.sorted_keys, s.index_tmp, s.sorted_index, s.sort_temp, s.sort_temp_bytes, stream);
+  cudaError_t e = sort_batch(keys, n, s.sorted, stream);
   if (e != cudaSuccess) return e;
+  const uint64_t* sorted_keys = s.sorted.keys;
+  const uint32_t* sorted_index = s.sorted.index;
   if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   switch (t.geo.slots_per_bucket) {
     case 16:
-      saturation_fill_m16<<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+      saturation_fill_m16<<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
                                                        s.overflow, s.overflow_count);
       break;
     case 32:
-      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
                                                        s.overflow, s.overflow_count);
       break;
     default:
-      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, values, n, s.status,
+      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
                                                       s.overflow, s.overflow_count);
   }
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  e = launch_refinement(t, s.sorted_keys, s.sorted_index, values, s.status, s.overflow, s.overflow_count, shape, stream);
+  e = launch_refinement(t, sorted_keys, sorted_index, values, s.status, s.overflow, s.overflow_count, shape, stream);
   if (e != cudaSuccess) return e;
-  write_outcomes<<<grid, kBlock, 0, stream>>>(t, s.sorted_keys, s.sorted_index, s.status, n, outcomes);
+  write_outcomes<<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, s.status, n, outcomes);
   return cudaGetLastError();
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/cuda/batch_sort.h"
 #include "engine/cuda/device_table.cuh"
 #include "engine/cuda/refinement.h"
 
@@ -14,14 +15,10 @@ namespace gphkv::engine::cuda {
 
 // Device scratch of one insert batch of n keys (see CudaTable::insert_or_assign_async).
 struct InsertScratch {
-  uint64_t* sorted_keys;    // n
-  uint32_t* index_tmp;      // n
-  uint32_t* sorted_index;   // n
+  SortedBatch sorted;
   uint8_t* status;          // n, InsertStatus by sorted position
   uint2* overflow;          // n: (first, last) sorted positions of each overflowed key
   uint32_t* overflow_count; // 1
-  void* sort_temp;
-  size_t sort_temp_bytes;
 };
 
 // keys/values: the batch in batch order; outcomes: n UpsertOutcome bytes in batch order.

@@ -29,6 +29,26 @@ absl::Status response_too_big(uint64_t bytes, uint64_t limit) {
                                                    " bytes; ask for fewer keys per call"));
 }
 
+// Fills a get's found flags and value lengths from its keys' words of the
+// download (found bit | value length) and returns the bytes its values take.
+uint64_t fill_found_and_lengths(const uint32_t* meta, const v1::GetRequest& req, v1::GetResponse* out) {
+  const int k = req.keys_size();
+  const bool with_values = req.value_mode() != v1::VALUE_MODE_EXISTS;
+  out->mutable_found()->Resize(k, false);
+  out->mutable_value_lengths()->Resize(k, 0);
+  bool* found = out->mutable_found()->mutable_data();
+  uint32_t* lens = out->mutable_value_lengths()->mutable_data();
+  uint64_t bytes = 0;
+  for (int i = 0; i < k; ++i) {
+    found[i] = (meta[i] >> 31) != 0;
+    if (with_values) {
+      lens[i] = meta[i] & 0x7fffffffu;
+      bytes += lens[i];
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceGets>> DeviceGets::create(DeviceValueHeap* heap, int depth, bool time_stages) {
@@ -223,28 +243,13 @@ std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<a
   uint64_t pos = 0, off = 0;
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
-    const int k = c->get->keys_size();
-    const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
-    v1::GetResponse* out = c->get_out;
-    out->mutable_found()->Resize(k, false);
-    out->mutable_value_lengths()->Resize(k, 0);
-    bool* found = out->mutable_found()->mutable_data();
-    uint32_t* lens = out->mutable_value_lengths()->mutable_data();
-    uint64_t bytes = 0;
-    for (int i = 0; i < k; ++i) {
-      const uint32_t m = meta[pos + i];
-      found[i] = (m >> 31) != 0;
-      if (with_values) {
-        lens[i] = m & 0x7fffffffu;
-        bytes += lens[i];
-      }
-    }
-    pos += k;
+    const uint64_t bytes = fill_found_and_lengths(meta + pos, *c->get, c->get_out);
+    pos += c->get->keys_size();
     if (bytes > max_response_bytes) {
-      out->Clear();
+      c->get_out->Clear();
       (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
-    } else if (with_values) {
-      out->mutable_values()->assign(values + off, bytes);
+    } else if (c->get->value_mode() != v1::VALUE_MODE_EXISTS) {
+      c->get_out->mutable_values()->assign(values + off, bytes);
     }
     off += bytes;
   }
@@ -262,28 +267,20 @@ absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& ca
   std::vector<ValueHandle> found_handles;
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
-    const int k = c->get->keys_size();
-    const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
-    v1::GetResponse* out = c->get_out;
-    out->mutable_found()->Resize(k, false);
-    out->mutable_value_lengths()->Resize(k, 0);
-    found_handles.clear();
-    uint64_t bytes = 0;
-    for (int i = 0; i < k; ++i, ++pos) {
-      if ((meta[pos] >> 31) == 0) continue;
-      out->set_found(i, true);
-      if (!with_values) continue;
-      const uint32_t len = device_handle::length(handles[pos]);
-      out->set_value_lengths(i, len);
-      bytes += len;
-      found_handles.push_back(handles[pos]);
-    }
+    const uint64_t first = pos;
+    const uint64_t bytes = fill_found_and_lengths(meta + first, *c->get, c->get_out);
+    pos += c->get->keys_size();
     if (bytes > max_response_bytes) {
-      out->Clear();
+      c->get_out->Clear();
       (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
       continue;
     }
-    if (with_values) GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, out->mutable_values()));
+    if (c->get->value_mode() == v1::VALUE_MODE_EXISTS) continue;
+    found_handles.clear();
+    for (uint64_t i = first; i < pos; ++i) {
+      if ((meta[i] >> 31) != 0) found_handles.push_back(handles[i]);
+    }
+    GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, c->get_out->mutable_values()));
   }
   return absl::OkStatus();
 }

@@ -52,11 +52,7 @@ DeviceValueHeap::~DeviceValueHeap() {
   for (const DeviceSlab& s : slabs_) cudaFree(s.base);
 }
 
-uint32_t DeviceValueHeap::class_of(uint32_t length) const {
-  auto it = std::lower_bound(classes_.begin(), classes_.end(), length,
-                             [](const SizeClass& c, uint32_t len) { return c.slot_bytes < len; });
-  return static_cast<uint32_t>(it - classes_.begin());
-}
+uint32_t DeviceValueHeap::class_of(uint32_t length) const { return size_classes::class_of(classes_, length); }
 
 uint32_t DeviceValueHeap::max_live_slot_bytes() const {
   for (size_t i = classes_.size(); i-- > 0;) {
@@ -95,22 +91,10 @@ absl::Status DeviceValueHeap::add_slab(uint32_t size_class) {
 
 absl::Status DeviceValueHeap::allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) {
   // Checked first, so that a refusal changes nothing (no slab reserved either).
-  std::vector<uint64_t> need(classes_.size(), 0);
-  for (uint32_t len : lengths) {
-    if (len > max_value_bytes_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value of ", len, " bytes is over the limit of ", max_value_bytes_, " bytes"));
-    }
-    ++need[class_of(len)];
-  }
-  uint64_t grow = 0, new_slabs = 0;
-  for (size_t ci = 0; ci < classes_.size(); ++ci) {
-    const SizeClass& c = classes_[ci];
-    if (need[ci] <= c.free_slots.size()) continue;
-    const uint64_t slabs = (need[ci] - c.free_slots.size() + c.slots_per_slab - 1) / c.slots_per_slab;
-    grow += slabs * c.slots_per_slab * c.slot_bytes;
-    new_slabs += slabs;
-  }
+  auto plan = size_classes::plan(classes_, lengths, max_value_bytes_);
+  if (!plan.ok()) return plan.status();
+  const std::vector<uint64_t>& need = plan->need;
+  const uint64_t grow = plan->new_bytes, new_slabs = plan->new_slabs;
   if (grow > 0 && reserved_ + grow > limit_) {
     return absl::ResourceExhaustedError(absl::StrCat("value heap needs ", grow, " more bytes of device memory for ",
                                                      lengths.size(), " values but holds ", reserved_, " of the ",

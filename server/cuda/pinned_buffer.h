@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/device_buffer.h"
 
 namespace gphkv::server::cuda {
 
@@ -48,45 +49,23 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
-// Device memory that grows on demand (cudaMalloc; never managed memory).
+// Device memory that grows on demand: the engine's DeviceArray (cudaMalloc,
+// never managed memory) with PinnedBuffer's growth rule.
 class DeviceBytes {
  public:
-  DeviceBytes() = default;
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  DeviceBytes(DeviceBytes&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBytes& operator=(DeviceBytes&& o) noexcept {
-    reset();
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-    return *this;
-  }
-  ~DeviceBytes() { reset(); }
   // As PinnedBuffer::reserve: at least doubles (cudaFree waits for the device).
   absl::Status reserve(size_t bytes) {
-    if (bytes <= bytes_ && ptr_ != nullptr) return absl::OkStatus();
-    const size_t want = std::max({bytes, 2 * bytes_, size_t{256}});
-    reset();
-    void* p = nullptr;
-    GPHKV_CUDA_TRY(cudaMalloc(&p, want));
-    ptr_ = static_cast<char*>(p);
-    bytes_ = want;
-    return absl::OkStatus();
-  }
-  void reset() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
+    if (bytes <= array_.size() && array_.get() != nullptr) return absl::OkStatus();
+    return array_.allocate(std::max({bytes, 2 * array_.size(), size_t{256}}));
   }
   template <class T = char>
   T* at(size_t offset = 0) const {
-    return reinterpret_cast<T*>(ptr_ + offset);
+    return reinterpret_cast<T*>(array_.get() + offset);
   }
-  size_t bytes() const { return bytes_; }
+  size_t bytes() const { return array_.size(); }
 
  private:
-  char* ptr_ = nullptr;
-  size_t bytes_ = 0;
+  engine::cuda::DeviceArray<char> array_;
 };
 
 }  // namespace gphkv::server::cuda

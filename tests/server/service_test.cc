@@ -10,6 +10,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include "tests/server/read_your_writes.h"
 #include "tests/server/test_server.h"
 
 namespace gphkv {
@@ -355,58 +356,13 @@ TEST(Service, OverloadIsRefusedPromptly) {
 TEST(Service, ReadYourWritesUnderManyConcurrentClients) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);
-  constexpr int kClients = 16;
-  constexpr int kOps = 150;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kClients; ++t) {
-    threads.emplace_back([&, t] {
-      auto client = connect(*server);
-      std::mt19937_64 rng(t);
-      std::map<uint64_t, std::string> model;  // this client's keys only
-      auto fail = [&](const std::string& what) {
-        if (failures.fetch_add(1) < 10) ADD_FAILURE() << "client " << t << ": " << what;
-      };
-      for (int op = 0; op < kOps; ++op) {
-        // Keys interleave across clients (t + kClients * i) so batches mix them.
-        std::vector<uint64_t> keys;
-        const int n = 1 + static_cast<int>(rng() % 8);
-        for (int i = 0; i < n; ++i) keys.push_back(t + kClients * (rng() % 64));
-        const int what = static_cast<int>(rng() % 10);
-        if (what < 4) {
-          std::vector<std::string> values;
-          for (uint64_t k : keys) values.push_back(absl::StrCat(k, "@", op, std::string(rng() % 100, '.')));
-          auto r = client->Put(keys, views(values));
-          if (!r.ok()) return fail(r.status().ToString());
-          for (size_t i = 0; i < keys.size(); ++i) model[keys[i]] = values[i];
-        } else if (what < 5) {
-          auto r = client->Delete(keys);
-          if (!r.ok()) return fail(r.status().ToString());
-          for (size_t i = 0; i < keys.size(); ++i) {
-            const bool expected = model.erase(keys[i]) == 1;
-            if ((*r)[i] != expected) fail(absl::StrCat("delete of ", keys[i], " said ", (*r)[i]));
-          }
-        } else {
-          auto r = client->Get(keys);
-          if (!r.ok()) return fail(r.status().ToString());
-          for (size_t i = 0; i < keys.size(); ++i) {
-            auto it = model.find(keys[i]);
-            if (r->found(i) != (it != model.end())) {
-              fail(absl::StrCat("key ", keys[i], " found=", r->found(i)));
-            } else if (it != model.end() && r->value(i) != it->second) {
-              fail(absl::StrCat("key ", keys[i], " read '", std::string(r->value(i)), "' after writing '", it->second, "'"));
-            }
-          }
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  testing::ReadYourWritesLoad load;  // 16 clients x 150 calls of 1..8 keys
+  load.seed = std::random_device{}();
+  EXPECT_EQ(testing::run_read_your_writes(*server, load), 0);
   auto stats = connect(*server)->Stats();
   ASSERT_TRUE(stats.ok());
   // Cross-call batching happened: fewer engine launches than calls.
-  EXPECT_LT(stats->batches(), static_cast<uint64_t>(kClients * kOps));
+  EXPECT_LT(stats->batches(), static_cast<uint64_t>(load.clients * load.ops));
 }
 
 TEST(Service, ShutdownAnswersEveryCallInFlight) {

@@ -36,12 +36,15 @@ struct ClientOptions {
   std::chrono::milliseconds max_backoff{1000};
   // Largest message sent or received.
   int max_message_bytes = 256 << 20;
-  // Each Client dials its own TCP connection. gRPC otherwise shares one
-  // connection among all channels of a process with the same target and
-  // arguments, so N clients in one process would funnel through one HTTP/2
-  // connection (one transport thread's worth of framing). Share a Client to
-  // share a connection; false restores gRPC's process-wide sharing.
-  bool own_connection = true;
+  // true: this Client dials its own TCP connection. By default gRPC shares
+  // one connection among all channels of a process with the same target and
+  // arguments, so N clients in one process funnel through one HTTP/2
+  // connection (one transport thread's worth of framing: a third of the
+  // batched-get throughput in docs/performance.md). Off by default: many
+  // Clients dialling at once on a loaded host then each meet a failed first
+  // connect and fail fast with UNAVAILABLE, where the shared connection is
+  // already up.
+  bool own_connection = false;
 };
 
 // The answer to a Get: found flags and values by index, over the response's

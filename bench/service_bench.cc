@@ -416,9 +416,7 @@ std::string engine_breakdown() {
         req.mutable_values()->append(value);
       }
       gphkv::server::Call c;
-      c.kind = gphkv::server::OpKind::kPut;
-      c.put = &req;
-      c.put_out = &resp;
+      c.op = gphkv::server::PutOp{&req, &resp};
       gphkv::server::Call* p = &c;
       store->apply_puts({&p, 1}, &st);
     }
@@ -430,9 +428,7 @@ std::string engine_breakdown() {
     std::vector<std::vector<gphkv::server::Call*>> ptrs(std::max(depth, 1));
     for (size_t d = 0; d < calls.size(); ++d) {
       for (int c = 0; c < kCalls; ++c) {
-        calls[d][c].kind = gphkv::server::OpKind::kGet;
-        calls[d][c].get = &reqs[c];
-        calls[d][c].get_out = &resp[d][c];
+        calls[d][c].op = gphkv::server::GetOp{&reqs[c], &resp[d][c]};
         ptrs[d].push_back(&calls[d][c]);
       }
     }

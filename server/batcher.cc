@@ -6,37 +6,69 @@
 
 namespace gphkv::server {
 
+absl::Status Batcher::admit(uint64_t keys, uint64_t bytes) const {
+  if (closed_) return absl::UnavailableError("server is shutting down; retry on another replica");
+  if (queued_keys_ + keys > options_.max_queue_keys) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server overloaded: ", queued_keys_, " keys queued, this call adds ", keys,
+        ", the bound (--max_queue_keys) is ", options_.max_queue_keys, "; retry with backoff"));
+  }
+  // A call larger than the whole bound is still let in when nothing else is
+  // queued: the gRPC message limit caps it, and refusing it would refuse it forever.
+  if (queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queue_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server overloaded: ", queued_bytes_, " value bytes queued, this call adds ", bytes,
+        ", the bound (--max_queue_bytes) is ", options_.max_queue_bytes, "; retry with backoff"));
+  }
+  return absl::OkStatus();
+}
+
+void Batcher::note_arrival(Clock::time_point now) {
+  // Exponentially weighted mean gap between arrivals (weight 1/8), capped
+  // so one long idle period does not hide a burst that follows it. A
+  // message of many operations is one arrival: its operations come as
+  // company already, and say nothing of when the next message comes.
+  if (last_arrival_ != Clock::time_point{}) {
+    const double gap = std::min<double>(
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_arrival_).count()),
+        kMaxGapNs);
+    mean_gap_ns_ += (gap - mean_gap_ns_) / 8;
+  }
+  last_arrival_ = now;
+}
+
+void Batcher::push(Call&& call, Clock::time_point now) {
+  call.enqueued = now;
+  queued_keys_ += call.num_keys();
+  queued_bytes_ += call.payload_bytes();
+  queue_.push_back(std::move(call));
+}
+
 absl::Status Batcher::enqueue(Call&& call) {
-  const uint64_t keys = call.num_keys();
-  const uint64_t bytes = call.payload_bytes();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return absl::UnavailableError("server is shutting down; retry on another replica");
-    if (queued_keys_ + keys > options_.max_queue_keys) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server overloaded: ", queued_keys_, " keys queued, this call adds ", keys,
-          ", the bound (--max_queue_keys) is ", options_.max_queue_keys, "; retry with backoff"));
-    }
-    // A call larger than the whole bound is still let in when nothing else is
-    // queued: the gRPC message limit caps it, and refusing it would refuse it forever.
-    if (queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queue_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server overloaded: ", queued_bytes_, " value bytes queued, this call adds ", bytes,
-          ", the bound (--max_queue_bytes) is ", options_.max_queue_bytes, "; retry with backoff"));
-    }
-    call.enqueued = Clock::now();
-    // Exponentially weighted mean gap between arrivals (weight 1/8), capped
-    // so one long idle period does not hide a burst that follows it.
-    if (last_arrival_ != Clock::time_point{}) {
-      const double gap = std::min<double>(
-          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(call.enqueued - last_arrival_).count()),
-          kMaxGapNs);
-      mean_gap_ns_ += (gap - mean_gap_ns_) / 8;
-    }
-    last_arrival_ = call.enqueued;
-    queued_keys_ += keys;
-    queued_bytes_ += bytes;
-    queue_.push_back(std::move(call));
+    if (absl::Status s = admit(call.num_keys(), call.payload_bytes()); !s.ok()) return s;
+    const Clock::time_point now = Clock::now();
+    note_arrival(now);
+    push(std::move(call), now);
+  }
+  cv_.notify_one();
+  return absl::OkStatus();
+}
+
+absl::Status Batcher::enqueue_all(absl::Span<Call> calls) {
+  if (calls.empty()) return absl::OkStatus();
+  uint64_t keys = 0, bytes = 0;
+  for (const Call& c : calls) {
+    keys += c.num_keys();
+    bytes += c.payload_bytes();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status s = admit(keys, bytes); !s.ok()) return s;
+    const Clock::time_point now = Clock::now();
+    note_arrival(now);
+    for (Call& c : calls) push(std::move(c), now);
   }
   cv_.notify_one();
   return absl::OkStatus();

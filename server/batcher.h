@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "server/call.h"
 
 namespace gphkv::server {
@@ -34,6 +35,10 @@ class Batcher {
   // queue is full, UNAVAILABLE once close() was called; in both cases the
   // call is untouched and `done` is not run.
   absl::Status enqueue(Call&& call);
+  // Queues `calls` as consecutive calls, in order (one message's operations),
+  // all or nothing: RESOURCE_EXHAUSTED or UNAVAILABLE as above refuse every
+  // one of them and leave them untouched. Takes the lock once.
+  absl::Status enqueue_all(absl::Span<Call> calls);
 
   // Blocks until a batch closes and returns it; an empty batch means the
   // batcher is closed and drained. The delay is only waited for when calls
@@ -50,6 +55,14 @@ class Batcher {
   const BatcherOptions& options() const { return options_; }
 
  private:
+  // Under mu_: RESOURCE_EXHAUSTED or UNAVAILABLE when `keys` and `bytes`
+  // more cannot be queued now.
+  absl::Status admit(uint64_t keys, uint64_t bytes) const;
+  // Under mu_: updates the arrival rate (one enqueue is one arrival).
+  void note_arrival(Clock::time_point now);
+  // Under mu_: appends one admitted call.
+  void push(Call&& call, Clock::time_point now);
+
   const BatcherOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

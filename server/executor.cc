@@ -131,10 +131,10 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
   }
   std::vector<absl::Status> statuses;
   for (size_t begin = 0; begin < live.size();) {
-    const OpKind kind = live[begin]->kind;
+    const OpKind kind = live[begin]->kind();
     size_t end = begin;
     uint64_t keys = 0;
-    while (end < live.size() && live[end]->kind == kind) keys += live[end++]->num_keys();
+    while (end < live.size() && live[end]->kind() == kind) keys += live[end++]->num_keys();
     const absl::Span<Call* const> run(live.data() + begin, end - begin);
     begin = end;
     if (kind == OpKind::kGet && store_->can_pipeline_gets()) {

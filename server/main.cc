@@ -48,6 +48,9 @@ ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
 ABSL_FLAG(uint32_t, completion_threads, 1,
           "threads that serialize and send answers, so the executor goes on to the next batch "
           "(0 = the executor answers); see docs/performance.md");
+ABSL_FLAG(int32_t, grpc_threads, 0,
+          "threads, each with its own completion queue, that receive unary Get/Put/Delete calls "
+          "(0 = a quarter of the cores, at least 2); see docs/performance.md");
 ABSL_FLAG(int, gpu_pipeline_depth, 2,
           "CUDA: get batches in flight at once, each on its own stream with pinned buffers (0 = every get "
           "synchronous); see docs/performance.md");
@@ -114,6 +117,8 @@ int main(int argc, char** argv) {
   o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
+  o.grpc_threads = absl::GetFlag(FLAGS_grpc_threads);
+  if (o.grpc_threads < 0 || o.grpc_threads > 256) return fail("--grpc_threads must be in [0, 256]");
   o.store.gpu_pipeline_depth = absl::GetFlag(FLAGS_gpu_pipeline_depth);
   o.store.device_value_heap = absl::GetFlag(FLAGS_device_value_heap);
   if (o.store.gpu_pipeline_depth < 0 || o.store.gpu_pipeline_depth > 8) {
@@ -123,12 +128,13 @@ int main(int argc, char** argv) {
   spdlog::info(
       "gphkv-server starting: listen_address={} metrics_address={} backend={} gpu={} memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
-      "initial_capacity={} completion_threads={} gpu_pipeline_depth={} device_value_heap={}",
+      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} device_value_heap={}",
       o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
-      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads, o.store.gpu_pipeline_depth,
+      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads,
+      o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
       o.store.device_value_heap);
 
   auto server = gphkv::server::Server::start(o);

@@ -11,7 +11,9 @@
 #include "spdlog/spdlog.h"
 #include "server/device_info.h"
 #include "server/executor.h"
-#include "server/kv_service.h"
+#include "server/grpc/key_value_service.h"
+#include "server/grpc/unary_front_end.h"
+#include "server/intake.h"
 #include "server/metrics/http_server.h"
 #include "server/service_metrics.h"
 
@@ -41,6 +43,13 @@ std::string cpu_model() {
 
 }  // namespace
 
+int default_grpc_threads() {
+  // A quarter of the cores, at least 2: the front end shares the host with
+  // the completion threads, gRPC's own threads and often the clients
+  // (docs/performance.md, "The front end's ceiling").
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 4);
+}
+
 engine::Backend resolve_backend(BackendChoice choice) {
   switch (choice) {
     case BackendChoice::kCpu: return engine::Backend::kCpu;
@@ -54,7 +63,9 @@ struct Server::Impl {
   ServiceMetrics metrics;
   std::unique_ptr<Batcher> batcher;
   std::unique_ptr<Executor> executor;
-  std::unique_ptr<KeyValueService> service;
+  std::unique_ptr<Intake> intake;
+  std::unique_ptr<grpcfe::KeyValueService> service;
+  std::unique_ptr<grpcfe::UnaryFrontEnd> front_end;
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<metrics::HttpServer> http;
   int port = 0;
@@ -123,9 +134,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
                                               options.completion_threads);
   impl->executor->start();
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
-  impl->service = std::make_unique<KeyValueService>(
-      impl->batcher.get(), impl->executor.get(), &impl->metrics, options.limits,
-      ServiceInfo{impl->backend, device, GPHKV_VERSION});
+  impl->intake = std::make_unique<Intake>(impl->batcher.get(), options.limits);
+  impl->service = std::make_unique<grpcfe::KeyValueService>(
+      impl->intake.get(), impl->executor.get(), &impl->metrics,
+      grpcfe::ServiceInfo{impl->backend, device, GPHKV_VERSION});
+  grpcfe::UnaryFrontEndOptions fe;
+  fe.threads = options.grpc_threads > 0 ? options.grpc_threads : default_grpc_threads();
+  impl->front_end = std::make_unique<grpcfe::UnaryFrontEnd>(impl->service.get(), impl->service.get(), fe);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -134,13 +149,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   builder.RegisterService(impl->service.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  impl->front_end->add_queues(builder);
   impl->grpc_server = builder.BuildAndStart();
   if (!impl->grpc_server || impl->port == 0) {
+    impl->front_end->stop();
     impl->batcher->close();
     impl->executor->join();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on --listen_address=", options.listen_address));
   }
+  impl->front_end->start();
+  spdlog::info("unary Get/Put/Delete on {} completion-queue threads", fe.threads);
   impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
 
   if (!options.metrics_address.empty()) {
@@ -149,6 +168,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     auto port = impl->http->start(options.metrics_address);
     if (!port.ok()) {
       impl->grpc_server->Shutdown();
+      impl->front_end->stop();
       impl->batcher->close();
       impl->executor->join();
       return port.status();
@@ -174,6 +194,7 @@ void Server::shutdown() {
   // Streams still open after the grace period are cancelled.
   s.grpc_server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(s.options.shutdown_grace_ms));
+  s.front_end->stop();
   s.batcher->close();
   s.executor->join();
   s.grpc_server->Wait();

@@ -34,9 +34,15 @@ struct ServerOptions {
   int max_message_bytes = 256 << 20;
   // Threads that serialize and send answers (0 = the executor thread does).
   unsigned completion_threads = 1;
+  // Threads (each with its own completion queue) that receive unary
+  // Get/Put/Delete calls; 0 = default_grpc_threads().
+  int grpc_threads = 0;
   // How long shutdown waits for open streams before cancelling them.
   int shutdown_grace_ms = 5000;
 };
+
+// The unary front end's threads when not set: a quarter of the cores, at least 2.
+int default_grpc_threads();
 
 // Resolves --backend=auto: CUDA when a device is visible, else CPU.
 engine::Backend resolve_backend(BackendChoice choice);

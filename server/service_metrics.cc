@@ -20,6 +20,7 @@ const char* op_label_name(OpLabel op) {
     case OpLabel::kPipeline: return "pipeline";
     case OpLabel::kStats: return "stats";
     case OpLabel::kShrink: return "shrink";
+    case OpLabel::kBatches: return "batches";
     default: return "unknown";
   }
 }

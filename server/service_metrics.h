@@ -13,7 +13,8 @@
 namespace gphkv::server {
 
 // Operations as labelled in metrics.
-enum class OpLabel { kGet = 0, kPut, kDelete, kPipeline, kStats, kShrink, kCount };
+// kPipeline and kBatches count streams (their operations count as get, put, delete).
+enum class OpLabel { kGet = 0, kPut, kDelete, kPipeline, kStats, kShrink, kBatches, kCount };
 const char* op_label_name(OpLabel op);
 
 // The status-code label: gRPC's code names (OK, INVALID_ARGUMENT, ...).

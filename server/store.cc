@@ -134,7 +134,7 @@ void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>*
   statuses->assign(calls.size(), absl::OkStatus());
   ++counters_.sync_get_runs;
   keys_.clear();
-  for (Call* c : calls) keys_.insert(keys_.end(), c->get->keys().begin(), c->get->keys().end());
+  for (Call* c : calls) keys_.insert(keys_.end(), c->get().request->keys().begin(), c->get().request->keys().end());
   values_.resize(keys_.size());
   flags_.resize(keys_.size());
   if (auto s = table_->find(keys_, absl::MakeSpan(values_), absl::MakeSpan(flags_)); !s.ok()) {
@@ -145,9 +145,10 @@ void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>*
   std::vector<ValueHandle> found_handles;
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
-    const int n = c->get->keys_size();
-    const bool with_values = c->get->value_mode() != v1::VALUE_MODE_EXISTS;
-    v1::GetResponse* out = c->get_out;
+    const v1::GetRequest& req = *c->get().request;
+    const int n = req.keys_size();
+    const bool with_values = req.value_mode() != v1::VALUE_MODE_EXISTS;
+    v1::GetResponse* out = c->get().response;
     out->mutable_found()->Resize(n, false);
     out->mutable_value_lengths()->Resize(n, 0);
     found_handles.clear();
@@ -224,7 +225,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
   statuses->assign(calls.size(), absl::OkStatus());
   UniqueKeys unique;
   for (Call* c : calls) {
-    for (uint64_t k : c->put->keys()) unique.add(k);
+    for (uint64_t k : c->put().request->keys()) unique.add(k);
   }
   const size_t u = unique.keys.size();
   std::vector<uint64_t> old_handle(u);
@@ -249,7 +250,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
   const uint64_t limit = options_.memory_limit_bytes;
 
   for (size_t ci = 0; ci < calls.size(); ++ci) {
-    const v1::PutRequest& req = *calls[ci]->put;
+    const v1::PutRequest& req = *calls[ci]->put().request;
     const int n = req.keys_size();
     uint64_t call_new = 0;
     for (int i = 0; i < n; ++i) {
@@ -283,7 +284,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     }
     // Admitted: created flags against the state before this call, then the
     // call's values become the pending ones (the last occurrence wins).
-    v1::PutResponse* out = calls[ci]->put_out;
+    v1::PutResponse* out = calls[ci]->put().response;
     out->mutable_created()->Resize(n, false);
     for (int i = 0; i < n; ++i) {
       const uint32_t x = unique.index.find(req.keys(i))->second;
@@ -368,7 +369,7 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
   statuses->assign(calls.size(), absl::OkStatus());
   UniqueKeys unique;
   for (Call* c : calls) {
-    for (uint64_t k : c->del->keys()) unique.add(k);
+    for (uint64_t k : c->del().request->keys()) unique.add(k);
   }
   const size_t u = unique.keys.size();
   std::vector<uint64_t> handles(u);
@@ -382,12 +383,14 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
   // The first occurrence of a stored key deletes it; later ones find it gone.
   std::vector<uint8_t> gone(u, 0);
   for (Call* c : calls) {
-    const int n = c->del->keys_size();
-    c->del_out->mutable_deleted()->Resize(n, false);
+    const v1::DeleteRequest& req = *c->del().request;
+    v1::DeleteResponse* out = c->del().response;
+    const int n = req.keys_size();
+    out->mutable_deleted()->Resize(n, false);
     for (int i = 0; i < n; ++i) {
-      const uint32_t x = unique.index.find(c->del->keys(i))->second;
+      const uint32_t x = unique.index.find(req.keys(i))->second;
       if (erased[x] && !gone[x]) {
-        c->del_out->set_deleted(i, true);
+        out->set_deleted(i, true);
         gone[x] = 1;
       }
     }
@@ -422,7 +425,7 @@ void Store::apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Statu
   }
   statuses->assign(calls.size(), s);
   if (!s.ok()) return;
-  for (Call* c : calls) *c->shrink_out = answer;
+  for (Call* c : calls) *c->shrink().response = answer;
   heap_->set_limit(options_.memory_limit_bytes - std::min(options_.memory_limit_bytes, table_bytes()));
 }
 

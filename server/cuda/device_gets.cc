@@ -95,11 +95,11 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   uint64_t n = 0, n_values = 0;
   bool any_exists = false;
   for (Call* c : calls) {
-    n += c->get->keys_size();
-    if (c->get->value_mode() == v1::VALUE_MODE_EXISTS) {
+    n += c->get().request->keys_size();
+    if (c->get().request->value_mode() == v1::VALUE_MODE_EXISTS) {
       any_exists = true;
     } else {
-      n_values += c->get->keys_size();
+      n_values += c->get().request->keys_size();
     }
   }
   // The download: total, then found+length per key, then the values. The
@@ -131,9 +131,9 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   uint8_t* want = reinterpret_cast<uint8_t*>(s.in.data() + 8 * n);
   uint64_t at = 0;
   for (Call* c : calls) {
-    const int k = c->get->keys_size();
-    if (k > 0) std::memcpy(keys + at, c->get->keys().data(), 8 * static_cast<size_t>(k));
-    if (any_exists) std::memset(want + at, c->get->value_mode() == v1::VALUE_MODE_EXISTS ? 0 : 1, k);
+    const int k = c->get().request->keys_size();
+    if (k > 0) std::memcpy(keys + at, c->get().request->keys().data(), 8 * static_cast<size_t>(k));
+    if (any_exists) std::memset(want + at, c->get().request->value_mode() == v1::VALUE_MODE_EXISTS ? 0 : 1, k);
     at += k;
   }
   s.n = n;
@@ -243,13 +243,13 @@ std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<a
   uint64_t pos = 0, off = 0;
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
-    const uint64_t bytes = fill_found_and_lengths(meta + pos, *c->get, c->get_out);
-    pos += c->get->keys_size();
+    const uint64_t bytes = fill_found_and_lengths(meta + pos, *c->get().request, c->get().response);
+    pos += c->get().request->keys_size();
     if (bytes > max_response_bytes) {
-      c->get_out->Clear();
+      c->get().response->Clear();
       (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
-    } else if (c->get->value_mode() != v1::VALUE_MODE_EXISTS) {
-      c->get_out->mutable_values()->assign(values + off, bytes);
+    } else if (c->get().request->value_mode() != v1::VALUE_MODE_EXISTS) {
+      c->get().response->mutable_values()->assign(values + off, bytes);
     }
     off += bytes;
   }
@@ -268,19 +268,19 @@ absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& ca
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
     const uint64_t first = pos;
-    const uint64_t bytes = fill_found_and_lengths(meta + first, *c->get, c->get_out);
-    pos += c->get->keys_size();
+    const uint64_t bytes = fill_found_and_lengths(meta + first, *c->get().request, c->get().response);
+    pos += c->get().request->keys_size();
     if (bytes > max_response_bytes) {
-      c->get_out->Clear();
+      c->get().response->Clear();
       (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
       continue;
     }
-    if (c->get->value_mode() == v1::VALUE_MODE_EXISTS) continue;
+    if (c->get().request->value_mode() == v1::VALUE_MODE_EXISTS) continue;
     found_handles.clear();
     for (uint64_t i = first; i < pos; ++i) {
       if ((meta[i] >> 31) != 0) found_handles.push_back(handles[i]);
     }
-    GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, c->get_out->mutable_values()));
+    GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, c->get().response->mutable_values()));
   }
   return absl::OkStatus();
 }

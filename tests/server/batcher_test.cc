@@ -16,9 +16,7 @@ struct Req {
 Call get_call(Req* r, int keys) {
   for (int i = 0; i < keys; ++i) r->req.add_keys(i);
   Call c;
-  c.kind = OpKind::kGet;
-  c.get = &r->req;
-  c.get_out = &r->resp;
+  c.op = GetOp{&r->req, &r->resp};
   c.done = [](absl::Status) {};
   return c;
 }
@@ -32,8 +30,8 @@ TEST(Batcher, ClosesAtMaxBatchKeysWithoutSplittingCalls) {
   auto batch = b.next_batch();
   EXPECT_EQ(batch.size(), 2u);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
-  EXPECT_EQ(batch[0].get, &r[0].req);
-  EXPECT_EQ(batch[1].get, &r[1].req);
+  EXPECT_EQ(batch[0].get().request, &r[0].req);
+  EXPECT_EQ(batch[1].get().request, &r[1].req);
   EXPECT_EQ(b.queued_keys(), 8u);
 }
 
@@ -120,9 +118,7 @@ TEST(Batcher, RefusesPastTheQueueByteBound) {
   more.mutable_values()->assign(10, 'y');
   auto put = [](v1::PutRequest* req, v1::PutResponse* resp) {
     Call c;
-    c.kind = OpKind::kPut;
-    c.put = req;
-    c.put_out = resp;
+    c.op = PutOp{req, resp};
     return c;
   };
   // Alone, an oversize call is admitted (it could never be otherwise) ...

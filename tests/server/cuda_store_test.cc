@@ -25,6 +25,16 @@ struct Owned {
   Call call;
 };
 
+// Points o->call at o's request and response of `kind`.
+void bind(Owned* o, OpKind kind) {
+  switch (kind) {
+    case OpKind::kGet: o->call.op = GetOp{&o->get, &o->get_out}; break;
+    case OpKind::kPut: o->call.op = PutOp{&o->put, &o->put_out}; break;
+    case OpKind::kDelete: o->call.op = DeleteOp{&o->del, &o->del_out}; break;
+    case OpKind::kShrink: break;
+  }
+}
+
 std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory) {
   StoreOptions o;
   o.backend = backend;
@@ -58,7 +68,6 @@ std::vector<std::unique_ptr<Owned>> make_run(std::mt19937_64& rng, OpKind kind, 
   for (int c = 0; c < calls; ++c) {
     auto o = std::make_unique<Owned>();
     const int n = static_cast<int>(rng() % 200);
-    o->call.kind = kind;
     for (int i = 0; i < n; ++i) {
       const uint64_t k = random_key(rng);
       switch (kind) {
@@ -74,12 +83,7 @@ std::vector<std::unique_ptr<Owned>> make_run(std::mt19937_64& rng, OpKind kind, 
       }
     }
     if (kind == OpKind::kGet && rng() % 5 == 0) o->get.set_value_mode(v1::VALUE_MODE_EXISTS);
-    o->call.get = &o->get;
-    o->call.get_out = &o->get_out;
-    o->call.put = &o->put;
-    o->call.put_out = &o->put_out;
-    o->call.del = &o->del;
-    o->call.del_out = &o->del_out;
+    bind(o.get(), kind);
     run.push_back(std::move(o));
   }
   return run;
@@ -92,13 +96,7 @@ std::vector<std::unique_ptr<Owned>> copy_run(const std::vector<std::unique_ptr<O
     o->get = r->get;
     o->put = r->put;
     o->del = r->del;
-    o->call.kind = r->call.kind;
-    o->call.get = &o->get;
-    o->call.get_out = &o->get_out;
-    o->call.put = &o->put;
-    o->call.put_out = &o->put_out;
-    o->call.del = &o->del;
-    o->call.del_out = &o->del_out;
+    bind(o.get(), r->call.kind());
     out.push_back(std::move(o));
   }
   return out;
@@ -204,9 +202,7 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
     p.put.add_value_lengths(2000);
     p.put.mutable_values()->append(std::string(2000, static_cast<char>('a' + k)));
   }
-  p.call.kind = OpKind::kPut;
-  p.call.put = &p.put;
-  p.call.put_out = &p.put_out;
+  bind(&p, OpKind::kPut);
   std::vector<absl::Status> st;
   Call* pc = &p.call;
   store->apply_puts({&pc, 1}, &st);
@@ -217,9 +213,7 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
   small.get.add_keys(2);
   small.get.add_keys(9);
   for (Owned* g : {&big, &small}) {
-    g->call.kind = OpKind::kGet;
-    g->call.get = &g->get;
-    g->call.get_out = &g->get_out;
+    bind(g, OpKind::kGet);
   }
   Call* calls[] = {&big.call, &small.call};
   ASSERT_TRUE(store->submit_gets(calls).ok());
@@ -251,9 +245,7 @@ TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {
     p.put.add_value_lengths(static_cast<uint32_t>(model[k].size()));
     p.put.mutable_values()->append(model[k]);
   }
-  p.call.kind = OpKind::kPut;
-  p.call.put = &p.put;
-  p.call.put_out = &p.put_out;
+  bind(&p, OpKind::kPut);
   std::vector<absl::Status> st;
   Call* pc = &p.call;
   gpu->apply_puts({&pc, 1}, &st);
@@ -262,9 +254,7 @@ TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {
   ASSERT_TRUE(gpu->can_pipeline_gets());
   Owned g;
   for (uint64_t k = 0; k < kKeys; ++k) g.get.add_keys(k);
-  g.call.kind = OpKind::kGet;
-  g.call.get = &g.get;
-  g.call.get_out = &g.get_out;
+  bind(&g, OpKind::kGet);
   Call* gc = &g.call;
   ASSERT_TRUE(gpu->submit_gets({&gc, 1}).ok());
   GetStageTimes times;
@@ -309,9 +299,7 @@ TEST(CudaStore, ValuesLargerThanTheSpeculativeDownloadComeBackWhole) {
     p.put.mutable_values()->append(v);
     model.push_back(std::move(v));
   }
-  p.call.kind = OpKind::kPut;
-  p.call.put = &p.put;
-  p.call.put_out = &p.put_out;
+  bind(&p, OpKind::kPut);
   std::vector<absl::Status> st;
   Call* pc = &p.call;
   gpu->apply_puts({&pc, 1}, &st);
@@ -327,9 +315,7 @@ TEST(CudaStore, ValuesLargerThanTheSpeculativeDownloadComeBackWhole) {
   for (uint64_t k : big) g1.get.add_keys(k);
   for (uint64_t k = 2000; k < 2100; ++k) g2.get.add_keys(k);
   for (Owned* g : {&g1, &g2}) {
-    g->call.kind = OpKind::kGet;
-    g->call.get = &g->get;
-    g->call.get_out = &g->get_out;
+    bind(g, OpKind::kGet);
   }
   Call* calls[] = {&g1.call, &g2.call};
   const uint64_t late_before = gpu->counters().late_get_downloads;

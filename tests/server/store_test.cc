@@ -26,9 +26,7 @@ struct OwnedCall {
 std::unique_ptr<OwnedCall> make_get(const std::vector<uint64_t>& keys) {
   auto c = std::make_unique<OwnedCall>();
   c->get.mutable_keys()->Add(keys.begin(), keys.end());
-  c->call.kind = OpKind::kGet;
-  c->call.get = &c->get;
-  c->call.get_out = &c->get_out;
+  c->call.op = GetOp{&c->get, &c->get_out};
   return c;
 }
 
@@ -39,18 +37,14 @@ std::unique_ptr<OwnedCall> make_put(const std::vector<uint64_t>& keys, const std
     c->put.add_value_lengths(static_cast<uint32_t>(v.size()));
     c->put.mutable_values()->append(v);
   }
-  c->call.kind = OpKind::kPut;
-  c->call.put = &c->put;
-  c->call.put_out = &c->put_out;
+  c->call.op = PutOp{&c->put, &c->put_out};
   return c;
 }
 
 std::unique_ptr<OwnedCall> make_del(const std::vector<uint64_t>& keys) {
   auto c = std::make_unique<OwnedCall>();
   c->del.mutable_keys()->Add(keys.begin(), keys.end());
-  c->call.kind = OpKind::kDelete;
-  c->call.del = &c->del;
-  c->call.del_out = &c->del_out;
+  c->call.op = DeleteOp{&c->del, &c->del_out};
   return c;
 }
 

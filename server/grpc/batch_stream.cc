@@ -1,0 +1,136 @@
+#include "server/grpc/batch_stream.h"
+
+#include <atomic>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/grpc/wire.h"
+
+namespace gphkv::server::grpcfe {
+
+struct BatchStream::Message {
+  v1::BatchRequest req;
+  v1::BatchResponse resp;
+  Clock::time_point t0;
+  // Operations not yet settled, plus one held by on_message until it has
+  // queued them all: whoever brings it to zero sends the response.
+  std::atomic<int> unsettled{0};
+  int queued = 0;  // operations counted as outstanding by the stream
+};
+
+namespace {
+
+OpLabel label_of(const v1::Operation& op) {
+  switch (op.op_case()) {
+    case v1::Operation::kGet: return OpLabel::kGet;
+    case v1::Operation::kPut: return OpLabel::kPut;
+    case v1::Operation::kDelete: return OpLabel::kDelete;
+    default: return OpLabel::kBatches;
+  }
+}
+
+uint64_t keys_of(const v1::Operation& op) {
+  switch (op.op_case()) {
+    case v1::Operation::kGet: return op.get().keys_size();
+    case v1::Operation::kPut: return op.put().keys_size();
+    case v1::Operation::kDelete: return op.delete_().keys_size();
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+BatchStream::BatchStream(grpc::CallbackServerContext* ctx, const Intake* intake, ServiceMetrics* metrics)
+    : MessageStream(ctx), intake_(intake), metrics_(metrics) {
+  start();
+}
+
+int BatchStream::on_message(grpc::ByteBuffer& bytes) {
+  ++messages_;
+  auto* m = new Message;
+  m->t0 = Clock::now();
+  if (absl::Status s = wire::parse(bytes, &m->req); !s.ok()) {
+    delete m;
+    metrics_->record_request(OpLabel::kBatches, s.code(), 0, 0);
+    fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("message ", messages_, " of this Batches stream: ", s.message())));
+    return 0;
+  }
+  const int n = m->req.ops_size();
+  m->resp.set_id(m->req.id());
+  // Every result exists before any operation is queued: the calls point into
+  // them, and they may be filled at once, on other threads.
+  m->resp.mutable_results()->Reserve(n);
+  for (int i = 0; i < n; ++i) m->resp.add_results();
+  m->unsettled.store(n + 1, std::memory_order_relaxed);
+
+  const Clock::time_point stream_deadline = wire::steady_deadline(context()->deadline());
+  std::vector<Call> calls;
+  std::vector<int> index;  // index[j]: the operation calls[j] carries
+  calls.reserve(n);
+  index.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const v1::Operation& op = m->req.ops(i);
+    v1::OperationResult* r = m->resp.mutable_results(i);
+    Call c;
+    switch (op.op_case()) {
+      case v1::Operation::kGet: c.op = GetOp{&op.get(), r->mutable_get()}; break;
+      case v1::Operation::kPut: c.op = PutOp{&op.put(), r->mutable_put()}; break;
+      case v1::Operation::kDelete: c.op = DeleteOp{&op.delete_(), r->mutable_delete_()}; break;
+      default:
+        settle(m, i, absl::InvalidArgumentError(
+                         absl::StrCat("operation ", i, " of BatchRequest id ", m->req.id(),
+                                      " carries no get, put or delete")));
+        continue;
+    }
+    c.deadline = stream_deadline;
+    if (op.timeout_us() > 0) {
+      c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(op.timeout_us()));
+    }
+    c.done = [this, m, i](absl::Status s) { settle(m, i, s); };
+    calls.push_back(std::move(c));
+    index.push_back(i);
+  }
+  std::vector<absl::Status> statuses(calls.size());
+  intake_->submit_all(absl::MakeSpan(calls), absl::MakeSpan(statuses));
+  int queued = 0;
+  for (size_t j = 0; j < statuses.size(); ++j) {
+    if (statuses[j].ok()) ++queued;
+  }
+  // Set before any refusal is settled below: the last settle reads it.
+  // Settles of queued operations that already ran read it too: they cannot
+  // be the last while on_message holds its share.
+  m->queued = queued;
+  for (size_t j = 0; j < statuses.size(); ++j) {
+    if (!statuses[j].ok()) settle(m, index[j], statuses[j]);
+  }
+  settle(m, -1, absl::OkStatus());  // on_message's share
+  return queued;
+}
+
+void BatchStream::settle(Message* m, int index, const absl::Status& s) {
+  if (index >= 0 && !s.ok()) {
+    v1::OperationResult* r = m->resp.mutable_results(index);
+    r->clear_result();
+    r->set_code(static_cast<int32_t>(s.code()));
+    r->set_message(std::string(s.message()));
+  }
+  if (m->unsettled.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // The last one: every result is final.
+  const double seconds = std::chrono::duration<double>(Clock::now() - m->t0).count();
+  for (int i = 0; i < m->req.ops_size(); ++i) {
+    const v1::Operation& op = m->req.ops(i);
+    metrics_->record_request(label_of(op), static_cast<absl::StatusCode>(m->resp.results(i).code()), keys_of(op),
+                             seconds);
+  }
+  grpc::ByteBuffer bytes = wire::serialize(m->resp);
+  const int queued = m->queued;
+  delete m;
+  done(queued, &bytes);  // may be the last touch of the stream
+}
+
+void BatchStream::on_finish(uint64_t operations, double seconds) {
+  metrics_->record_request(OpLabel::kBatches, absl::StatusCode::kOk, operations, seconds);
+}
+
+}  // namespace gphkv::server::grpcfe

@@ -1,0 +1,31 @@
+// One Batches stream: each message carries many operations (the requests of
+// many application threads, merged by the client). They are checked one by
+// one and the valid ones queued together, in order, as consecutive calls;
+// the message is answered by one BatchResponse once all of them are done,
+// serialized by the thread that finished the last one.
+#pragma once
+
+#include "server/grpc/message_stream.h"
+#include "server/intake.h"
+#include "server/service_metrics.h"
+
+namespace gphkv::server::grpcfe {
+
+class BatchStream final : public MessageStream {
+ public:
+  BatchStream(grpc::CallbackServerContext* ctx, const Intake* intake, ServiceMetrics* metrics);
+
+ private:
+  struct Message;
+  int on_message(grpc::ByteBuffer& bytes) override;
+  void on_finish(uint64_t operations, double seconds) override;
+  // One operation of `m` is answered (s: its outcome); the last one sends
+  // the message's response.
+  void settle(Message* m, int index, const absl::Status& s);
+
+  const Intake* intake_;
+  ServiceMetrics* metrics_;
+  uint64_t messages_ = 0;  // read so far (to name a malformed one)
+};
+
+}  // namespace gphkv::server::grpcfe

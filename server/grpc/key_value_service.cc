@@ -1,0 +1,143 @@
+#include "server/grpc/key_value_service.h"
+
+#include <memory>
+
+#include "server/grpc/batch_stream.h"
+#include "server/grpc/pipeline_stream.h"
+#include "server/grpc/wire.h"
+
+namespace gphkv::server::grpcfe {
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// One unary get, put or delete while it is queued: its parsed request and
+// the response the executor fills.
+template <class Req, class Resp>
+struct UnaryOp {
+  UnaryCall* call;
+  OpLabel label;
+  Req req;
+  Resp resp;
+};
+
+}  // namespace
+
+KeyValueService::KeyValueService(const Intake* intake, const Executor* executor, ServiceMetrics* metrics,
+                                 ServiceInfo info)
+    : intake_(intake), executor_(executor), metrics_(metrics), info_(std::move(info)), started_(Clock::now()) {}
+
+void KeyValueService::request(UnaryMethod method, grpc::ServerContext* ctx, grpc::ByteBuffer* request,
+                              grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
+                              grpc::ServerCompletionQueue* cq, void* tag) {
+  switch (method) {
+    case UnaryMethod::kGet: RequestGet(ctx, request, writer, cq, cq, tag); break;
+    case UnaryMethod::kPut: RequestPut(ctx, request, writer, cq, cq, tag); break;
+    case UnaryMethod::kDelete: RequestDelete(ctx, request, writer, cq, cq, tag); break;
+  }
+}
+
+void KeyValueService::handle(UnaryCall* call) {
+  switch (call->method()) {
+    case UnaryMethod::kGet: serve<GetOp, v1::GetRequest, v1::GetResponse>(call, OpLabel::kGet); break;
+    case UnaryMethod::kPut: serve<PutOp, v1::PutRequest, v1::PutResponse>(call, OpLabel::kPut); break;
+    case UnaryMethod::kDelete: serve<DeleteOp, v1::DeleteRequest, v1::DeleteResponse>(call, OpLabel::kDelete); break;
+  }
+}
+
+template <class OpT, class Req, class Resp>
+void KeyValueService::serve(UnaryCall* call, OpLabel label) {
+  using State = UnaryOp<Req, Resp>;
+  auto* state = new State{call, label, {}, {}};
+  // Answers the call and frees the state; the last touch of both.
+  auto answer = [this](State* st, const absl::Status& s) {
+    metrics_->record_request(st->label, s.code(), static_cast<uint64_t>(st->req.keys_size()),
+                             seconds_since(st->call->arrived()));
+    UnaryCall* c = st->call;
+    grpc::ByteBuffer bytes;
+    if (s.ok()) bytes = wire::serialize(st->resp);
+    delete st;
+    c->finish(bytes, wire::to_grpc(s));
+  };
+  if (absl::Status s = wire::parse(call->request(), &state->req); !s.ok()) {
+    answer(state, s);
+    return;
+  }
+  Call c;
+  c.op = OpT{&state->req, &state->resp};
+  c.deadline = wire::steady_deadline(call->context().deadline());
+  c.done = [answer, state](absl::Status s) { answer(state, s); };
+  if (absl::Status s = intake_->submit(std::move(c)); !s.ok()) answer(state, s);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KeyValueService::Pipeline(
+    grpc::CallbackServerContext* ctx) {
+  return new PipelineStream(ctx, intake_, metrics_);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KeyValueService::Batches(
+    grpc::CallbackServerContext* ctx) {
+  return new BatchStream(ctx, intake_, metrics_);
+}
+
+grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                                 grpc::ByteBuffer* resp) {
+  // Answered inline from the executor's published snapshot: Stats never
+  // waits behind the batch queue, so it works on an overloaded server.
+  const Clock::time_point t0 = Clock::now();
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  v1::StatsRequest request;
+  if (absl::Status s = wire::parse(*req, &request); !s.ok()) {
+    metrics_->record_request(OpLabel::kStats, s.code(), 0, seconds_since(t0));
+    reactor->Finish(wire::to_grpc(s));
+    return reactor;
+  }
+  const ExecutorStats st = executor_->stats();
+  v1::StatsResponse out;
+  out.set_backend(info_.backend);
+  out.set_device(info_.device);
+  out.set_keys(st.keys);
+  out.set_load_factor(st.load_factor);
+  out.set_table_bytes(st.table_bytes);
+  out.set_value_heap_bytes(st.value_heap_bytes);
+  out.set_memory_limit_bytes(st.memory_limit_bytes);
+  out.set_rebuilds(st.rebuilds);
+  out.set_batches(st.batches);
+  out.set_batched_keys(st.batched_keys);
+  out.set_uptime_seconds(seconds_since(started_));
+  out.set_version(info_.version);
+  *resp = wire::serialize(out);
+  metrics_->record_request(OpLabel::kStats, absl::StatusCode::kOk, 0, seconds_since(t0));
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KeyValueService::Shrink(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                                  grpc::ByteBuffer* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  const Clock::time_point t0 = Clock::now();
+  struct State {
+    v1::ShrinkResponse out;
+  };
+  auto state = std::make_shared<State>();
+  auto finish = [this, reactor, resp, t0, state](const absl::Status& s) {
+    if (s.ok()) *resp = wire::serialize(state->out);
+    metrics_->record_request(OpLabel::kShrink, s.code(), 0, seconds_since(t0));
+    reactor->Finish(wire::to_grpc(s));
+  };
+  v1::ShrinkRequest request;
+  if (absl::Status s = wire::parse(*req, &request); !s.ok()) {
+    finish(s);
+    return reactor;
+  }
+  Call call;
+  call.op = ShrinkOp{&state->out};
+  call.deadline = wire::steady_deadline(ctx->deadline());
+  call.done = [finish](absl::Status s) { finish(s); };
+  if (absl::Status s = intake_->submit(std::move(call)); !s.ok()) finish(s);
+  return reactor;
+}
+
+}  // namespace gphkv::server::grpcfe

@@ -1,12 +1,15 @@
 #include "gphkv/client/client.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/coalescer.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gphkv {
@@ -46,6 +49,45 @@ void fill_delete(v1::DeleteRequest* req, absl::Span<const uint64_t> keys) {
   req->mutable_keys()->Add(keys.begin(), keys.end());
 }
 
+grpc::ChannelArguments channel_args(const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  args.SetServiceConfigJSON(service_config(options));
+  return args;
+}
+
+// A channel with a TCP connection of its own: gRPC otherwise shares one
+// among all channels of a process with the same target and arguments.
+std::shared_ptr<grpc::Channel> own_channel(const std::string& address, const ClientOptions& options) {
+  static std::atomic<int> next{0};
+  grpc::ChannelArguments args = channel_args(options);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt("gphkv.client.connection", next.fetch_add(1));
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+// Waits for one async answer (sync calls over the coalesced path).
+template <class T>
+class Waiter {
+ public:
+  void set(T value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    value_.emplace(std::move(value));
+    cv_.notify_one();  // under the lock: the waiter may return and free this at once
+  }
+  T wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return value_.has_value(); });
+    return std::move(*value_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<T> value_;
+};
+
 }  // namespace
 
 v1::PutRequest make_put_request(absl::Span<const uint64_t> keys,
@@ -80,19 +122,33 @@ std::string_view GetResult::value(size_t i) const {
 }
 
 std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  args.SetServiceConfigJSON(service_config(options));
-  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  return std::make_unique<Client>(std::move(channel), options);
+  auto channel = options.own_connection
+                     ? own_channel(address, options)
+                     : grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args(options));
+  // Several coalescing streams each get a connection (spreading the
+  // transport's work); one shares the client's.
+  const bool lanes_own = options.coalesce.streams > 1;
+  std::unique_ptr<Client> client(new Client(std::move(channel), options, Init::kLater));
+  client->init([&](int) { return lanes_own ? own_channel(address, options) : client->channel_; });
+  return client;
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : Client(std::move(channel), options, Init::kLater) {
+  init([this](int) { return channel_; });
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options, Init)
     : options_(options), channel_(std::move(channel)), stub_(v1::KeyValue::NewStub(channel_)) {}
 
+void Client::init(const std::function<std::shared_ptr<grpc::Channel>(int)>& lane_channel) {
+  if (options_.coalesce.enabled) coalescer_ = std::make_unique<detail::Coalescer>(lane_channel, options_);
+}
+
 Client::~Client() = default;
+
+uint64_t Client::coalesced_messages() const { return coalescer_ ? coalescer_->messages_sent() : 0; }
+uint64_t Client::coalesced_requests() const { return coalescer_ ? coalescer_->operations_sent() : 0; }
 
 void Client::prepare(grpc::ClientContext* ctx) const {
   if (options_.timeout.count() > 0) {
@@ -101,6 +157,11 @@ void Client::prepare(grpc::ClientContext* ctx) const {
 }
 
 absl::StatusOr<GetResult> Client::Get(absl::Span<const uint64_t> keys, bool exists_only) {
+  if (coalescer_) {
+    Waiter<absl::StatusOr<GetResult>> w;
+    GetAsync(keys, exists_only, [&w](absl::StatusOr<GetResult> r) { w.set(std::move(r)); });
+    return w.wait();
+  }
   v1::GetRequest req;
   fill_get(&req, keys, exists_only);
   v1::GetResponse resp;
@@ -116,6 +177,11 @@ absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
     return absl::InvalidArgumentError(
         absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
   }
+  if (coalescer_) {
+    Waiter<absl::StatusOr<std::vector<bool>>> w;
+    PutAsync(keys, values, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
+    return w.wait();
+  }
   const v1::PutRequest req = make_put_request(keys, values);
   v1::PutResponse resp;
   grpc::ClientContext ctx;
@@ -125,6 +191,11 @@ absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
 }
 
 absl::StatusOr<std::vector<bool>> Client::Delete(absl::Span<const uint64_t> keys) {
+  if (coalescer_) {
+    Waiter<absl::StatusOr<std::vector<bool>>> w;
+    DeleteAsync(keys, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
+    return w.wait();
+  }
   v1::DeleteRequest req;
   fill_delete(&req, keys);
   v1::DeleteResponse resp;
@@ -178,6 +249,18 @@ struct AsyncCall {
 
 void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                       std::function<void(absl::StatusOr<GetResult>)> done) {
+  if (coalescer_) {
+    v1::Operation op;
+    fill_get(op.mutable_get(), keys, exists_only);
+    coalescer_->submit(std::move(op), [done = std::move(done)](const absl::Status& s, v1::OperationResult* r) {
+      if (s.ok()) {
+        done(GetResult(std::move(*r->mutable_get())));
+      } else {
+        done(s);
+      }
+    });
+    return;
+  }
   auto* call = new AsyncCall<v1::GetRequest, v1::GetResponse>();
   fill_get(&call->req, keys, exists_only);
   prepare(&call->ctx);
@@ -199,6 +282,18 @@ void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::str
         absl::StrCat("PutAsync: ", keys.size(), " keys but ", values.size(), " values")));
     return;
   }
+  if (coalescer_) {
+    v1::Operation op;
+    *op.mutable_put() = make_put_request(keys, values);
+    coalescer_->submit(std::move(op), [done = std::move(done)](const absl::Status& s, v1::OperationResult* r) {
+      if (s.ok()) {
+        done(to_vector(r->put().created()));
+      } else {
+        done(s);
+      }
+    });
+    return;
+  }
   auto* call = new AsyncCall<v1::PutRequest, v1::PutResponse>();
   call->req = make_put_request(keys, values);
   prepare(&call->ctx);
@@ -215,6 +310,18 @@ void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::str
 
 void Client::DeleteAsync(absl::Span<const uint64_t> keys,
                          std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  if (coalescer_) {
+    v1::Operation op;
+    fill_delete(op.mutable_delete_(), keys);
+    coalescer_->submit(std::move(op), [done = std::move(done)](const absl::Status& s, v1::OperationResult* r) {
+      if (s.ok()) {
+        done(to_vector(r->delete_().deleted()));
+      } else {
+        done(s);
+      }
+    });
+    return;
+  }
   auto* call = new AsyncCall<v1::DeleteRequest, v1::DeleteResponse>();
   fill_delete(&call->req, keys);
   prepare(&call->ctx);

@@ -143,6 +143,7 @@ TEST(Client, RetriesUnavailableOnly) {
   ASSERT_NE(server, nullptr);
   ClientOptions o;
   o.initial_backoff = std::chrono::milliseconds(10);
+  o.coalesce.enabled = false;  // the unary path's retry policy
   auto client = Client::Connect("127.0.0.1:" + std::to_string(port), o);
   auto r = client->Get(std::vector<uint64_t>{1});
   EXPECT_TRUE(r.ok()) << r.status();

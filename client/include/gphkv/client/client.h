@@ -1,11 +1,25 @@
 // gphkv::Client: the C++ client of gphkv.v1.KeyValue.
 //
 // Sync and async batched get/put/delete, a pipelined stream, Stats, Shrink
-// and the health check. Every call carries a deadline (ClientOptions::timeout).
-// Calls refused with UNAVAILABLE (server restarting, connection lost) are
-// retried with backoff by the channel's retry policy; no other status is
-// retried, since the server refuses those without changing anything and a
-// retry would be refused the same way.
+// and the health check. Every request carries its own deadline
+// (ClientOptions::timeout).
+//
+// Coalescing (ClientOptions::coalesce, on by default): the gets, puts and
+// deletes that many application threads issue at the same time ride
+// together, as the operations of one message on a Batches stream, instead of
+// costing an RPC each; each keeps its own result, status and deadline. A
+// request is sent at once when its stream has room, else with the others
+// that arrive meanwhile once an answer frees a turn (client/coalescer.h).
+// A thread's requests take effect in the order it issued them; a request is
+// answered only after it took effect, so what one thread saw acknowledged,
+// every later request of any thread sees.
+//
+// Without coalescing each request is one unary RPC; those refused with
+// UNAVAILABLE (server restarting, connection lost) are retried with backoff
+// by the channel's retry policy; no other status is retried, since the server
+// refuses those without changing anything and a retry would be refused the
+// same way. With coalescing, requests not yet sent when a stream breaks go
+// on a new one; requests in flight fail UNAVAILABLE (they may have taken effect).
 #pragma once
 
 #include <chrono>
@@ -26,6 +40,26 @@ class Channel;
 }
 
 namespace gphkv {
+namespace detail {
+class Coalescer;
+}
+
+// How concurrent requests share messages (see the header comment).
+struct CoalesceOptions {
+  // false: every request is its own unary RPC.
+  bool enabled = true;
+  // Batches streams, each on its own connection (with Client::Connect); a
+  // thread's requests all go to one of them.
+  int streams = 1;
+  // Messages of a stream awaiting their answer before requests wait and
+  // ride together in the next one. This bounds a request's wait in the
+  // client to one round trip.
+  int max_in_flight = 2;
+  // A message closes at this many keys or put value bytes (a request larger
+  // than either goes alone).
+  uint32_t max_message_keys = 16384;
+  uint64_t max_message_bytes = 4 << 20;
+};
 
 struct ClientOptions {
   // Deadline of each call (0 = none).
@@ -45,6 +79,7 @@ struct ClientOptions {
   // connect and fail fast with UNAVAILABLE, where the shared connection is
   // already up.
   bool own_connection = false;
+  CoalesceOptions coalesce{};
 };
 
 // The answer to a Get: found flags and values by index, over the response's
@@ -96,7 +131,7 @@ class Client {
   Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
   ~Client();
 
-  // Sync calls: the whole batch is one RPC, answered in request order.
+  // Sync calls: the whole batch is one request, answered in request order.
   absl::StatusOr<GetResult> Get(absl::Span<const uint64_t> keys, bool exists_only = false);
   // created[i]: keys[i] was not stored before.
   absl::StatusOr<std::vector<bool>> Put(absl::Span<const uint64_t> keys,
@@ -111,8 +146,8 @@ class Client {
   // otherwise (or the RPC's error).
   absl::Status Health();
 
-  // Async calls: `done` runs on a gRPC thread when the answer arrives. The
-  // Client must outlive the calls.
+  // Async calls: `done` runs on a gRPC thread when the answer arrives (keep
+  // it short: other answers wait behind it). The Client must outlive the calls.
   void GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                 std::function<void(absl::StatusOr<GetResult>)> done);
   void PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
@@ -125,12 +160,22 @@ class Client {
 
   v1::KeyValue::Stub* stub() { return stub_.get(); }
 
+  // Coalescing's effect so far: messages sent and the requests they carried
+  // (both 0 when coalescing is off).
+  uint64_t coalesced_messages() const;
+  uint64_t coalesced_requests() const;
+
  private:
+  enum class Init { kLater };
+  Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options, Init);
+  // The constructor's work; `lane_channel(i)` gives coalescing stream i its channel.
+  void init(const std::function<std::shared_ptr<grpc::Channel>(int)>& lane_channel);
   void prepare(grpc::ClientContext* ctx) const;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KeyValue::Stub> stub_;
+  std::unique_ptr<detail::Coalescer> coalescer_;  // null when coalescing is off
 };
 
 // Builds requests (exposed for tests and tools that use the stub directly).

@@ -1,0 +1,251 @@
+// null_server: a gphkv.v1.KeyValue server with no table and no batching. It
+// answers every Get at once with nothing found, every Put as created, every
+// Delete as not deleted, and the Pipeline and Batches streams likewise, so a
+// load test against it measures what gRPC and the client cost alone: the
+// ceiling of the front end beside every service figure (docs/performance.md,
+// "The front end's ceiling").
+//
+//   null_server --address=127.0.0.1:50061 --api=async --threads=4
+//
+// --api=async serves unary calls through gphkv-server's own completion-queue
+// front end (server/grpc/unary_front_end.h), the same code the store runs;
+// --api=callback through gRPC's callback API, for comparison. Streams are on
+// the callback API in both, as in gphkv-server. SIGTERM/SIGINT stop it.
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "gphkv/v1/gphkv.grpc.pb.h"
+#include "server/grpc/message_stream.h"
+#include "server/grpc/unary_front_end.h"
+#include "server/grpc/wire.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50061", "host:port to serve on");
+ABSL_FLAG(std::string, api, "async", "unary calls on: async (gphkv-server's completion-queue front end) or callback");
+ABSL_FLAG(int32_t, threads, 4, "--api=async: completion queues, each with its own thread");
+ABSL_FLAG(int32_t, posted, 64, "--api=async: calls of each method asked for ahead, per queue");
+
+namespace {
+
+namespace v1 = gphkv::v1;
+namespace grpcfe = gphkv::server::grpcfe;
+namespace wire = gphkv::server::wire;
+
+// The answers: one entry per key, nothing stored anywhere.
+void null_answer(const v1::GetRequest& req, v1::GetResponse* resp) {
+  resp->mutable_found()->Resize(req.keys_size(), false);
+  resp->mutable_value_lengths()->Resize(req.keys_size(), 0);
+}
+void null_answer(const v1::PutRequest& req, v1::PutResponse* resp) {
+  resp->mutable_created()->Resize(req.keys_size(), true);
+}
+void null_answer(const v1::DeleteRequest& req, v1::DeleteResponse* resp) {
+  resp->mutable_deleted()->Resize(req.keys_size(), false);
+}
+
+// Parses `bytes` as Req and serializes the null answer into `out`.
+template <class Req, class Resp>
+grpc::Status answer_bytes(const grpc::ByteBuffer& bytes, grpc::ByteBuffer* out) {
+  Req req;
+  if (absl::Status s = wire::parse(bytes, &req); !s.ok()) return wire::to_grpc(s);
+  Resp resp;
+  null_answer(req, &resp);
+  *out = wire::serialize(resp);
+  return grpc::Status::OK;
+}
+
+class NullPipeline final : public grpcfe::MessageStream {
+ public:
+  explicit NullPipeline(grpc::CallbackServerContext* ctx) : MessageStream(ctx) { start(); }
+
+ private:
+  int on_message(grpc::ByteBuffer& bytes) override {
+    v1::PipelineRequest req;
+    if (absl::Status s = wire::parse(bytes, &req); !s.ok()) {
+      fail(wire::to_grpc(s));
+      return 0;
+    }
+    v1::PipelineResponse resp;
+    resp.set_id(req.id());
+    switch (req.op_case()) {
+      case v1::PipelineRequest::kGet: null_answer(req.get(), resp.mutable_get()); break;
+      case v1::PipelineRequest::kPut: null_answer(req.put(), resp.mutable_put()); break;
+      case v1::PipelineRequest::kDelete: null_answer(req.delete_(), resp.mutable_delete_()); break;
+      default: resp.set_code(grpc::StatusCode::INVALID_ARGUMENT); break;
+    }
+    send(wire::serialize(resp));
+    return 0;
+  }
+  void on_finish(uint64_t, double) override {}
+};
+
+class NullBatches final : public grpcfe::MessageStream {
+ public:
+  explicit NullBatches(grpc::CallbackServerContext* ctx) : MessageStream(ctx) { start(); }
+
+ private:
+  int on_message(grpc::ByteBuffer& bytes) override {
+    v1::BatchRequest req;
+    if (absl::Status s = wire::parse(bytes, &req); !s.ok()) {
+      fail(wire::to_grpc(s));
+      return 0;
+    }
+    v1::BatchResponse resp;
+    resp.set_id(req.id());
+    for (const v1::Operation& op : req.ops()) {
+      v1::OperationResult* r = resp.add_results();
+      switch (op.op_case()) {
+        case v1::Operation::kGet: null_answer(op.get(), r->mutable_get()); break;
+        case v1::Operation::kPut: null_answer(op.put(), r->mutable_put()); break;
+        case v1::Operation::kDelete: null_answer(op.delete_(), r->mutable_delete_()); break;
+        default: r->set_code(grpc::StatusCode::INVALID_ARGUMENT); break;
+      }
+    }
+    send(wire::serialize(resp));
+    return 0;
+  }
+  void on_finish(uint64_t, double) override {}
+};
+
+// Stats (the load generator's readiness probe), Shrink and the streams,
+// shared by both variants.
+template <class Base>
+class NullCommon : public Base {
+ public:
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Pipeline(grpc::CallbackServerContext* ctx) override {
+    return new NullPipeline(ctx);
+  }
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Batches(grpc::CallbackServerContext* ctx) override {
+    return new NullBatches(ctx);
+  }
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
+                                  grpc::ByteBuffer* resp) override {
+    v1::StatsResponse out;
+    out.set_backend("null");
+    *resp = wire::serialize(out);
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+  grpc::ServerUnaryReactor* Shrink(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer*,
+                                   grpc::ByteBuffer* resp) override {
+    *resp = wire::serialize(v1::ShrinkResponse());
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+};
+
+using StreamsRaw = v1::KeyValue::WithRawCallbackMethod_Pipeline<v1::KeyValue::WithRawCallbackMethod_Batches<
+    v1::KeyValue::WithRawCallbackMethod_Stats<v1::KeyValue::WithRawCallbackMethod_Shrink<v1::KeyValue::Service>>>>;
+
+// Unary calls through gphkv-server's completion-queue front end, answered on
+// the queue's thread.
+class AsyncNullService final
+    : public NullCommon<v1::KeyValue::WithRawMethod_Get<
+          v1::KeyValue::WithRawMethod_Put<v1::KeyValue::WithRawMethod_Delete<StreamsRaw>>>>,
+      public grpcfe::UnaryRequester,
+      public grpcfe::UnaryHandler {
+ public:
+  void request(grpcfe::UnaryMethod method, grpc::ServerContext* ctx, grpc::ByteBuffer* request,
+               grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer, grpc::ServerCompletionQueue* cq,
+               void* tag) override {
+    switch (method) {
+      case grpcfe::UnaryMethod::kGet: RequestGet(ctx, request, writer, cq, cq, tag); break;
+      case grpcfe::UnaryMethod::kPut: RequestPut(ctx, request, writer, cq, cq, tag); break;
+      case grpcfe::UnaryMethod::kDelete: RequestDelete(ctx, request, writer, cq, cq, tag); break;
+    }
+  }
+  void handle(grpcfe::UnaryCall* call) override {
+    grpc::ByteBuffer out;
+    grpc::Status s;
+    switch (call->method()) {
+      case grpcfe::UnaryMethod::kGet: s = answer_bytes<v1::GetRequest, v1::GetResponse>(call->request(), &out); break;
+      case grpcfe::UnaryMethod::kPut: s = answer_bytes<v1::PutRequest, v1::PutResponse>(call->request(), &out); break;
+      case grpcfe::UnaryMethod::kDelete:
+        s = answer_bytes<v1::DeleteRequest, v1::DeleteResponse>(call->request(), &out);
+        break;
+    }
+    call->finish(out, s);
+  }
+};
+
+// Unary calls on gRPC's callback API, answered inline.
+class CallbackNullService final
+    : public NullCommon<v1::KeyValue::WithRawCallbackMethod_Get<
+          v1::KeyValue::WithRawCallbackMethod_Put<v1::KeyValue::WithRawCallbackMethod_Delete<StreamsRaw>>>> {
+ public:
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                grpc::ByteBuffer* resp) override {
+    return finish(ctx, answer_bytes<v1::GetRequest, v1::GetResponse>(*req, resp));
+  }
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                grpc::ByteBuffer* resp) override {
+    return finish(ctx, answer_bytes<v1::PutRequest, v1::PutResponse>(*req, resp));
+  }
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                   grpc::ByteBuffer* resp) override {
+    return finish(ctx, answer_bytes<v1::DeleteRequest, v1::DeleteResponse>(*req, resp));
+  }
+
+ private:
+  static grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* ctx, const grpc::Status& s) {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(s);
+    return r;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  absl::SetProgramUsageMessage("null_server: gphkv.v1.KeyValue with no table (the front end's ceiling)");
+  absl::ParseCommandLine(argc, argv);
+  const std::string api = absl::GetFlag(FLAGS_api);
+  if (api != "async" && api != "callback") {
+    std::fprintf(stderr, "null_server: --api must be async or callback\n");
+    return 2;
+  }
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_address), grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  AsyncNullService async_service;
+  CallbackNullService callback_service;
+  grpcfe::UnaryFrontEndOptions fe;
+  fe.threads = absl::GetFlag(FLAGS_threads);
+  fe.posted = absl::GetFlag(FLAGS_posted);
+  grpcfe::UnaryFrontEnd front_end(&async_service, &async_service, fe);
+  if (api == "async") {
+    builder.RegisterService(&async_service);
+    front_end.add_queues(builder);
+  } else {
+    builder.RegisterService(&callback_service);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    std::fprintf(stderr, "null_server: cannot listen on %s\n", absl::GetFlag(FLAGS_address).c_str());
+    return 1;
+  }
+  if (api == "async") front_end.start();
+  std::printf("null_server: %s API (%d threads) on port %d\n", api.c_str(), api == "async" ? fe.threads : 0, port);
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  server->Shutdown();
+  front_end.stop();
+  return 0;
+}

@@ -1,0 +1,78 @@
+// Client-side coalescing: the concurrent requests of many application
+// threads ride together, as the operations of one BatchRequest on a Batches
+// stream, the way the server merges calls into one device launch.
+//
+// Each lane is one Batches stream on its own connection. A request goes to
+// its calling thread's lane (so one thread's requests take effect in the
+// order it issued them) and is sent at once when fewer than max_in_flight of
+// the lane's messages await their answer; otherwise it waits, with the
+// others that arrive meanwhile, until one of them is answered, and they all
+// go in the next message. So an idle client sends each request alone, with
+// no added delay, and a loaded one sends fewer, larger messages: the wait is
+// bounded by one round trip of the lane.
+//
+// Every request keeps its own result, status and deadline. The server
+// refuses an operation whose deadline passed before it ran (its timeout
+// travels with it); a sweeper fails the ones whose answer is late (a hung
+// server or network) with DEADLINE_EXCEEDED. An operation the server
+// answered UNAVAILABLE (it changed nothing) and one never sent on a stream
+// that broke are retried with backoff, up to max_attempts; one in flight on
+// a stream that broke is failed with UNAVAILABLE (it may have taken effect).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gphkv/client/client.h"
+#include "gphkv/v1/gphkv.grpc.pb.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace gphkv::detail {
+
+class Coalescer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Runs once per request, on a gRPC or the sweeper's thread: OK with the
+  // operation's result (which it may move from), or the request's failure
+  // with a null result.
+  using Done = std::function<void(const absl::Status&, v1::OperationResult*)>;
+
+  // channel(i): the channel of lane i.
+  Coalescer(const std::function<std::shared_ptr<grpc::Channel>(int)>& channel, const ClientOptions& options);
+  // Ends the streams; requests not yet answered fail with CANCELLED.
+  ~Coalescer();
+
+  // Sends `op` (moved from) with the others of its lane; its deadline is
+  // now + options.timeout (none when 0).
+  void submit(v1::Operation&& op, Done done);
+
+  // How many messages the lanes have sent, and the operations they carried
+  // (for tests and the load generator's report).
+  uint64_t messages_sent() const;
+  uint64_t operations_sent() const;
+
+  struct Lane;
+  class Stream;
+
+ private:
+  void sweep();
+
+  const ClientOptions options_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::mutex sweep_mu_;
+  std::condition_variable sweep_cv_;
+  bool stopping_ = false;
+  std::thread sweeper_;
+};
+
+}  // namespace gphkv::detail

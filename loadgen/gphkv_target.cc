@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
+#include "loadgen/gphkv_coalesced_session.h"
 
 namespace gphkv::loadgen {
 namespace {
@@ -253,7 +254,8 @@ class GphkvSession : public Session {
 
 class GphkvTarget : public Target {
  public:
-  GphkvTarget(std::string address, const ValuePool* values) : address_(std::move(address)), values_(values) {}
+  GphkvTarget(std::string address, std::string api, const ValuePool* values)
+      : address_(std::move(address)), api_(std::move(api)), values_(values) {}
   std::string name() const override { return "gphkv"; }
 
   absl::Status WaitReady(Clock::time_point deadline) override {
@@ -276,11 +278,13 @@ class GphkvTarget : public Target {
   }
 
   absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) override {
+    if (api_ == "coalesced") return MakeGphkvCoalescedSession(address_, connections, values_);
     return std::unique_ptr<Session>(new GphkvSession(address_, connections, values_));
   }
 
  private:
   std::string address_;
+  std::string api_;
   const ValuePool* values_;
 };
 
@@ -307,8 +311,9 @@ const char* GrpcStatusCodeName(int code) {
   return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN_CODE";
 }
 
-std::unique_ptr<Target> MakeGphkvTarget(const std::string& address, const ValuePool* values) {
-  return std::make_unique<GphkvTarget>(address, values);
+std::unique_ptr<Target> MakeGphkvTarget(const std::string& address, const std::string& api,
+                                        const ValuePool* values) {
+  return std::make_unique<GphkvTarget>(address, api, values);
 }
 
 }  // namespace gphkv::loadgen

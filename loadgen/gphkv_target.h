@@ -11,7 +11,8 @@
 
 namespace gphkv::loadgen {
 
-std::unique_ptr<Target> MakeGphkvTarget(const std::string& address, const ValuePool* values);
+// api: "unary" (an RPC per call) or "coalesced" (gphkv::Client's coalescing).
+std::unique_ptr<Target> MakeGphkvTarget(const std::string& address, const std::string& api, const ValuePool* values);
 
 // "DEADLINE_EXCEEDED" for grpc::StatusCode::DEADLINE_EXCEEDED, and so on.
 const char* GrpcStatusCodeName(int code);

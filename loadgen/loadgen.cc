@@ -18,8 +18,13 @@
 namespace gphkv::loadgen {
 
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
-                                                   const ValuePool* values) {
-  if (name == "gphkv") return MakeGphkvTarget(address, values);
+                                                   const std::string& api, const ValuePool* values) {
+  if (name == "gphkv") {
+    if (api != "unary" && api != "coalesced") {
+      return absl::InvalidArgumentError(absl::StrCat("unknown --api '", api, "' (want unary or coalesced)"));
+    }
+    return MakeGphkvTarget(address, api, values);
+  }
   if (name == "memcached") return MakeMemcachedTarget(address, values);
   return absl::InvalidArgumentError(absl::StrCat("unknown --target '", name, "' (want gphkv or memcached)"));
 }
@@ -100,7 +105,7 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   report.mean_association_value = workload->association_value().Mean();
 
   const ValuePool values(std::max(workload->object_value().Max(), workload->association_value().Max()));
-  auto target_or = MakeTarget(config.target, config.address, &values);
+  auto target_or = MakeTarget(config.target, config.address, config.api, &values);
   if (!target_or.ok()) return target_or.status();
   Target& target = **target_or;
   if (auto st = target.WaitReady(Clock::now() + std::chrono::duration_cast<Clock::duration>(

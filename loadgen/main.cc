@@ -10,6 +10,9 @@
 
 ABSL_FLAG(std::string, target, "gphkv", "the store: gphkv (gRPC) or memcached (text protocol)");
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the store");
+ABSL_FLAG(std::string, api, "unary",
+          "gphkv: unary (an RPC per call, async completion queues) or coalesced (every call a request of "
+          "gphkv::Client, whose concurrent requests share Batches messages)");
 
 // The workload (docs/loadgen.md says where each default comes from).
 ABSL_FLAG(uint64_t, keys, 1'000'000, "items in the key space (objects + associations), all loaded before the run");
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
   gphkv::loadgen::LoadgenConfig c;
   c.target = absl::GetFlag(FLAGS_target);
   c.address = absl::GetFlag(FLAGS_address);
+  c.api = absl::GetFlag(FLAGS_api);
   auto& w = c.workload;
   w.keys = absl::GetFlag(FLAGS_keys);
   w.association_fraction = absl::GetFlag(FLAGS_association_fraction);

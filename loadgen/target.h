@@ -65,6 +65,6 @@ class Target {
 // Makes the target named by `name` ("gphkv" or "memcached") for `address`
 // (host:port). Values for puts come from `values`, which must outlive it.
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
-                                                   const ValuePool* values);
+                                                   const std::string& api, const ValuePool* values);
 
 }  // namespace gphkv::loadgen

@@ -445,7 +445,9 @@ std::string engine_breakdown() {
         const size_t slot = static_cast<size_t>(r) % depth;
         if (in_flight == static_cast<size_t>(depth)) {
           gphkv::server::GetStageTimes times;
-          store->finish_gets(&st, &times);
+          auto answers = store->finish_gets(&times);
+          answers->fill(0, answers->calls().size());
+          st = answers->statuses();
           --in_flight;
           if (record) {
             for (int s = 0; s < gphkv::server::kNumGetStages; ++s) stage_sum[s] += times.seconds[s];
@@ -461,7 +463,9 @@ std::string engine_breakdown() {
       }
       while (in_flight > 0) {
         gphkv::server::GetStageTimes times;
-        store->finish_gets(&st, &times);
+        auto answers = store->finish_gets(&times);
+        answers->fill(0, answers->calls().size());
+        st = answers->statuses();
         --in_flight;
       }
     };

@@ -24,6 +24,8 @@ class CompletionPool {
   // True when no task is queued or running: answering inline then cannot
   // overtake an earlier answer, and saves waking a pool thread.
   bool idle();
+  // The pool's threads (0: tasks run inline).
+  size_t threads() const { return threads_.size(); }
   // Runs what is queued, then joins the threads. Idempotent.
   void stop();
 

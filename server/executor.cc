@@ -82,14 +82,13 @@ void Executor::answer(absl::Span<Call* const> run, std::vector<absl::Status>& st
 }
 
 void Executor::finish_oldest_gets() {
-  std::vector<absl::Status> statuses;
   GetStageTimes times;
-  std::vector<Call*> calls = store_->finish_gets(&statuses, &times);
-  // Keeps the run's batch (its Calls) alive until the answers are handed over.
-  const InFlight f = std::move(in_flight_.front());
+  std::shared_ptr<GetAnswers> answers = store_->finish_gets(&times);
+  // Keeps the run's batch (its Calls) alive until the answers are delivered.
+  InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   if (metrics_ != nullptr) {
-    // Submission to responses filled: the run's time in the engine, overlap included.
+    // Submission to answers ready: the run's time in the engine, overlap included.
     metrics_->device_seconds[static_cast<int>(OpKind::kGet)]->observe(seconds_since(f.submitted));
     metrics_->batch_keys->observe(static_cast<double>(f.keys));
     for (int st = 0; st < kNumGetStages; ++st) {
@@ -101,7 +100,35 @@ void Executor::finish_oldest_gets() {
   ++batches_;
   batched_keys_ += f.keys;
   publish();
-  answer(calls, statuses, true);
+  answer_gets(std::move(answers), std::move(f.batch));
+}
+
+void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<std::vector<Call>> batch) {
+  const size_t n = answers->calls().size();
+  // Fills calls [b, e) and answers them; the batch and the answers' buffers
+  // stay alive while any range is being answered.
+  auto deliver = [answers, batch](size_t b, size_t e) {
+    answers->fill(b, e);
+    for (size_t i = b; i < e; ++i) answers->calls()[i]->done(answers->statuses()[i]);
+  };
+  // Nothing else to do: answering here saves a thread wake-up (the light-
+  // load floor). Only when the pool is idle, so no answer overtakes one
+  // handed over earlier.
+  if (in_flight_.empty() && batcher_->empty() && completions_.idle()) {
+    deliver(0, n);
+    return;
+  }
+  // Otherwise the completion threads fill and answer ranges of similar key
+  // counts in parallel, while this thread goes on with the next batch.
+  const uint64_t keys = answers->key_offset(n);
+  const uint64_t per_range = std::max<uint64_t>(kMinAnswerRangeKeys, (keys + completions_.threads() - 1) /
+                                                                           std::max<size_t>(1, completions_.threads()));
+  for (size_t b = 0; b < n;) {
+    size_t e = b + 1;
+    while (e < n && answers->key_offset(e) - answers->key_offset(b) < per_range) ++e;
+    completions_.submit([deliver, b, e] { deliver(b, e); });
+    b = e;
+  }
 }
 
 void Executor::finish_all_gets() {

@@ -63,8 +63,14 @@ class Executor {
   // Hands a run's answers over (inline when nothing else is waiting).
   void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch);
   // Finishes the oldest pipelined get run and answers it; all of them.
+  // Its responses are filled and answered in ranges on the completion
+  // threads (inline when the executor has nothing else to do).
   void finish_oldest_gets();
   void finish_all_gets();
+  void answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<std::vector<Call>> batch);
+  // A range handed to a completion thread carries at least this many keys:
+  // below it the hand-over costs more than the copying it spreads.
+  static constexpr uint64_t kMinAnswerRangeKeys = 512;
 
   struct InFlight {
     Clock::time_point submitted;

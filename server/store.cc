@@ -197,15 +197,14 @@ absl::Status Store::submit_gets(absl::Span<Call* const> calls) {
 #endif
 }
 
-std::vector<Call*> Store::finish_gets(std::vector<absl::Status>* statuses, GetStageTimes* times) {
+std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 #ifdef GPHKV_HAVE_CUDA
-  std::vector<Call*> calls = gets_->finish(options_.max_response_bytes, statuses, times);
+  auto answers = gets_->finish(options_.max_response_bytes, times);
   counters_.late_get_downloads = gets_->late_downloads();
-  return calls;
+  return answers;
 #else
-  (void)statuses;
   (void)times;
-  return {};
+  return nullptr;
 #endif
 }
 

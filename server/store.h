@@ -19,6 +19,7 @@
 #include "gphkv/engine/elastic_table.h"
 #include "gphkv/engine/table.h"
 #include "server/call.h"
+#include "server/get_answers.h"
 #include "server/get_stages.h"
 #include "server/value_heap.h"
 
@@ -100,9 +101,10 @@ class Store {
   // Enqueues a run of gets (gets_in_flight() < pipeline_depth()). On error
   // nothing is in flight for the run and its calls are the caller's.
   absl::Status submit_gets(absl::Span<Call* const> calls);
-  // Waits for the oldest run in flight, fills its responses, and returns its
-  // calls with statuses[i] for calls[i].
-  std::vector<Call*> finish_gets(std::vector<absl::Status>* statuses, GetStageTimes* times);
+  // Waits for the oldest run in flight and returns its answers, to be
+  // filled into the responses on any thread (server/get_answers.h). Writes
+  // may be applied meanwhile: the run read the table and heap already.
+  std::shared_ptr<GetAnswers> finish_gets(GetStageTimes* times);
 
   // "device" (CUDA slabs) or "host".
   const char* value_heap_kind() const { return device_heap_ ? "device" : "host"; }

@@ -64,7 +64,10 @@ absl::Status DeviceGets::init(int depth) {
   // background rebuild runs at the least (docs/gph.md, "Bulk build").
   int least = 0, greatest = 0;
   GPHKV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  for (int i = 0; i < depth; ++i) {
+  depth_ = depth;
+  // Twice the batches in flight: the answers of finished batches are filled
+  // from their slots while the next ones run.
+  for (int i = 0; i < 2 * depth; ++i) {
     auto s = std::make_unique<Slot>();
     GPHKV_CUDA_TRY(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
     for (cudaEvent_t& e : s->ev) {
@@ -76,6 +79,16 @@ absl::Status DeviceGets::init(int depth) {
 }
 
 DeviceGets::~DeviceGets() {
+  {
+    // Answers still being filled read their slots' pinned buffers.
+    std::unique_lock<std::mutex> lock(free_mu_);
+    free_cv_.wait(lock, [&] {
+      for (auto& s : slots_) {
+        if (s->busy && std::find(order_.begin(), order_.end(), s.get()) == order_.end()) return false;
+      }
+      return true;
+    });
+  }
   cudaSetDevice(heap_->device());
   for (auto& s : slots_) {
     if (s->stream != nullptr) {
@@ -89,9 +102,11 @@ DeviceGets::~DeviceGets() {
 }
 
 absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call* const> calls) {
-  if (order_.size() >= slots_.size()) return absl::InternalError("CUDA get pipeline: every stream is busy");
+  if (static_cast<int>(order_.size()) >= depth_) {
+    return absl::InternalError("CUDA get pipeline: every stream is busy");
+  }
+  Slot& s = *take_slot();
   const Clock::time_point t0 = Clock::now();
-  Slot& s = *slots_[next_];
   uint64_t n = 0, n_values = 0;
   bool any_exists = false;
   for (Call* c : calls) {
@@ -155,13 +170,109 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
     // copies only, but the slot is reused): wait for the stream.
     cudaStreamSynchronize(s.stream);
     s.calls.clear();
+    release(&s);
     return st;
   }
   s.pack_seconds = seconds_since(t0);
   order_.push_back(&s);
-  next_ = (next_ + 1) % slots_.size();
   return absl::OkStatus();
 }
+
+DeviceGets::Slot* DeviceGets::take_slot() {
+  std::unique_lock<std::mutex> lock(free_mu_);
+  for (;;) {
+    for (auto& s : slots_) {
+      if (!s->busy) {
+        s->busy = true;
+        return s.get();
+      }
+    }
+    // Every slot is in flight or still being answered: the responders are
+    // behind; wait for one (back pressure on the executor).
+    free_cv_.wait(lock);
+  }
+}
+
+void DeviceGets::release(Slot* s) {
+  {
+    std::lock_guard<std::mutex> lock(free_mu_);
+    s->busy = false;
+  }
+  free_cv_.notify_all();
+}
+
+// The answers of one slot's batch: the found flags, lengths and values sit
+// in the slot's pinned download, and the slot is held until they are copied
+// into the responses.
+class DeviceGets::Answers final : public GetAnswers {
+ public:
+  Answers(DeviceGets* owner, Slot* slot, std::vector<Call*> calls, uint64_t max_response_bytes)
+      : owner_(owner), slot_(slot), max_response_bytes_(max_response_bytes) {
+    calls_ = std::move(calls);
+    statuses_.assign(calls_.size(), absl::OkStatus());
+    key_offsets_.resize(calls_.size() + 1);
+    value_offsets_.resize(calls_.size() + 1);
+    key_offsets_[0] = value_offsets_[0] = 0;
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      key_offsets_[i + 1] = key_offsets_[i] + static_cast<uint64_t>(calls_[i]->get().request->keys_size());
+    }
+  }
+  ~Answers() override {
+    if (slot_ != nullptr) owner_->release(slot_);
+  }
+
+  // Every call answered with `s` (a device error): nothing to fill.
+  void fail_all(const absl::Status& s) {
+    statuses_.assign(calls_.size(), s);
+    done_ = true;
+  }
+  // The responses were filled already (the slow path), with these statuses.
+  void set_filled(std::vector<absl::Status> statuses) {
+    statuses_ = std::move(statuses);
+    done_ = true;
+  }
+
+  // Sets each call's value offset in the download and refuses the calls
+  // whose values exceed the response limit (one pass over the lengths).
+  void plan(const uint32_t* meta, const char* values) {
+    meta_ = meta;
+    values_ = values;
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const v1::GetRequest& req = *calls_[i]->get().request;
+      uint64_t bytes = 0;
+      if (req.value_mode() != v1::VALUE_MODE_EXISTS) {
+        for (uint64_t k = key_offsets_[i]; k < key_offsets_[i + 1]; ++k) bytes += meta[k] & 0x7fffffffu;
+      }
+      if (bytes > max_response_bytes_) statuses_[i] = response_too_big(bytes, max_response_bytes_);
+      value_offsets_[i + 1] = value_offsets_[i] + bytes;
+    }
+  }
+
+  void fill(size_t begin, size_t end) override {
+    if (done_) return;
+    for (size_t i = begin; i < end; ++i) {
+      Call* c = calls_[i];
+      v1::GetResponse* out = c->get().response;
+      if (!statuses_[i].ok()) {
+        out->Clear();
+        continue;
+      }
+      const uint64_t bytes = fill_found_and_lengths(meta_ + key_offsets_[i], *c->get().request, out);
+      if (c->get().request->value_mode() != v1::VALUE_MODE_EXISTS) {
+        out->mutable_values()->assign(values_ + value_offsets_[i], bytes);
+      }
+    }
+  }
+
+ private:
+  DeviceGets* owner_;
+  Slot* slot_;
+  const uint64_t max_response_bytes_;
+  std::vector<uint64_t> value_offsets_;
+  const uint32_t* meta_ = nullptr;
+  const char* values_ = nullptr;
+  bool done_ = false;
+};
 
 absl::Status DeviceGets::enqueue(engine::cuda::CudaTable& table, Slot& s, bool any_exists) {
   const uint64_t n = s.n;
@@ -193,19 +304,18 @@ absl::Status DeviceGets::enqueue(engine::cuda::CudaTable& table, Slot& s, bool a
   return absl::OkStatus();
 }
 
-std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<absl::Status>* statuses,
-                                      GetStageTimes* times) {
+std::shared_ptr<GetAnswers> DeviceGets::finish(uint64_t max_response_bytes, GetStageTimes* times) {
   Slot& s = *order_.front();
   order_.pop_front();
   std::vector<Call*> calls = std::move(s.calls);
   s.calls.clear();
-  statuses->assign(calls.size(), absl::OkStatus());
+  auto answers = std::make_shared<Answers>(this, &s, std::move(calls), max_response_bytes);
   *times = GetStageTimes{};
   times->seconds[kStagePack] = s.pack_seconds;
   const Clock::time_point t0 = Clock::now();
   if (cudaError_t err = cudaEventSynchronize(s.ev[4]); err != cudaSuccess) {
-    statuses->assign(calls.size(), engine::cuda::cuda_status(err, "CUDA get batch", __FILE__, __LINE__));
-    return calls;
+    answers->fail_all(engine::cuda::cuda_status(err, "CUDA get batch", __FILE__, __LINE__));
+    return answers;
   }
   times->seconds[kStageWait] = seconds_since(t0);
   if (time_stages_ && s.n > 0) {
@@ -220,11 +330,15 @@ std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<a
   const Clock::time_point t1 = Clock::now();
   const uint64_t total = *reinterpret_cast<const uint64_t*>(s.out.data());
   if (s.n > 0 && total > s.copied) {
-    if (auto st = fill_from_handles(s, calls, max_response_bytes, statuses); !st.ok()) {
-      statuses->assign(calls.size(), st);
+    // The slow path reads the heap: it runs here, before any write.
+    std::vector<absl::Status> statuses(answers->calls().size());
+    if (auto st = fill_from_handles(s, answers->calls(), max_response_bytes, &statuses); !st.ok()) {
+      answers->fail_all(st);
+    } else {
+      answers->set_filled(std::move(statuses));
     }
     times->seconds[kStageRespond] = seconds_since(t1);
-    return calls;
+    return answers;
   }
   if (total > s.downloaded) {
     // Larger values than the download guessed: the rest is in d_out already.
@@ -233,28 +347,14 @@ std::vector<Call*> DeviceGets::finish(uint64_t max_response_bytes, std::vector<a
                                       cudaMemcpyDeviceToHost, s.stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(s.stream);
     if (err != cudaSuccess) {
-      statuses->assign(calls.size(), engine::cuda::cuda_status(err, "CUDA get download", __FILE__, __LINE__));
-      return calls;
+      answers->fail_all(engine::cuda::cuda_status(err, "CUDA get download", __FILE__, __LINE__));
+      return answers;
     }
     ++late_downloads_;
   }
-  const uint32_t* meta = reinterpret_cast<const uint32_t*>(s.out.data() + 8);
-  const char* values = s.out.data() + s.head;
-  uint64_t pos = 0, off = 0;
-  for (size_t ci = 0; ci < calls.size(); ++ci) {
-    Call* c = calls[ci];
-    const uint64_t bytes = fill_found_and_lengths(meta + pos, *c->get().request, c->get().response);
-    pos += c->get().request->keys_size();
-    if (bytes > max_response_bytes) {
-      c->get().response->Clear();
-      (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
-    } else if (c->get().request->value_mode() != v1::VALUE_MODE_EXISTS) {
-      c->get().response->mutable_values()->assign(values + off, bytes);
-    }
-    off += bytes;
-  }
+  answers->plan(reinterpret_cast<const uint32_t*>(s.out.data() + 8), s.out.data() + s.head);
   times->seconds[kStageRespond] = seconds_since(t1);
-  return calls;
+  return answers;
 }
 
 absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& calls, uint64_t max_response_bytes,

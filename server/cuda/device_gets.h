@@ -2,11 +2,14 @@
 //   keys (one upload from pinned memory) -> GPH lookup -> handles on the
 //   device -> lengths -> prefix sum (CUB) -> gather kernel -> one download
 //   of [total | found+length per key | values] into pinned memory,
-// all stream-ordered on one of `depth` streams, each with its own pinned and
-// device buffers. submit() enqueues a batch and returns; finish() waits for
-// the oldest and fills its responses. With depth >= 2 the executor submits
-// batch i+1 before finishing batch i, so i+1's upload and kernels overlap i's
-// download and response building.
+// all stream-ordered on one of the slots' streams, each with its own pinned
+// and device buffers. submit() enqueues a batch and returns; finish() waits
+// for the oldest and hands back its answers, which other threads write into
+// the responses (GetAnswers) while the slot's pinned buffer stays theirs.
+// Up to `depth` batches are on the device at once; twice as many slots exist,
+// so batches are answered while the next ones run. With depth >= 2 the
+// executor submits batch i+1 before finishing batch i, so i+1's upload and
+// kernels overlap i's download.
 //
 // Reads only: the table and the value heap must not change while batches are
 // in flight. The executor finishes every batch in flight before it applies a
@@ -17,8 +20,10 @@
 
 #include <cuda_runtime.h>
 
+#include <condition_variable>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +33,7 @@
 #include "server/call.h"
 #include "server/cuda/device_value_heap.h"
 #include "server/cuda/pinned_buffer.h"
+#include "server/get_answers.h"
 #include "server/get_stages.h"
 
 namespace gphkv::server {
@@ -53,22 +59,25 @@ class DeviceGets {
   static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
   ~DeviceGets();
 
-  int depth() const { return static_cast<int>(slots_.size()); }
+  int depth() const { return depth_; }
   size_t in_flight() const { return order_.size(); }
   // Batches whose values outgrew their download and were copied at finish().
   uint64_t late_downloads() const { return late_downloads_; }
 
-  // Enqueues the batch of get calls (in_flight() < depth() required). An
-  // error leaves nothing in flight for this batch; its calls are the caller's
-  // to answer.
+  // Enqueues the batch of get calls (in_flight() < depth() required; waits
+  // for a slot whose answers are still being filled). An error leaves nothing
+  // in flight for this batch; its calls are the caller's to answer.
   absl::Status submit(engine::cuda::CudaTable& table, absl::Span<Call* const> calls);
-  // Waits for the oldest batch, fills its calls' responses and returns them;
-  // statuses[i] answers calls[i] (a per-call response-size refusal, or a
-  // device error for all).
-  std::vector<Call*> finish(uint64_t max_response_bytes, std::vector<absl::Status>* statuses, GetStageTimes* times);
+  // Waits for the oldest batch and returns its answers: statuses that are
+  // set already (a device error for all) and responses to fill. Everything
+  // the batch read of the table and the heap was read by then: writes may
+  // proceed while the answers are filled.
+  std::shared_ptr<GetAnswers> finish(uint64_t max_response_bytes, GetStageTimes* times);
 
  private:
+  class Answers;
   struct Slot {
+    bool busy = false;  // in flight, or its answers not yet filled (under free_mu_)
     cudaStream_t stream = nullptr;
     cudaEvent_t ev[5] = {};  // 0 start, 1 after upload, 2 after lookup, 3 after gather, 4 done
     cuda::PinnedBuffer in;   // keys (8n) | want flags (n)
@@ -90,12 +99,18 @@ class DeviceGets {
   // The slow path of finish(): values gathered per call from handles copied back.
   absl::Status fill_from_handles(Slot& s, const std::vector<Call*>& calls, uint64_t max_response_bytes,
                                  std::vector<absl::Status>* statuses);
+  // A free slot (waits for answers being filled to release one), marked busy.
+  Slot* take_slot();
+  // Called by the last reference to a slot's answers.
+  void release(Slot* s);
 
   DeviceValueHeap* heap_;
   bool time_stages_;
+  int depth_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<Slot*> order_;  // batches in flight, oldest first
-  size_t next_ = 0;
+  std::mutex free_mu_;
+  std::condition_variable free_cv_;
   uint64_t late_downloads_ = 0;
 };
 

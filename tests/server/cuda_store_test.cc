@@ -164,7 +164,10 @@ TEST(CudaStore, PipelinedGetsMatchTheCpuStoreCallByCall) {
       ASSERT_EQ(gpu->gets_in_flight(), static_cast<size_t>(runs));
       for (int r = 0; r < runs; ++r) {
         GetStageTimes times;
-        std::vector<Call*> done = gpu->finish_gets(&gpu_st[r], &times);
+        auto answers = gpu->finish_gets(&times);
+        answers->fill(0, answers->calls().size());
+        gpu_st[r] = answers->statuses();
+        const std::vector<Call*>& done = answers->calls();
         ASSERT_EQ(done, ptrs(gpu_runs[r]));  // oldest first
       }
     } else {
@@ -218,7 +221,9 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
   Call* calls[] = {&big.call, &small.call};
   ASSERT_TRUE(store->submit_gets(calls).ok());
   GetStageTimes times;
-  store->finish_gets(&st, &times);
+  auto answers = store->finish_gets(&times);
+  answers->fill(0, answers->calls().size());
+  st = answers->statuses();
   EXPECT_EQ(st[0].code(), absl::StatusCode::kResourceExhausted);
   ASSERT_TRUE(st[1].ok());
   EXPECT_TRUE(small.get_out.found(0));
@@ -258,7 +263,9 @@ TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {
   Call* gc = &g.call;
   ASSERT_TRUE(gpu->submit_gets({&gc, 1}).ok());
   GetStageTimes times;
-  gpu->finish_gets(&st, &times);
+  auto answers = gpu->finish_gets(&times);
+  answers->fill(0, answers->calls().size());
+  st = answers->statuses();
   ASSERT_TRUE(st[0].ok()) << st[0];
   uint64_t off = 0;
   int bad = 0;
@@ -321,7 +328,9 @@ TEST(CudaStore, ValuesLargerThanTheSpeculativeDownloadComeBackWhole) {
   const uint64_t late_before = gpu->counters().late_get_downloads;
   ASSERT_TRUE(gpu->submit_gets(calls).ok());
   GetStageTimes times;
-  gpu->finish_gets(&st, &times);
+  auto answers = gpu->finish_gets(&times);
+  answers->fill(0, answers->calls().size());
+  st = answers->statuses();
   ASSERT_TRUE(st[0].ok()) << st[0];
   ASSERT_TRUE(st[1].ok()) << st[1];
   EXPECT_EQ(gpu->counters().late_get_downloads, late_before + 1);

@@ -108,6 +108,7 @@ class NullBatches final : public grpcfe::MessageStream {
         default: r->set_code(grpc::StatusCode::INVALID_ARGUMENT); break;
       }
     }
+    if (req.get_counts_size() > 0) null_answer(req.gets(), resp.mutable_gets()->mutable_get());
     send(wire::serialize(resp));
     return 0;
   }

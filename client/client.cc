@@ -106,19 +106,33 @@ v1::PutRequest make_put_request(absl::Span<const uint64_t> keys,
   return req;
 }
 
-GetResult::GetResult(v1::GetResponse response) : response_(std::move(response)) {
-  offsets_.resize(static_cast<size_t>(response_.value_lengths_size()) + 1);
-  uint64_t off = 0;
-  for (int i = 0; i < response_.value_lengths_size(); ++i) {
-    offsets_[i] = off;
-    off += response_.value_lengths(i);
+GetResult::GetResult(v1::GetResponse response) {
+  auto shared = std::make_shared<const v1::GetResponse>(std::move(response));
+  const auto keys = static_cast<uint32_t>(shared->found_size());
+  *this = GetResult(std::move(shared), 0, keys, 0);
+}
+
+GetResult::GetResult(std::shared_ptr<const v1::GetResponse> response, uint32_t first_key, uint32_t keys,
+                     uint64_t first_byte)
+    : response_(std::move(response)), first_key_(first_key), keys_(keys), first_byte_(first_byte) {
+  const auto& r = *response_;
+  if (static_cast<uint64_t>(first_key) + keys > static_cast<uint64_t>(std::min(r.found_size(), r.value_lengths_size()))) {
+    keys_ = 0;  // a response shorter than its keys: nothing to show
+    return;
   }
-  offsets_.back() = off;
+  ends_.resize(keys);
+  uint64_t end = 0;
+  for (uint32_t i = 0; i < keys; ++i) {
+    end += r.value_lengths(static_cast<int>(first_key + i));
+    ends_[i] = static_cast<uint32_t>(end);
+  }
+  if (first_byte + end > r.values().size() || end > UINT32_MAX) ends_.clear();
 }
 
 std::string_view GetResult::value(size_t i) const {
-  if (i + 1 >= offsets_.size() || offsets_.back() > response_.values().size()) return {};
-  return std::string_view(response_.values()).substr(offsets_[i], offsets_[i + 1] - offsets_[i]);
+  if (i >= ends_.size()) return {};
+  const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
+  return std::string_view(response_->values()).substr(first_byte_ + begin, ends_[i] - begin);
 }
 
 std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
@@ -249,6 +263,11 @@ struct AsyncCall {
 
 void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                       std::function<void(absl::StatusOr<GetResult>)> done) {
+  if (coalescer_ && !exists_only) {
+    // The common case: packed with the other gets of its message.
+    coalescer_->submit_get(keys, std::move(done));
+    return;
+  }
   if (coalescer_) {
     v1::Operation op;
     fill_get(op.mutable_get(), keys, exists_only);

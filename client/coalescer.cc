@@ -15,26 +15,30 @@ namespace {
 
 using Clock = Coalescer::Clock;
 
-// One request: what answers it and by when.
+// One request: what answers it and by when. `done` is null once it was
+// answered (by the sweeper, say).
 struct Slot {
-  Coalescer::Done done;  // null once answered (by the sweeper, say)
+  Coalescer::Done done;
   Clock::time_point deadline;
 };
-
-// A message being filled or waiting for its turn.
-struct Outgoing {
-  v1::BatchRequest req;
-  std::vector<Slot> slots;
-  uint64_t keys = 0, bytes = 0;
+struct GetSlot {
+  Coalescer::GetDone done;
+  Clock::time_point deadline;
+  uint32_t keys;
 };
 
+// A request failed, to be told outside the lane's lock.
 struct Failure {
   Coalescer::Done done;
+  Coalescer::GetDone get_done;
   absl::Status status;
 };
 
 void deliver(std::vector<Failure>& failures) {
-  for (auto& f : failures) f.done(f.status, nullptr);
+  for (auto& f : failures) {
+    if (f.done) f.done(f.status, nullptr);
+    if (f.get_done) f.get_done(f.status);
+  }
   failures.clear();
 }
 
@@ -49,12 +53,77 @@ uint64_t keys_of(const v1::Operation& op) {
 
 void fail_slots(std::vector<Slot>& slots, const absl::Status& why, std::vector<Failure>* out) {
   for (auto& s : slots) {
-    if (s.done) out->push_back({std::move(s.done), why});
+    if (s.done) out->push_back({std::move(s.done), nullptr, why});
   }
   slots.clear();
 }
 
+void fail_slots(std::vector<GetSlot>& slots, const absl::Status& why, std::vector<Failure>* out) {
+  for (auto& s : slots) {
+    if (s.done) out->push_back({nullptr, std::move(s.done), why});
+  }
+  slots.clear();
+}
+
+// Fails the slots whose deadline passed (the answer, if it comes, finds
+// them answered).
+void expire_slots(std::vector<Slot>& slots, Clock::time_point now, const char* what, std::vector<Failure>* out) {
+  for (auto& s : slots) {
+    if (!s.done || s.deadline > now) continue;
+    out->push_back({std::move(s.done), nullptr, absl::DeadlineExceededError(what)});
+    s.done = nullptr;
+  }
+}
+
+void expire_slots(std::vector<GetSlot>& slots, Clock::time_point now, const char* what, std::vector<Failure>* out) {
+  for (auto& s : slots) {
+    if (!s.done || s.deadline > now) continue;
+    out->push_back({nullptr, std::move(s.done), absl::DeadlineExceededError(what)});
+    s.done = nullptr;
+  }
+}
+
+// The packed gets' answer, cut into each request's slice.
+void answer_packed(std::vector<GetSlot>& slots, v1::OperationResult* r) {
+  uint64_t keys = 0;
+  for (const auto& s : slots) keys += s.keys;
+  absl::Status bad;
+  if (r == nullptr) {
+    bad = absl::InternalError("the BatchResponse does not answer the packed gets");
+  } else if (r->code() != 0) {
+    bad = absl::Status(static_cast<absl::StatusCode>(r->code()), r->message());
+  } else if (static_cast<uint64_t>(r->get().found_size()) != keys ||
+             static_cast<uint64_t>(r->get().value_lengths_size()) != keys) {
+    bad = absl::InternalError(absl::StrCat("the packed gets' answer holds ", r->get().found_size(), " entries for ",
+                                           keys, " keys"));
+  }
+  if (!bad.ok()) {
+    for (auto& s : slots) {
+      if (s.done) s.done(bad);
+    }
+    return;
+  }
+  auto shared = std::make_shared<v1::GetResponse>();
+  shared->Swap(r->mutable_get());
+  std::shared_ptr<const v1::GetResponse> response = std::move(shared);
+  uint32_t key = 0;
+  uint64_t byte = 0;
+  for (auto& s : slots) {
+    if (s.done) s.done(GetResult(response, key, s.keys, byte));
+    for (uint32_t i = 0; i < s.keys; ++i) byte += response->value_lengths(static_cast<int>(key + i));
+    key += s.keys;
+  }
+}
+
 }  // namespace
+
+// A message being filled or waiting for its turn.
+struct Coalescer::Outgoing {
+  v1::BatchRequest req;
+  std::vector<Slot> slots;    // slots[i] answers req.ops(i)
+  std::vector<GetSlot> gets;  // the packed gets, in order
+  uint64_t keys = 0, bytes = 0;
+};
 
 // Every field is guarded by mu, the streams' bookkeeping too.
 struct Coalescer::Lane {
@@ -99,19 +168,28 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     out_.Swap(&next.req);
     const uint64_t id = lane_->next_id++;
     out_.set_id(id);
-    // Each operation's timeout counts from now: the time it waited here is spent.
+    // Each timeout counts from now: the time a request waited here is spent.
     const Clock::time_point now = Clock::now();
+    auto timeout_us = [&](Clock::time_point d) {
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(d - now).count();
+      return static_cast<uint64_t>(std::max<int64_t>(1, left));
+    };
     for (int i = 0; i < out_.ops_size(); ++i) {
       const Clock::time_point d = next.slots[i].deadline;
-      if (d == Clock::time_point::max()) continue;
-      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(d - now).count();
-      out_.mutable_ops(i)->set_timeout_us(static_cast<uint64_t>(std::max<int64_t>(1, left)));
+      if (d != Clock::time_point::max()) out_.mutable_ops(i)->set_timeout_us(timeout_us(d));
     }
-    in_flight_.push_back({id, std::move(next.slots)});
+    // The packed gets share one timeout: the latest of theirs (a get whose
+    // own deadline passes first is failed here by the sweeper; reads change
+    // nothing, so the server may still run it).
+    Clock::time_point latest = Clock::time_point::min();
+    for (const auto& g : next.gets) latest = std::max(latest, g.deadline);
+    if (!next.gets.empty() && latest != Clock::time_point::max()) out_.set_gets_timeout_us(timeout_us(latest));
+    in_flight_.push_back({id, std::move(next.slots), std::move(next.gets)});
     lane_->queue.pop_front();
     writing_ = true;
     lane_->messages.fetch_add(1, std::memory_order_relaxed);
-    lane_->operations.fetch_add(static_cast<uint64_t>(out_.ops_size()), std::memory_order_relaxed);
+    lane_->operations.fetch_add(static_cast<uint64_t>(out_.ops_size() + out_.get_counts_size()),
+                                std::memory_order_relaxed);
     return true;
   }
   // An operation from outside a reaction is about to start (keeps the hold).
@@ -122,12 +200,8 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   // The requests in flight whose deadline passed.
   void expire(Clock::time_point now, std::vector<Failure>* out) {
     for (auto& f : in_flight_) {
-      for (auto& s : f.slots) {
-        if (s.done && s.deadline <= now) {
-          out->push_back({std::move(s.done), absl::DeadlineExceededError("no answer before the deadline")});
-          s.done = nullptr;
-        }
-      }
+      expire_slots(f.slots, now, "no answer before the deadline", out);
+      expire_slots(f.gets, now, "no answer before the deadline", out);
     }
   }
   void ref() { ++refs_; }
@@ -183,18 +257,21 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     resp.Swap(&in_);
     StartRead(&in_);
     std::vector<Slot> slots;
+    std::vector<GetSlot> gets;
     bool more = false;
     {
       std::lock_guard<std::mutex> lock(lane_->mu);
       for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
         if (it->id != resp.id()) continue;
         slots = std::move(it->slots);
+        gets = std::move(it->gets);
         in_flight_.erase(it);
         break;
       }
       more = take_message();
     }
     if (more) write();
+    if (!gets.empty()) answer_packed(gets, resp.has_gets() ? resp.mutable_gets() : nullptr);
     for (int i = 0; i < static_cast<int>(slots.size()); ++i) {
       if (!slots[i].done) continue;  // the sweeper answered it already
       if (i >= resp.results_size()) {
@@ -223,7 +300,10 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
                       : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                                      absl::StrCat("Batches stream: ", status.error_message(),
                                                   "; the request may or may not have taken effect"));
-      for (auto& f : in_flight_) fail_slots(f.slots, why, &failures);
+      for (auto& f : in_flight_) {
+        fail_slots(f.slots, why, &failures);
+        fail_slots(f.gets, why, &failures);
+      }
       in_flight_.clear();
       lane_->live.erase(this);
       lane_->closed_cv.notify_all();
@@ -236,6 +316,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   struct InFlight {
     uint64_t id;
     std::vector<Slot> slots;
+    std::vector<GetSlot> gets;
   };
 
   // Under lane->mu: gives the hold back once the lane stopped using the
@@ -310,7 +391,10 @@ Coalescer::~Coalescer() {
     {
       std::lock_guard<std::mutex> lock(lane->mu);
       lane->closing = true;
-      for (auto& m : lane->queue) fail_slots(m.slots, absl::CancelledError("the client was destroyed"), &failures);
+      for (auto& m : lane->queue) {
+        fail_slots(m.slots, absl::CancelledError("the client was destroyed"), &failures);
+        fail_slots(m.gets, absl::CancelledError("the client was destroyed"), &failures);
+      }
       lane->queue.clear();
       s = lane->stream;
       if (s != nullptr) s->begin_outside();
@@ -338,37 +422,37 @@ Coalescer::~Coalescer() {
   }
 }
 
-void Coalescer::submit(v1::Operation&& op, Done done) {
+template <class Add, class Refuse>
+void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add, Refuse&& refuse) {
   // A thread keeps its lane: its requests are sent, and take effect, in order.
   static std::atomic<uint32_t> next_lane{0};
   thread_local const uint32_t thread_lane = next_lane.fetch_add(1, std::memory_order_relaxed);
   Lane& lane = *lanes_[thread_lane % lanes_.size()];
   const Clock::time_point deadline =
       options_.timeout.count() > 0 ? Clock::now() + options_.timeout : Clock::time_point::max();
-  const uint64_t keys = keys_of(op);
-  const uint64_t bytes = op.has_put() ? op.put().values().size() : 0;
-
   Stream* s = nullptr;
   bool start = false, write = false;
   {
     std::unique_lock<std::mutex> lock(lane.mu);
     if (lane.closing) {
       lock.unlock();
-      done(absl::CancelledError("the client is being destroyed"), nullptr);
+      refuse(absl::CancelledError("the client is being destroyed"));
       return;
     }
-    // A message closes at the key or byte limit; the request starts the
-    // next one (alone if it is larger than the limits itself).
-    if (lane.queue.empty() ||
-        (!lane.queue.back().slots.empty() && (lane.queue.back().keys + keys > options_.coalesce.max_message_keys ||
-                                               lane.queue.back().bytes + bytes > options_.coalesce.max_message_bytes))) {
-      lane.queue.emplace_back();
+    // A message closes at the key or byte limit, and when an operation
+    // would follow packed gets (operations take effect first): the request
+    // starts the next one (alone if it is larger than the limits itself).
+    const auto& o = options_.coalesce;
+    if (lane.queue.empty()) lane.queue.emplace_back();
+    Outgoing* m = &lane.queue.back();
+    const bool empty = m->slots.empty() && m->gets.empty();
+    if (!empty && (m->keys + keys > o.max_message_keys || m->bytes + bytes > o.max_message_bytes ||
+                   (operation && !m->gets.empty()))) {
+      m = &lane.queue.emplace_back();
     }
-    Outgoing& m = lane.queue.back();
-    m.req.add_ops()->Swap(&op);
-    m.slots.push_back({std::move(done), deadline});
-    m.keys += keys;
-    m.bytes += bytes;
+    add(*m, deadline);
+    m->keys += keys;
+    m->bytes += bytes;
     if (lane.stream == nullptr) {
       lane.stream = new Stream(&lane);
       start = true;
@@ -380,6 +464,29 @@ void Coalescer::submit(v1::Operation&& op, Done done) {
   if (start) s->start();
   if (write) s->write();
   if (start || write) s->end_outside();
+}
+
+void Coalescer::submit(v1::Operation&& op, Done done) {
+  const uint64_t keys = keys_of(op);
+  const uint64_t bytes = op.has_put() ? op.put().values().size() : 0;
+  enqueue(
+      keys, bytes, /*operation=*/true,
+      [&](Outgoing& m, Clock::time_point deadline) {
+        m.req.add_ops()->Swap(&op);
+        m.slots.push_back({std::move(done), deadline});
+      },
+      [&](const absl::Status& s) { done(s, nullptr); });
+}
+
+void Coalescer::submit_get(absl::Span<const uint64_t> keys, GetDone done) {
+  enqueue(
+      keys.size(), 0, /*operation=*/false,
+      [&](Outgoing& m, Clock::time_point deadline) {
+        m.req.mutable_gets()->mutable_keys()->Add(keys.begin(), keys.end());
+        m.req.add_get_counts(static_cast<uint32_t>(keys.size()));
+        m.gets.push_back({std::move(done), deadline, static_cast<uint32_t>(keys.size())});
+      },
+      [&](const absl::Status& s) { done(s); });
 }
 
 void Coalescer::sweep() {
@@ -395,12 +502,8 @@ void Coalescer::sweep() {
       std::lock_guard<std::mutex> l(lane->mu);
       for (Stream* s : lane->live) s->expire(now, &failures);
       for (auto& m : lane->queue) {
-        for (auto& slot : m.slots) {
-          if (slot.done && slot.deadline <= now) {
-            failures.push_back({std::move(slot.done), absl::DeadlineExceededError("not sent before the deadline")});
-            slot.done = nullptr;
-          }
-        }
+        expire_slots(m.slots, now, "not sent before the deadline", &failures);
+        expire_slots(m.gets, now, "not sent before the deadline", &failures);
       }
     }
     lock.unlock();

@@ -2,7 +2,10 @@
 // threads ride together, as the operations of one BatchRequest on a Batches
 // stream, the way the server merges calls into one device launch.
 //
-// Each lane is one Batches stream on its own connection. A request goes to
+// Each lane is one Batches stream on its own connection. Gets of values
+// (nearly all requests) are packed into one key array per message; the other
+// requests travel as operations, which take effect before the packed gets of
+// their message (so a request issued after a packed get starts a new one). A request goes to
 // its calling thread's lane (so one thread's requests take effect in the
 // order it issued them) and is sent at once when fewer than max_in_flight of
 // the lane's messages await their answer; otherwise it waits, with the
@@ -46,6 +49,8 @@ class Coalescer {
   // operation's result (which it may move from), or the request's failure
   // with a null result.
   using Done = std::function<void(const absl::Status&, v1::OperationResult*)>;
+  // A packed get's answer: its slice of the message's gets.
+  using GetDone = std::function<void(absl::StatusOr<GetResult>)>;
 
   // channel(i): the channel of lane i.
   Coalescer(const std::function<std::shared_ptr<grpc::Channel>(int)>& channel, const ClientOptions& options);
@@ -55,6 +60,9 @@ class Coalescer {
   // Sends `op` (moved from) with the others of its lane; its deadline is
   // now + options.timeout (none when 0).
   void submit(v1::Operation&& op, Done done);
+  // Sends a get of values: its keys join the message's packed gets (one key
+  // array for all of them, no message of its own), answered by its slice.
+  void submit_get(absl::Span<const uint64_t> keys, GetDone done);
 
   // How many messages the lanes have sent, and the operations they carried
   // (for tests and the load generator's report).
@@ -62,9 +70,16 @@ class Coalescer {
   uint64_t operations_sent() const;
 
   struct Lane;
+  struct Outgoing;
   class Stream;
 
  private:
+  // Puts a request of `keys` keys and `bytes` value bytes into its lane's
+  // next message with `add(message, deadline)` (under the lane's lock), then
+  // starts the stream or writes the message if it may go now. `refuse(status)`
+  // answers it instead while the client is being destroyed.
+  template <class Add, class Refuse>
+  void enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add, Refuse&& refuse);
   void sweep();
 
   const ClientOptions options_;

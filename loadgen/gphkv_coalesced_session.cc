@@ -39,7 +39,7 @@ class CoalescedSession final : public Session {
           if (r.ok()) {
             res.ok = true;
             for (size_t i = 0; i < r->size(); ++i) res.found += r->found(i);
-            res.value_bytes = r->response().values().size();
+            res.value_bytes = r->value_bytes();
           } else {
             res.error = GrpcStatusCodeName(static_cast<int>(r.status().code()));
           }

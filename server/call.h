@@ -22,6 +22,9 @@ using Clock = std::chrono::steady_clock;
 struct GetOp {
   const v1::GetRequest* request;
   v1::GetResponse* response;
+  // The packed gets of a Batches message: many requests' keys, validated as
+  // such (validate_packed_gets) instead of as one request.
+  bool packed = false;
 };
 struct PutOp {
   const v1::PutRequest* request;

@@ -7,7 +7,9 @@ namespace gphkv::server {
 absl::Status Intake::check(const Call& c, Clock::time_point now) const {
   absl::Status s;
   switch (c.kind()) {
-    case OpKind::kGet: s = validate(*c.get().request, limits_); break;
+    case OpKind::kGet:
+      if (!c.get().packed) s = validate(*c.get().request, limits_);
+      break;
     case OpKind::kPut: s = validate(*c.put().request, limits_); break;
     case OpKind::kDelete: s = validate(*c.del().request, limits_); break;
     case OpKind::kShrink: break;

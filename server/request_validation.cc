@@ -57,4 +57,29 @@ absl::Status validate(const v1::DeleteRequest& req, const RequestLimits& limits)
   return check_count("DeleteRequest", req.keys_size(), limits);
 }
 
+absl::Status validate_packed_gets(const v1::BatchRequest& req, const RequestLimits& limits, uint64_t max_keys) {
+  if (!v1::ValueMode_IsValid(req.gets().value_mode())) {
+    return absl::InvalidArgumentError(absl::StrCat("BatchRequest.gets.value_mode ", req.gets().value_mode(),
+                                                   " is not a ValueMode (0 UNSPECIFIED, 1 VALUES, 2 EXISTS)"));
+  }
+  uint64_t sum = 0;
+  for (int i = 0; i < req.get_counts_size(); ++i) {
+    const uint32_t n = req.get_counts(i);
+    if (n == 0 || n > limits.max_call_keys) {
+      return absl::InvalidArgumentError(absl::StrCat("get_counts[", i, "] is ", n, "; a packed get has 1 to ",
+                                                     limits.max_call_keys, " keys (--max_call_keys)"));
+    }
+    sum += n;
+  }
+  if (req.get_counts_size() == 0 || sum != static_cast<uint64_t>(req.gets().keys_size())) {
+    return absl::InvalidArgumentError(absl::StrCat("get_counts add up to ", sum, " but gets carries ",
+                                                   req.gets().keys_size(), " keys"));
+  }
+  if (sum > max_keys) {
+    return absl::InvalidArgumentError(absl::StrCat("the packed gets carry ", sum, " keys; the server queues at most ",
+                                                   max_keys, " (--max_queue_keys); send fewer per message"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gphkv::server

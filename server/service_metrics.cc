@@ -80,7 +80,8 @@ ServiceMetrics::ServiceMetrics() {
   build_info_ = registry_.gauge("gphkv_build_info", "Version, backend and device of this server; always 1.");
 }
 
-void ServiceMetrics::record_request(OpLabel op, absl::StatusCode code, uint64_t keys, double seconds) {
+void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys,
+                                     double seconds) {
   const int o = static_cast<int>(op);
   int c = static_cast<int>(code);
   if (c < 0 || c >= kCodes) c = static_cast<int>(absl::StatusCode::kUnknown);
@@ -95,9 +96,9 @@ void ServiceMetrics::record_request(OpLabel op, absl::StatusCode code, uint64_t 
     k = keys_family_->with({{"op", op_label_name(op)}, {"code", kCodeNames[c]}});
     keys_[o][c].store(k, std::memory_order_release);
   }
-  r->inc();
+  r->inc(count);
   k->inc(keys);
-  duration_[o]->observe(seconds);
+  for (uint64_t i = 0; i < count; ++i) duration_[o]->observe(seconds);
 }
 
 void ServiceMetrics::set_build_info(const std::string& version, const std::string& backend,

@@ -27,7 +27,11 @@ class ServiceMetrics {
   metrics::Registry& registry() { return registry_; }
 
   // One finished request (or pipelined op) of `keys` keys with its end-to-end time.
-  void record_request(OpLabel op, absl::StatusCode code, uint64_t keys, double seconds);
+  void record_request(OpLabel op, absl::StatusCode code, uint64_t keys, double seconds) {
+    record_requests(op, code, 1, keys, seconds);
+  }
+  // `count` requests of `keys` keys in all, answered together after `seconds`.
+  void record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys, double seconds);
 
   // The executor's per-batch figures.
   metrics::Histogram* batch_keys;      // keys per engine launch

@@ -12,6 +12,7 @@ struct BatchStream::Message {
   v1::BatchRequest req;
   v1::BatchResponse resp;
   Clock::time_point t0;
+  int packed_requests = 0;  // requests in the packed gets
   // Operations not yet settled, plus one held by on_message until it has
   // queued them all: whoever brings it to zero sends the response.
   std::atomic<int> unsettled{0};
@@ -57,12 +58,15 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
     return 0;
   }
   const int n = m->req.ops_size();
+  const bool packed = m->req.get_counts_size() > 0 || m->req.gets().keys_size() > 0;
+  m->packed_requests = m->req.get_counts_size();
   m->resp.set_id(m->req.id());
   // Every result exists before any operation is queued: the calls point into
   // them, and they may be filled at once, on other threads.
   m->resp.mutable_results()->Reserve(n);
   for (int i = 0; i < n; ++i) m->resp.add_results();
-  m->unsettled.store(n + 1, std::memory_order_relaxed);
+  if (packed) m->resp.mutable_gets();
+  m->unsettled.store(n + (packed ? 1 : 0) + 1, std::memory_order_relaxed);
 
   const Clock::time_point stream_deadline = wire::steady_deadline(context()->deadline());
   std::vector<Call> calls;
@@ -91,6 +95,23 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
     calls.push_back(std::move(c));
     index.push_back(i);
   }
+  // The packed gets go last, as one call: they take effect after the ops.
+  if (packed) {
+    if (absl::Status s = validate_packed_gets(m->req, intake_->limits(), intake_->batcher()->options().max_queue_keys);
+        !s.ok()) {
+      settle(m, kPackedGets, s);
+    } else {
+      Call c;
+      c.op = GetOp{&m->req.gets(), m->resp.mutable_gets()->mutable_get(), /*packed=*/true};
+      c.deadline = stream_deadline;
+      if (m->req.gets_timeout_us() > 0) {
+        c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(m->req.gets_timeout_us()));
+      }
+      c.done = [this, m](absl::Status s) { settle(m, kPackedGets, s); };
+      calls.push_back(std::move(c));
+      index.push_back(kPackedGets);
+    }
+  }
   std::vector<absl::Status> statuses(calls.size());
   intake_->submit_all(absl::MakeSpan(calls), absl::MakeSpan(statuses));
   int queued = 0;
@@ -104,13 +125,13 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
   for (size_t j = 0; j < statuses.size(); ++j) {
     if (!statuses[j].ok()) settle(m, index[j], statuses[j]);
   }
-  settle(m, -1, absl::OkStatus());  // on_message's share
+  settle(m, kNone, absl::OkStatus());  // on_message's share
   return queued;
 }
 
 void BatchStream::settle(Message* m, int index, const absl::Status& s) {
-  if (index >= 0 && !s.ok()) {
-    v1::OperationResult* r = m->resp.mutable_results(index);
+  if (index != kNone && !s.ok()) {
+    v1::OperationResult* r = index == kPackedGets ? m->resp.mutable_gets() : m->resp.mutable_results(index);
     r->clear_result();
     r->set_code(static_cast<int32_t>(s.code()));
     r->set_message(std::string(s.message()));
@@ -122,6 +143,12 @@ void BatchStream::settle(Message* m, int index, const absl::Status& s) {
     const v1::Operation& op = m->req.ops(i);
     metrics_->record_request(label_of(op), static_cast<absl::StatusCode>(m->resp.results(i).code()), keys_of(op),
                              seconds);
+  }
+  if (m->resp.has_gets()) {
+    // Each packed request counts as one get; their keys are all the section's.
+    const auto code = static_cast<absl::StatusCode>(m->resp.gets().code());
+    const uint64_t keys = static_cast<uint64_t>(m->req.gets().keys_size());
+    metrics_->record_requests(OpLabel::kGet, code, std::max(1, m->packed_requests), keys, seconds);
   }
   grpc::ByteBuffer bytes = wire::serialize(m->resp);
   const int queued = m->queued;

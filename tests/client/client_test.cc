@@ -163,6 +163,37 @@ TEST(Client, RetriesUnavailableOnly) {
   server->Shutdown();
 }
 
+TEST(GetResult, ASliceShowsItsKeysAndValuesOnly) {
+  auto r = std::make_shared<v1::GetResponse>();
+  const std::vector<std::pair<bool, std::string>> entries = {{true, "ab"}, {false, ""}, {true, "cde"}, {true, ""},
+                                                             {true, "f"}};
+  for (const auto& [found, v] : entries) {
+    r->add_found(found);
+    r->add_value_lengths(static_cast<uint32_t>(v.size()));
+    r->mutable_values()->append(v);
+  }
+  const GetResult first(r, 0, 2, 0);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_TRUE(first.found(0));
+  EXPECT_EQ(first.value(0), "ab");
+  EXPECT_FALSE(first.found(1));
+  EXPECT_EQ(first.value(1), "");
+  EXPECT_EQ(first.value_bytes(), 2u);
+  const GetResult rest(r, 2, 3, 2);
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_EQ(rest.value(0), "cde");
+  EXPECT_EQ(rest.value(1), "");
+  EXPECT_EQ(rest.value(2), "f");
+  EXPECT_EQ(rest.value(3), "") << "past the slice";
+  EXPECT_EQ(rest.value_bytes(), 4u);
+  // Lengths that run past the bytes: no values rather than bytes of others.
+  const GetResult overrun(r, 2, 3, 4);
+  EXPECT_EQ(overrun.value(0), "");
+  EXPECT_EQ(overrun.value_bytes(), 0u);
+  // More keys than the response holds: an empty result.
+  EXPECT_EQ(GetResult(r, 4, 2, 5).size(), 0u);
+}
+
 TEST(Client, PutRefusesMismatchedValuesLocally) {
   auto client = Client::Connect("127.0.0.1:1");
   auto r = client->Put(std::vector<uint64_t>{1, 2}, std::vector<std::string_view>{"x"});

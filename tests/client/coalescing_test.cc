@@ -166,6 +166,10 @@ class ScriptedBatches final : public v1::KeyValue::CallbackService {
           }
           if (!op.has_get()) r->mutable_put()->add_created(true);
         }
+        for (int i = 0; i < req_.gets().keys_size(); ++i) {
+          resp_.mutable_gets()->mutable_get()->add_found(false);
+          resp_.mutable_gets()->mutable_get()->add_value_lengths(0);
+        }
         StartWrite(&resp_);
       }
       void OnWriteDone(bool) override { StartRead(&req_); }

@@ -52,6 +52,14 @@ std::pair<std::map<uint64_t, v1::BatchResponse>, grpc::Status> send_batches(Clie
   return {got, rw->Finish()};
 }
 
+// Packs gets the way gphkv::Client does: keys back to back, a count each.
+void pack_gets(v1::BatchRequest* m, const std::vector<std::vector<uint64_t>>& gets) {
+  for (const auto& g : gets) {
+    m->mutable_gets()->mutable_keys()->Add(g.begin(), g.end());
+    m->add_get_counts(static_cast<uint32_t>(g.size()));
+  }
+}
+
 TEST(Batches, OperationsTakeEffectInOrderWithinAndAcrossMessages) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);
@@ -126,15 +134,73 @@ TEST(Batches, AnOperationPastItsTimeoutIsRefusedAndChangesNothing) {
   *m.add_ops() = put_op({70}, {"late"});
   m.mutable_ops(0)->set_timeout_us(20'000);
   *m.add_ops() = put_op({71}, {"patient"});  // no timeout of its own
-  auto [got, status] = send_batches(*client, {m});
+  v1::BatchRequest late_gets;
+  late_gets.set_id(4);
+  pack_gets(&late_gets, {{71}});
+  late_gets.set_gets_timeout_us(20'000);
+  auto [got, status] = send_batches(*client, {m, late_gets});
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(got[3].results_size(), 2);
   EXPECT_EQ(got[3].results(0).code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(got[3].results(1).code(), 0);
+  EXPECT_EQ(got[4].gets().code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_FALSE(got[4].gets().has_get());
   auto read = client->Get(std::vector<uint64_t>{70, 71});
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_FALSE(read->found(0)) << "the late put took effect";
   EXPECT_EQ(read->value(1), "patient");
+}
+
+TEST(Batches, PackedGetsTakeEffectAfterTheOperationsOfTheirMessage) {
+  auto server = start_server();
+  ASSERT_NE(server, nullptr);
+  auto client = connect(*server);
+  v1::BatchRequest m;
+  m.set_id(4);
+  pack_gets(&m, {{20, 21}, {22}, {20}});
+  *m.add_ops() = put_op({20, 22}, {"twenty", "twenty-two"});
+  auto [got, status] = send_batches(*client, {m});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::BatchResponse& r = got[4];
+  ASSERT_EQ(r.results_size(), 1);
+  EXPECT_EQ(r.results(0).code(), 0);
+  ASSERT_TRUE(r.has_gets());
+  ASSERT_EQ(r.gets().code(), 0) << r.gets().message();
+  const v1::GetResponse& g = r.gets().get();
+  ASSERT_EQ(g.found_size(), 4);
+  EXPECT_TRUE(g.found(0));
+  EXPECT_FALSE(g.found(1));
+  EXPECT_TRUE(g.found(2));
+  EXPECT_TRUE(g.found(3));
+  EXPECT_EQ(g.values(), "twentytwenty-twotwenty");
+}
+
+TEST(Batches, PackedGetsWhoseCountsDoNotAddUpAreRefusedAlone) {
+  auto server = start_server();
+  ASSERT_NE(server, nullptr);
+  auto client = connect(*server);
+  v1::BatchRequest wrong_sum;
+  wrong_sum.set_id(1);
+  *wrong_sum.add_ops() = put_op({30}, {"thirty"});
+  pack_gets(&wrong_sum, {{30, 31}});
+  wrong_sum.set_get_counts(0, 3);
+  v1::BatchRequest zero;
+  zero.set_id(2);
+  pack_gets(&zero, {{30}, {}});
+  v1::BatchRequest no_counts;
+  no_counts.set_id(3);
+  no_counts.mutable_gets()->add_keys(30);
+  auto [got, status] = send_batches(*client, {wrong_sum, zero, no_counts});
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(got[1].results(0).code(), 0) << "the message's operation stands alone";
+  EXPECT_EQ(got[1].gets().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(got[1].gets().message().find("add up to 3"), std::string::npos) << got[1].gets().message();
+  EXPECT_EQ(got[2].gets().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(got[2].gets().message().find("get_counts[1] is 0;"), std::string::npos) << got[2].gets().message();
+  EXPECT_EQ(got[3].gets().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  auto read = client->Get(std::vector<uint64_t>{30});
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->value(0), "thirty");
 }
 
 TEST(Batches, ManyStreamsAtOnceMatchAModel) {

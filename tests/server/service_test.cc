@@ -71,7 +71,8 @@ TEST(Service, PutGetDeleteStats) {
   ASSERT_TRUE(exists.ok());
   EXPECT_TRUE(exists->found(0));
   EXPECT_FALSE(exists->found(1));
-  EXPECT_EQ(exists->response().values(), "");
+  EXPECT_EQ(exists->value_bytes(), 0u);
+  EXPECT_EQ(exists->value(0), "");
 
   auto deleted = client->Delete(std::vector<uint64_t>{2, 2, 99});
   ASSERT_TRUE(deleted.ok());

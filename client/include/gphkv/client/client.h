@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
@@ -82,22 +83,34 @@ struct ClientOptions {
   CoalesceOptions coalesce{};
 };
 
-// The answer to a Get: found flags and values by index, over the response's
-// one contiguous value buffer (no per-value allocation).
+// The answer to a Get: found flags and values by index. It views its keys'
+// slice of a response that the other requests of its message may share
+// (coalescing): no allocation per value, and none per request up to 32 keys.
 class GetResult {
  public:
   GetResult() = default;
+  // All of `response`.
   explicit GetResult(v1::GetResponse response);
+  // Keys [first_key, first_key + keys) of `response`, whose values start at
+  // byte first_byte of response->values().
+  GetResult(std::shared_ptr<const v1::GetResponse> response, uint32_t first_key, uint32_t keys,
+            uint64_t first_byte);
 
-  size_t size() const { return static_cast<size_t>(response_.found_size()); }
-  bool found(size_t i) const { return response_.found(static_cast<int>(i)); }
+  size_t size() const { return keys_; }
+  bool found(size_t i) const { return response_->found(static_cast<int>(first_key_ + i)); }
   // The value of key i (empty when not found or when only existence was asked).
   std::string_view value(size_t i) const;
-  const v1::GetResponse& response() const { return response_; }
+  // Bytes of all this result's values.
+  uint64_t value_bytes() const { return ends_.empty() ? 0 : ends_.back(); }
 
  private:
-  v1::GetResponse response_;
-  std::vector<uint64_t> offsets_;  // offsets_[i]: start of value i in response_.values()
+  std::shared_ptr<const v1::GetResponse> response_;
+  uint32_t first_key_ = 0;
+  uint32_t keys_ = 0;
+  uint64_t first_byte_ = 0;
+  // ends_[i]: where value i ends, from first_byte_; empty when the response
+  // does not hold the bytes its lengths add up to.
+  absl::InlinedVector<uint32_t, 32> ends_;
 };
 
 // A bidirectional Pipeline stream: many operations in flight, answered by id.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 
 namespace gphkv::bench {
 namespace {
@@ -82,6 +83,24 @@ std::string json_quote(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+nlohmann::ordered_json run_record(const std::string& benchmark, const std::string& device, int argc, char** argv) {
+  return {{"benchmark", benchmark},
+          {"device", device},
+          {"commit", git_commit()},
+          {"command", command_line(argc, argv)},
+          {"date", utc_now()}};
+}
+
+bool write_json(const std::string& path, const nlohmann::ordered_json& record) {
+  std::ofstream out(path);
+  out << record.dump(2) << "\n";
+  if (!out) {
+    std::cerr << "cannot write " << path << "\n";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace gphkv::bench

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -165,36 +164,24 @@ int main(int argc, char** argv) {
 
   const std::string path = absl::GetFlag(FLAGS_json);
   if (!path.empty()) {
-    std::ofstream out(path);
-    using gphkv::bench::json_quote;
-    out << "{\n  \"benchmark\": \"cpu_table_bench\",\n"
-        << "  \"device\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
-        << "  \"threads\": " << threads << ",\n"
-        << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
-        << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
-        << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
-        << "  \"keys\": " << n << ",\n  \"load_factor\": " << lf << ",\n"
-        << "  \"no_room_keys\": " << no_room << ",\n"
-        << "  \"slots_per_bucket\": " << options.slots_per_bucket << ",\n"
-        << "  \"virtual_buckets\": " << options.virtual_buckets << ",\n"
-        << "  \"cells_per_bucket\": " << options.cells_per_bucket << ",\n"
-        << "  \"results\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
-      out << "    {\"op\": " << json_quote(r.op) << ", \"mops_median\": " << gphkv::bench::median(r.mops)
-          << ", \"mops_runs\": [";
-      for (size_t j = 0; j < r.mops.size(); ++j) out << (j ? ", " : "") << r.mops[j];
-      out << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
+    auto record = gphkv::bench::run_record("cpu_table_bench", gphkv::bench::cpu_model(), argc, argv);
+    record["threads"] = threads;
+    record["keys"] = n;
+    record["load_factor"] = lf;
+    record["no_room_keys"] = no_room;
+    record["slots_per_bucket"] = options.slots_per_bucket;
+    record["virtual_buckets"] = options.virtual_buckets;
+    record["cells_per_bucket"] = options.cells_per_bucket;
+    for (const auto& r : results) {
+      record["results"].push_back({{"op", r.op}, {"mops_median", gphkv::bench::median(r.mops)}, {"mops_runs", r.mops}});
     }
-    out << "  ],\n  \"bursts\": [\n";
-    for (size_t i = 0; i < bursts.size(); ++i) {
-      const Burst& b = bursts[i];
-      out << "    {\"fraction\": " << b.fraction << ", \"keys\": " << b.keys
-          << ", \"insert_path_mkeys_per_s\": " << b.insert_mops
-          << ", \"rebuild_path_mkeys_per_s\": " << b.rebuild_mops << "}"
-          << (i + 1 < bursts.size() ? "," : "") << "\n";
+    for (const Burst& b : bursts) {
+      record["bursts"].push_back({{"fraction", b.fraction},
+                                  {"keys", b.keys},
+                                  {"insert_path_mkeys_per_s", b.insert_mops},
+                                  {"rebuild_path_mkeys_per_s", b.rebuild_mops}});
     }
-    out << "  ]\n}\n";
+    if (!gphkv::bench::write_json(path, record)) return 1;
     std::printf("wrote %s\n", path.c_str());
   }
   return 0;

@@ -88,7 +88,7 @@ bool Report::write_json(const std::string& path) const {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return false;
   // A run without the table section is labelled apart, so that readers of the
-  // table figures (scripts/readme-perf.py picks the newest "engine_bench") skip it.
+  // table figures (scripts/perf-tables.py picks the newest "engine_bench") skip it.
   std::fprintf(f, "{\n  \"benchmark\": \"%s\",\n  \"device\": %s,\n  \"sms\": %d,\n  \"l2_mb\": %d,\n",
                sizes.empty() ? "engine_bench_build" : "engine_bench", quote(device).c_str(), sms, l2_mb);
   std::fprintf(f, "  \"git_commit\": %s,\n  \"command\": %s,\n  \"date\": %s,\n  \"reps\": %d,\n",

@@ -3,7 +3,6 @@
 // that moment, averaged over --reps tables of 2^20 slots. docs/gph.md records
 // the output; the engine's defaults come from it.
 #include <cstdio>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,7 +22,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const int reps = absl::GetFlag(FLAGS_reps);
   std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
-  std::string rows;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::printf("   M   R  cells/bucket  load factor (mean of %d)\n", reps);
   for (uint32_t m : {8u, 16u, 32u}) {
     for (uint32_t r : {8u, 16u}) {
@@ -53,23 +52,15 @@ int main(int argc, char** argv) {
         }
         std::printf("%4u %3u %13.0f  %.4f\n", m, r, cpb, sum / reps);
         std::fflush(stdout);
-        char row[160];
-        std::snprintf(row, sizeof row, "%s    {\"m\": %u, \"r\": %u, \"cells_per_bucket\": %g, \"load_factor\": %.4f}",
-                      rows.empty() ? "" : ",\n", m, r, cpb, sum / reps);
-        rows += row;
+        rows.push_back({{"m", m}, {"r", r}, {"cells_per_bucket", cpb}, {"load_factor", sum / reps}});
       }
     }
   }
   const std::string path = absl::GetFlag(FLAGS_json);
   if (!path.empty()) {
-    using gphkv::bench::json_quote;
-    std::ofstream out(path);
-    out << "{\n  \"benchmark\": \"load_factor_sweep\",\n"
-        << "  \"device\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
-        << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
-        << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
-        << "  \"date\": " << json_quote(gphkv::bench::utc_now()) << ",\n"
-        << "  \"results\": [\n" << rows << "\n  ]\n}\n";
+    auto record = gphkv::bench::run_record("load_factor_sweep", gphkv::bench::cpu_model(), argc, argv);
+    record["results"] = rows;
+    if (!gphkv::bench::write_json(path, record)) return 1;
   }
   return 0;
 }

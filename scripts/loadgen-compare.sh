@@ -2,7 +2,7 @@
 # gphkv vs memcached under the default TaoBench-style workload, same machine,
 # same client threads: for each store, the highest open-loop rate (batched
 # calls/s) at which p99 latency stays under P99_LIMIT_US, found by a short
-# bounded search. Writes OUT/results.md (the table for the README),
+# bounded search. Writes OUT/results.md (the run's table, kept beside its JSON),
 # OUT/results.json, OUT/<target>-*.json (every step's full report) and the
 # plots $DOCS/loadgen-compare.svg (p99 vs offered load) and
 # $DOCS/loadgen-<target>.svg (the best run over time); DOCS defaults to docs/.

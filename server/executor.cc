@@ -89,12 +89,12 @@ void Executor::finish_oldest_gets() {
   in_flight_.pop_front();
   if (metrics_ != nullptr) {
     // Submission to answers ready: the run's time in the engine, overlap included.
-    metrics_->device_seconds[static_cast<int>(OpKind::kGet)]->observe(seconds_since(f.submitted));
-    metrics_->batch_keys->observe(static_cast<double>(f.keys));
+    metrics_->device_seconds[static_cast<int>(OpKind::kGet)]->Observe(seconds_since(f.submitted));
+    metrics_->batch_keys->Observe(static_cast<double>(f.keys));
     for (int st = 0; st < kNumGetStages; ++st) {
       const bool device_stage = st >= kStageH2D && st <= kStageD2H;
       if (device_stage && !times.device_timed) continue;
-      metrics_->get_stage_seconds[st]->observe(times.seconds[st]);
+      metrics_->get_stage_seconds[st]->Observe(times.seconds[st]);
     }
   }
   ++batches_;
@@ -138,12 +138,12 @@ void Executor::finish_all_gets() {
 void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
   std::vector<Call>& batch = *batch_ptr;
   const Clock::time_point start = Clock::now();
-  if (metrics_ != nullptr) metrics_->batch_calls->observe(static_cast<double>(batch.size()));
+  if (metrics_ != nullptr) metrics_->batch_calls->Observe(static_cast<double>(batch.size()));
   std::vector<Call*> live;
   live.reserve(batch.size());
   for (Call& c : batch) {
     if (metrics_ != nullptr) {
-      metrics_->queue_wait->observe(std::chrono::duration<double>(start - c.enqueued).count());
+      metrics_->queue_wait->Observe(std::chrono::duration<double>(start - c.enqueued).count());
     }
     if (c.deadline <= start) {
       // Answers leave in arrival order: earlier gets still in flight first.
@@ -187,8 +187,8 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
       case OpKind::kShrink: store_->apply_shrinks(run, &statuses); break;
     }
     if (metrics_ != nullptr && kind != OpKind::kShrink) {
-      metrics_->device_seconds[static_cast<int>(kind)]->observe(seconds_since(t0));
-      metrics_->batch_keys->observe(static_cast<double>(keys));
+      metrics_->device_seconds[static_cast<int>(kind)]->Observe(seconds_since(t0));
+      metrics_->batch_keys->Observe(static_cast<double>(keys));
     }
     ++batches_;
     batched_keys_ += keys;
@@ -206,20 +206,20 @@ void Executor::publish() {
   pub_batches_.store(batches_, std::memory_order_relaxed);
   pub_batched_keys_.store(batched_keys_, std::memory_order_relaxed);
   if (metrics_ != nullptr) {
-    metrics_->table_keys->set(static_cast<double>(store_->keys()));
-    metrics_->table_load_factor->set(store_->load_factor());
-    metrics_->table_bytes->set(static_cast<double>(store_->table_bytes()));
-    metrics_->value_heap_bytes->set(static_cast<double>(store_->value_heap_bytes()));
-    metrics_->memory_limit_bytes->set(static_cast<double>(memory_limit_bytes_));
-    metrics_->queue_keys->set(static_cast<double>(batcher_->queued_keys()));
+    metrics_->table_keys->Set(static_cast<double>(store_->keys()));
+    metrics_->table_load_factor->Set(store_->load_factor());
+    metrics_->table_bytes->Set(static_cast<double>(store_->table_bytes()));
+    metrics_->value_heap_bytes->Set(static_cast<double>(store_->value_heap_bytes()));
+    metrics_->memory_limit_bytes->Set(static_cast<double>(memory_limit_bytes_));
+    metrics_->queue_keys->Set(static_cast<double>(batcher_->queued_keys()));
     if (const uint64_t r = store_->counters().relocations; r > reported_relocations_) {
-      metrics_->insert_relocations->inc(r - reported_relocations_);
+      metrics_->insert_relocations->Increment(static_cast<double>(r - reported_relocations_));
       reported_relocations_ = r;
     }
     for (const auto& [cause, n] : store_->counters().rebuilds_by_cause) {
       uint64_t& reported = reported_rebuilds_[cause];
       if (n > reported) {
-        metrics_->rebuilds->with({{"cause", cause}})->inc(n - reported);
+        metrics_->rebuilds->Add({{"cause", cause}}).Increment(static_cast<double>(n - reported));
         reported = n;
       }
     }

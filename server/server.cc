@@ -14,7 +14,7 @@
 #include "server/grpc/key_value_service.h"
 #include "server/grpc/unary_front_end.h"
 #include "server/intake.h"
-#include "server/metrics/http_server.h"
+#include "server/metrics_endpoint.h"
 #include "server/service_metrics.h"
 
 #ifndef GPHKV_VERSION
@@ -67,7 +67,7 @@ struct Server::Impl {
   std::unique_ptr<grpcfe::KeyValueService> service;
   std::unique_ptr<grpcfe::UnaryFrontEnd> front_end;
   std::unique_ptr<grpc::Server> grpc_server;
-  std::unique_ptr<metrics::HttpServer> http;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
   int port = 0;
   int metrics_port = 0;
   std::string backend;
@@ -81,7 +81,7 @@ Server::~Server() { shutdown(); }
 int Server::port() const { return impl_->port; }
 int Server::metrics_port() const { return impl_->metrics_port; }
 std::string Server::backend_name() const { return impl_->backend; }
-std::string Server::render_metrics() const { return impl_->metrics.registry().render(); }
+std::string Server::render_metrics() const { return impl_->metrics.render(); }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   if (options.limits.max_call_keys > options.batcher.max_queue_keys) {
@@ -163,17 +163,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
 
   if (!options.metrics_address.empty()) {
-    Impl* raw = impl.get();
-    impl->http = std::make_unique<metrics::HttpServer>([raw] { return raw->metrics.registry().render(); });
-    auto port = impl->http->start(options.metrics_address);
-    if (!port.ok()) {
+    auto endpoint = MetricsEndpoint::start(options.metrics_address, impl->metrics.registry());
+    if (!endpoint.ok()) {
       impl->grpc_server->Shutdown();
       impl->front_end->stop();
       impl->batcher->close();
       impl->executor->join();
-      return port.status();
+      return endpoint.status();
     }
-    impl->metrics_port = *port;
+    impl->metrics_endpoint = std::move(*endpoint);
+    impl->metrics_port = impl->metrics_endpoint->port();
   }
   spdlog::info("serving gphkv.v1.KeyValue on {} (port {}); metrics on {}", options.listen_address,
                impl->port,
@@ -198,7 +197,7 @@ void Server::shutdown() {
   s.batcher->close();
   s.executor->join();
   s.grpc_server->Wait();
-  if (s.http) s.http->stop();
+  s.metrics_endpoint.reset();
   const ExecutorStats st = s.executor->stats();
   spdlog::info("stopped: {} batches, {} keys batched, {} keys stored", st.batches, st.batched_keys,
                st.keys);

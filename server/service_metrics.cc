@@ -1,5 +1,11 @@
 #include "server/service_metrics.h"
 
+#include <algorithm>
+
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
 namespace gphkv::server {
 namespace {
 
@@ -9,6 +15,29 @@ constexpr const char* kCodeNames[] = {
     "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
     "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",  "DATA_LOSS",
     "UNAUTHENTICATED"};
+
+// start, start*factor, ... (count of them): each bound the product of the one
+// before, as gphkv has always computed them, so the bounds stay the same doubles.
+std::vector<double> exponential_buckets(double start, double factor, int count) {
+  std::vector<double> b;
+  for (int i = 0; i < count; ++i, start *= factor) b.push_back(start);
+  return b;
+}
+
+prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const std::string& name,
+                                                 const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+
+prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const std::string& name,
+                                             const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+
+prometheus::Family<prometheus::Histogram>& histogram(prometheus::Registry& r, const std::string& name,
+                                                     const std::string& help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
+}
 
 }  // namespace
 
@@ -30,54 +59,58 @@ const char* code_label_name(absl::StatusCode code) {
   return (c >= 0 && c < 17) ? kCodeNames[c] : "UNKNOWN";
 }
 
-ServiceMetrics::ServiceMetrics() {
-  auto* requests = registry_.counter("gphkv_requests_total",
-                                     "Requests (and pipelined operations) answered, by op and status code.");
-  auto* keys = registry_.counter("gphkv_keys_total", "Keys carried by answered requests, by op and status code.");
-  auto* duration = registry_.histogram(
-      "gphkv_request_duration_seconds", "End-to-end request time in the server, by op.",
-      metrics::exponential_buckets(10e-6, 2.0, 20));  // 10 us .. ~5 s
-  for (int op = 0; op < static_cast<int>(OpLabel::kCount); ++op) {
+ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  prometheus::Registry& r = *registry_;
+  auto& requests = counter(r, "gphkv_requests_total",
+                           "Requests (and pipelined operations) answered, by op and status code.");
+  auto& keys = counter(r, "gphkv_keys_total", "Keys carried by answered requests, by op and status code.");
+  auto& duration = histogram(r, "gphkv_request_duration_seconds", "End-to-end request time in the server, by op.");
+  duration_bounds_ = exponential_buckets(10e-6, 2.0, 20);  // 10 us .. ~5 s
+  for (int op = 0; op < kOps; ++op) {
     const std::string name = op_label_name(static_cast<OpLabel>(op));
-    duration_[op] = duration->with({{"op", name}});
-    // Series for every code are made up front so the hot path never locks;
-    // only OK is pre-registered in the output (others appear when first moved),
-    // which keeps /metrics short.
-    (void)requests->with({{"op", name}, {"code", "OK"}});
-    (void)keys->with({{"op", name}, {"code", "OK"}});
+    duration_[op] = &duration.Add({{"op", name}}, duration_bounds_);
+    // Only OK is in the output from the start (other codes appear when first
+    // moved), which keeps /metrics short; record_request resolves each series once.
+    (void)requests.Add({{"op", name}, {"code", "OK"}});
+    (void)keys.Add({{"op", name}, {"code", "OK"}});
   }
-  requests_family_ = requests;
-  keys_family_ = keys;
+  requests_family_ = &requests;
+  keys_family_ = &keys;
 
-  batch_keys = registry_.histogram("gphkv_batch_keys", "Keys per engine launch.",
-                                   metrics::exponential_buckets(1, 2.0, 20))->with({});
-  batch_calls = registry_.histogram("gphkv_batch_calls", "Calls coalesced into one batch.",
-                                    metrics::exponential_buckets(1, 2.0, 14))->with({});
-  queue_wait = registry_.histogram("gphkv_queue_wait_seconds",
-                                   "Time a call waited in the batcher before its batch ran.",
-                                   metrics::exponential_buckets(1e-6, 2.0, 24))->with({});
-  auto* device = registry_.histogram("gphkv_device_seconds", "Engine time per launch (table and value heap), by op.",
-                                     metrics::exponential_buckets(1e-6, 2.0, 24));
-  device_seconds = {device->with({{"op", "get"}}), device->with({{"op", "put"}}),
-                    device->with({{"op", "delete"}})};
-  auto* stages = registry_.histogram("gphkv_get_stage_seconds",
-                                     "Pipelined CUDA get batches: time per stage (pack, h2d, find, gather, d2h, wait, "
-                                     "respond); device stages only when stage timing is on.",
-                                     metrics::exponential_buckets(1e-6, 2.0, 24));
-  for (int st = 0; st < kNumGetStages; ++st) get_stage_seconds[st] = stages->with({{"stage", get_stage_name(st)}});
+  batch_keys = &histogram(r, "gphkv_batch_keys", "Keys per engine launch.").Add({}, exponential_buckets(1, 2.0, 20));
+  batch_calls =
+      &histogram(r, "gphkv_batch_calls", "Calls coalesced into one batch.").Add({}, exponential_buckets(1, 2.0, 14));
+  const auto microseconds_up = exponential_buckets(1e-6, 2.0, 24);  // 1 us .. ~8 s
+  queue_wait = &histogram(r, "gphkv_queue_wait_seconds", "Time a call waited in the batcher before its batch ran.")
+                    .Add({}, microseconds_up);
+  auto& device = histogram(r, "gphkv_device_seconds", "Engine time per launch (table and value heap), by op.");
+  device_seconds = {&device.Add({{"op", "get"}}, microseconds_up), &device.Add({{"op", "put"}}, microseconds_up),
+                    &device.Add({{"op", "delete"}}, microseconds_up)};
+  auto& stages = histogram(r, "gphkv_get_stage_seconds",
+                           "Pipelined CUDA get batches: time per stage (pack, h2d, find, gather, d2h, wait, "
+                           "respond); device stages only when stage timing is on.");
+  for (int st = 0; st < kNumGetStages; ++st) {
+    get_stage_seconds[st] = &stages.Add({{"stage", get_stage_name(st)}}, microseconds_up);
+  }
 
-  table_keys = registry_.gauge("gphkv_table_keys", "Keys stored.")->with({});
-  table_load_factor = registry_.gauge("gphkv_table_load_factor", "Keys over bucket slots of the GPH table.")->with({});
-  table_bytes = registry_.gauge("gphkv_table_bytes", "Bytes held by the table (cells and buckets).")->with({});
-  value_heap_bytes = registry_.gauge("gphkv_value_heap_bytes", "Bytes reserved by the value heap.")->with({});
-  memory_limit_bytes = registry_.gauge("gphkv_memory_limit_bytes", "The --memory cap for table and value heap.")->with({});
-  queue_keys = registry_.gauge("gphkv_queue_keys", "Keys waiting in the batcher.")->with({});
-  rebuilds = registry_.counter("gphkv_rebuilds_total", "Table rebuilds, by cause.");
+  table_keys = &gauge(r, "gphkv_table_keys", "Keys stored.").Add({});
+  table_load_factor = &gauge(r, "gphkv_table_load_factor", "Keys over bucket slots of the GPH table.").Add({});
+  table_bytes = &gauge(r, "gphkv_table_bytes", "Bytes held by the table (cells and buckets).").Add({});
+  value_heap_bytes = &gauge(r, "gphkv_value_heap_bytes", "Bytes reserved by the value heap.").Add({});
+  memory_limit_bytes = &gauge(r, "gphkv_memory_limit_bytes", "The --memory cap for table and value heap.").Add({});
+  queue_keys = &gauge(r, "gphkv_queue_keys", "Keys waiting in the batcher.").Add({});
+  rebuilds = &counter(r, "gphkv_rebuilds_total", "Table rebuilds, by cause.");
   // The engine::ElasticTable's causes, exported at 0 from the start.
-  for (const char* cause : {"load_factor", "no_room", "burst", "shrink"}) (void)rebuilds->with({{"cause", cause}});
-  insert_relocations = registry_.counter("gphkv_insert_relocations_total",
-                                         "Keys relocated by the insert path (Extended Move).")->with({});
-  build_info_ = registry_.gauge("gphkv_build_info", "Version, backend and device of this server; always 1.");
+  for (const char* cause : {"load_factor", "no_room", "burst", "shrink"}) (void)rebuilds->Add({{"cause", cause}});
+  insert_relocations =
+      &counter(r, "gphkv_insert_relocations_total", "Keys relocated by the insert path (Extended Move).").Add({});
+  build_info_ = &gauge(r, "gphkv_build_info", "Version, backend and device of this server; always 1.");
+}
+
+std::string ServiceMetrics::render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
 }
 
 void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys,
@@ -85,25 +118,35 @@ void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t
   const int o = static_cast<int>(op);
   int c = static_cast<int>(code);
   if (c < 0 || c >= kCodes) c = static_cast<int>(absl::StatusCode::kUnknown);
-  // Resolve each (op, code) series once; afterwards the update is lock-free.
-  metrics::Counter* r = requests_[o][c].load(std::memory_order_acquire);
+  // Resolve each (op, code) series once; afterwards the counters update lock-free
+  // (the histogram takes its series' mutex: prometheus-cpp 1.0.1's Observe).
+  prometheus::Counter* r = requests_[o][c].load(std::memory_order_acquire);
   if (r == nullptr) {
-    r = requests_family_->with({{"op", op_label_name(op)}, {"code", kCodeNames[c]}});
+    r = &requests_family_->Add({{"op", op_label_name(op)}, {"code", kCodeNames[c]}});
     requests_[o][c].store(r, std::memory_order_release);
   }
-  metrics::Counter* k = keys_[o][c].load(std::memory_order_acquire);
+  prometheus::Counter* k = keys_[o][c].load(std::memory_order_acquire);
   if (k == nullptr) {
-    k = keys_family_->with({{"op", op_label_name(op)}, {"code", kCodeNames[c]}});
+    k = &keys_family_->Add({{"op", op_label_name(op)}, {"code", kCodeNames[c]}});
     keys_[o][c].store(k, std::memory_order_release);
   }
-  r->inc(count);
-  k->inc(keys);
-  for (uint64_t i = 0; i < count; ++i) duration_[o]->observe(seconds);
+  r->Increment(static_cast<double>(count));
+  k->Increment(static_cast<double>(keys));
+  if (count == 1) {
+    duration_[o]->Observe(seconds);
+  } else if (count > 1) {
+    // Requests answered together (the packed gets of a message) share one
+    // duration: observed at once, under one lock of the series' mutex.
+    std::vector<double> increments(duration_bounds_.size() + 1, 0.0);
+    const auto bucket = std::lower_bound(duration_bounds_.begin(), duration_bounds_.end(), seconds);
+    increments[static_cast<size_t>(bucket - duration_bounds_.begin())] = static_cast<double>(count);
+    duration_[o]->ObserveMultiple(increments, seconds * static_cast<double>(count));
+  }
 }
 
 void ServiceMetrics::set_build_info(const std::string& version, const std::string& backend,
                                     const std::string& device) {
-  build_info_->with({{"version", version}, {"backend", backend}, {"device", device}})->set(1.0);
+  build_info_->Add({{"version", version}, {"backend", backend}, {"device", device}}).Set(1.0);
 }
 
 }  // namespace gphkv::server

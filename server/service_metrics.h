@@ -1,14 +1,21 @@
 // The service's metrics, by the names the dashboards and alerts use
-// (deploy/ relies on these exact names and labels).
+// (deploy/ relies on these exact names and labels), in a prometheus-cpp
+// registry.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 
 #include "absl/status/status.h"
 #include "server/get_stages.h"
-#include "server/metrics/registry.h"
 
 namespace gphkv::server {
 
@@ -24,7 +31,10 @@ class ServiceMetrics {
  public:
   ServiceMetrics();
 
-  metrics::Registry& registry() { return registry_; }
+  // Shared because prometheus::Exposer holds the registry by weak_ptr.
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+  // Every series now, in the text exposition format (for tools that embed a server).
+  std::string render() const;
 
   // One finished request (or pipelined op) of `keys` keys with its end-to-end time.
   void record_request(OpLabel op, absl::StatusCode code, uint64_t keys, double seconds) {
@@ -33,24 +43,26 @@ class ServiceMetrics {
   // `count` requests of `keys` keys in all, answered together after `seconds`.
   void record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys, double seconds);
 
-  // The executor's per-batch figures.
-  metrics::Histogram* batch_keys;      // keys per engine launch
-  metrics::Histogram* batch_calls;     // calls coalesced per batch
-  metrics::Histogram* queue_wait;      // seconds from enqueue to batch start, per call
-  std::array<metrics::Histogram*, 3> device_seconds;  // engine time per launch: get, put, delete
+  // The executor's per-batch figures. Series are resolved here once; an
+  // update is then a few atomic operations (a histogram also takes its own
+  // series' mutex in prometheus-cpp 1.0.1).
+  prometheus::Histogram* batch_keys;      // keys per engine launch
+  prometheus::Histogram* batch_calls;     // calls coalesced per batch
+  prometheus::Histogram* queue_wait;      // seconds from enqueue to batch start, per call
+  std::array<prometheus::Histogram*, 3> device_seconds;  // engine time per launch: get, put, delete
   // Pipelined CUDA gets, per batch and stage (server/get_stages.h).
-  std::array<metrics::Histogram*, kNumGetStages> get_stage_seconds;
+  std::array<prometheus::Histogram*, kNumGetStages> get_stage_seconds;
 
   // Table and memory state, set by the executor after each batch.
-  metrics::Gauge* table_keys;
-  metrics::Gauge* table_load_factor;
-  metrics::Gauge* table_bytes;
-  metrics::Gauge* value_heap_bytes;
-  metrics::Gauge* memory_limit_bytes;
-  metrics::Gauge* queue_keys;  // keys waiting in the batcher
+  prometheus::Gauge* table_keys;
+  prometheus::Gauge* table_load_factor;
+  prometheus::Gauge* table_bytes;
+  prometheus::Gauge* value_heap_bytes;
+  prometheus::Gauge* memory_limit_bytes;
+  prometheus::Gauge* queue_keys;  // keys waiting in the batcher
 
-  metrics::Family<metrics::Counter>* rebuilds;  // label cause
-  metrics::Counter* insert_relocations;
+  prometheus::Family<prometheus::Counter>* rebuilds;  // label cause
+  prometheus::Counter* insert_relocations;
 
   // gphkv_build_info{version,backend,device} 1.
   void set_build_info(const std::string& version, const std::string& backend,
@@ -58,14 +70,16 @@ class ServiceMetrics {
 
  private:
   static constexpr int kCodes = 17;
-  metrics::Registry registry_;
-  metrics::Family<metrics::Gauge>* build_info_;
-  metrics::Family<metrics::Counter>* requests_family_;
-  metrics::Family<metrics::Counter>* keys_family_;
+  static constexpr int kOps = static_cast<int>(OpLabel::kCount);
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>* build_info_;
+  prometheus::Family<prometheus::Counter>* requests_family_;
+  prometheus::Family<prometheus::Counter>* keys_family_;
   // Resolved series per (op, code); filled lazily, read lock-free.
-  std::array<std::array<std::atomic<metrics::Counter*>, kCodes>, static_cast<int>(OpLabel::kCount)> requests_{};
-  std::array<std::array<std::atomic<metrics::Counter*>, kCodes>, static_cast<int>(OpLabel::kCount)> keys_{};
-  std::array<metrics::Histogram*, static_cast<int>(OpLabel::kCount)> duration_{};
+  std::array<std::array<std::atomic<prometheus::Counter*>, kCodes>, kOps> requests_{};
+  std::array<std::array<std::atomic<prometheus::Counter*>, kCodes>, kOps> keys_{};
+  std::array<prometheus::Histogram*, kOps> duration_{};
+  std::vector<double> duration_bounds_;
 };
 
 }  // namespace gphkv::server

@@ -152,8 +152,8 @@ def main():
             rc, out = podman("run", "--rm", "--network=host", "--entrypoint", "/bin/sh", IMAGE, "-c",
                              "set -e; for b in /opt/gphkv/bin/gphkv-server /opt/gphkv/bin/gphkv /opt/gphkv/bin/gphkv-loadgen; do"
                              " if [ -e $b ]; then echo \"== $b\"; ldd $b; fi; done", check=False, quiet=True)
-            f.check(rc == 0 and "not found" not in out and "libgrpc" in out,
-                    "every library of the binaries resolves inside the image (ldd): "
+            f.check(rc == 0 and "not found" not in out and "libgrpc" in out and "libprometheus-cpp-pull" in out,
+                    "every library of the binaries resolves inside the image (ldd), prometheus-cpp's included: "
                     + "; ".join(l.strip() for l in out.splitlines() if "not found" in l or l.startswith("==")))
             print("in the image: " + ", ".join(l[3:] for l in out.splitlines() if l.startswith("== ")))
 

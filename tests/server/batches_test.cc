@@ -311,8 +311,8 @@ TEST(Service, BytesThatAreNotAMessageAreInvalidArgumentOnEveryMethodAndCounted) 
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->value(0), "kept");
   const std::string page = server->render_metrics();
-  EXPECT_NE(page.find("gphkv_requests_total{op=\"get\",code=\"INVALID_ARGUMENT\"} 2"), std::string::npos) << page;
-  EXPECT_NE(page.find("gphkv_requests_total{op=\"put\",code=\"INVALID_ARGUMENT\"} 2"), std::string::npos);
+  EXPECT_NE(page.find("gphkv_requests_total{code=\"INVALID_ARGUMENT\",op=\"get\"} 2"), std::string::npos) << page;
+  EXPECT_NE(page.find("gphkv_requests_total{code=\"INVALID_ARGUMENT\",op=\"put\"} 2"), std::string::npos);
 }
 
 TEST(Batches, AMessageThatIsNotABatchRequestEndsTheStreamWithInvalidArgument) {

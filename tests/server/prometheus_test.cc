@@ -22,10 +22,11 @@ namespace {
 using testing::connect;
 using testing::free_port;
 using testing::http_get;
+using testing::metrics_scraped_options;
 using testing::start_server;
 
 TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
-  auto server = start_server();
+  auto server = start_server(metrics_scraped_options());
   ASSERT_NE(server, nullptr);
   auto client = connect(*server);
   ASSERT_TRUE(client->Put(std::vector<uint64_t>{1, 2, 3}, std::vector<std::string_view>{"a", "b", "c"}).ok());
@@ -34,11 +35,11 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
   auto page = http_get(server->metrics_port(), "/metrics");
   ASSERT_TRUE(page.has_value());
   for (const char* line : {
-           "gphkv_requests_total{op=\"put\",code=\"OK\"} 1\n",
-           "gphkv_requests_total{op=\"get\",code=\"OK\"} 1\n",
-           "gphkv_requests_total{op=\"get\",code=\"INVALID_ARGUMENT\"} 1\n",
-           "gphkv_keys_total{op=\"put\",code=\"OK\"} 3\n",
-           "gphkv_keys_total{op=\"get\",code=\"OK\"} 2\n",
+           "gphkv_requests_total{code=\"OK\",op=\"put\"} 1\n",
+           "gphkv_requests_total{code=\"OK\",op=\"get\"} 1\n",
+           "gphkv_requests_total{code=\"INVALID_ARGUMENT\",op=\"get\"} 1\n",
+           "gphkv_keys_total{code=\"OK\",op=\"put\"} 3\n",
+           "gphkv_keys_total{code=\"OK\",op=\"get\"} 2\n",
            "gphkv_table_keys 3\n",
            "gphkv_memory_limit_bytes 268435456\n",
            "gphkv_request_duration_seconds_count{op=\"put\"} 1\n",
@@ -54,7 +55,7 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
        }) {
     EXPECT_NE(page->find(line), std::string::npos) << "missing: " << line;
   }
-  EXPECT_TRUE(std::regex_search(*page, std::regex(R"(gphkv_build_info\{version="[^"]+",backend="cpu",device="[^"]*"\} 1)")))
+  EXPECT_TRUE(std::regex_search(*page, std::regex(R"(gphkv_build_info\{backend="cpu",device="[^"]*",version="[^"]+"\} 1)")))
       << *page;
 }
 
@@ -88,7 +89,7 @@ TEST(Metrics, PrometheusScrapesTheServer) {
   const char* prometheus = "/usr/bin/prometheus";
   ASSERT_TRUE(std::filesystem::exists(prometheus))
       << "Debian's prometheus package is required (scripts/deps/service.txt; scripts/install-deps.sh)";
-  auto server = start_server();
+  auto server = start_server(metrics_scraped_options());
   ASSERT_NE(server, nullptr);
   auto client = connect(*server);
   constexpr int kPuts = 7;

@@ -26,13 +26,23 @@ inline void keep_grpc_initialized() {
 inline server::ServerOptions test_options() {
   server::ServerOptions o;
   o.listen_address = "127.0.0.1:0";
-  o.metrics_address = "127.0.0.1:0";
+  // No metrics endpoint unless a test scrapes it (metrics_scraped_options):
+  // civetweb, under prometheus-cpp's Exposer, takes about 2 s to stop, which
+  // every test's server would pay.
+  o.metrics_address = "";
   o.backend = server::BackendChoice::kCpu;
   o.store.initial_capacity = 1024;
   o.store.memory_limit_bytes = 256 << 20;
   o.store.table.cpu_threads = 2;
   o.batcher.max_delay = std::chrono::microseconds(200);
   o.shutdown_grace_ms = 2000;
+  return o;
+}
+
+// test_options() with the metrics endpoint on a port the kernel picks.
+inline server::ServerOptions metrics_scraped_options() {
+  server::ServerOptions o = test_options();
+  o.metrics_address = "127.0.0.1:0";
   return o;
 }
 

@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Writes the performance tables from the result files in bench/results/.
+
+Two generated regions, each between its markers (everything between them is
+rewritten, so every figure there comes from a committed result file, named
+beside it):
+
+  README.md              <!-- perf-headline:begin --> .. <!-- perf-headline:end -->
+                         the headline table: a handful of rows, each with its device and date
+  docs/performance.md    <!-- perf:begin --> .. <!-- perf:end -->
+                         every table, one or more per source
+
+    python3 scripts/perf-tables.py          # rewrite both files in place
+    python3 scripts/perf-tables.py --check  # exit 1, naming the stale file, if either is out of date
+
+A new kind of result: write one function that reads its files (runs() or
+newest()) and returns the markdown lines of its tables, and add it to
+DOC_TABLES; if it earns a place on the front page, write one that returns its
+HeadlineRow(s) and add it to HEADLINE_ROWS. bench/results/README.md says which
+file feeds which table.
+"""
+import glob
+import json
+import os
+import sys
+from typing import NamedTuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+# Two runs of one comparison agree when the larger is within this factor of the smaller.
+AGREE_WITHIN = 1.25
+
+
+def runs(benchmark, pred=lambda d: True):
+    """(date, path, result) of every result file of `benchmark` that `pred` accepts, oldest first."""
+    found = []
+    for path in glob.glob(os.path.join(RESULTS, "*.json")):
+        with open(path) as f:
+            try:
+                d = json.load(f)
+            except json.JSONDecodeError:
+                continue
+        if isinstance(d, dict) and d.get("benchmark", d.get("schema")) == benchmark and pred(d):
+            found.append((d.get("date", ""), os.path.relpath(path, ROOT), d))
+    return sorted(found, key=lambda r: r[:2])
+
+
+def newest(benchmark, pred=lambda d: True):
+    found = runs(benchmark, pred)
+    return found[-1] if found else None
+
+
+def command_of(d):
+    """The benchmark's command line without its folder and its --json= output path."""
+    words = d["command"].split()
+    return " ".join([os.path.basename(words[0])] + [w for w in words[1:] if not w.startswith("--json")])
+
+
+def day_of(date):
+    """'2026-11-22' from '2026-11-22T22:04:02Z' or '2026-11-22 22:12 UTC'."""
+    return date[:10]
+
+
+def powers_of_ten(n):
+    exp = len(str(n)) - 1
+    return f"10^{exp}" if n == 10 ** exp else f"{n:,}"
+
+
+def agreement(a, b):
+    """How two runs' figures of the same thing compare, in words."""
+    lo, hi = sorted((a, b))
+    if lo > 0 and hi / lo <= AGREE_WITHIN:
+        return "the two runs agree"
+    return "**the two runs disagree**" + (f" ({hi / lo:.1f}x apart)" if lo > 0 else "")
+
+
+# ---------------------------------------------------------------- docs/performance.md
+
+
+def engine_gpu():
+    hit = newest("engine_bench")
+    if not hit:
+        return []
+    _, path, d = hit
+    out = [f"**GPU engine** ({d['device']}, commit `{d['git_commit']}`, `{command_of(d)}`; "
+           f"`{path}`). 8-byte keys and values, M=16, R=8, 4 cells per bucket. Ceiling: random 128-byte gather "
+           "measured in the same run; baseline: bucketed linear probing with the same layout and load.", ""]
+    for size in d["sizes"]:
+        out += [f"| {powers_of_ten(size['keys'])} keys, load {size['load']} | G ops/s | / gather ceiling | / baseline |",
+                "|---|---:|---:|---:|"]
+        for f in size["find"]:
+            out.append(f"| find, {f['hit_pct']}% hits, {f['distribution']} | {f['gph']:.2f} | "
+                       f"{f['gph_over_ceiling']:.2f} | {f['gph_over_baseline']:.2f} |")
+        out.append(f"| insert, build from empty | {size['insert_build']:.2f} | | "
+                   f"{size['insert_build'] / size['baseline_build']:.2f} |")
+        out.append(f"| insert, 1% burst into the full table | {size['insert_burst_1pct']:.2f} | | |")
+        out.append(f"| erase, 1% burst | {size['erase_burst_1pct']:.2f} | | |")
+        out.append("")
+    return out
+
+
+def newest_bulk_build():
+    """The newest run with the bulk-build sections: a run of them alone, or a whole engine_bench run."""
+    hits = [h for h in (newest("engine_bench_build"), newest("engine_bench", lambda d: d.get("bulk_build"))) if h]
+    return max(hits) if hits else None
+
+
+def engine_gpu_build():
+    """The device bulk build, burst paths and lookups during a rebuild (engine_bench --sections=build,...)."""
+    hit = newest_bulk_build()
+    if not hit:
+        return []
+    _, path, d = hit
+    out = [f"**GPU bulk build and write bursts** ({d['device']}, commit `{d['git_commit']}`, `{command_of(d)}`; "
+           f"`{path}`). HashGraph-style build on the device (docs/gph.md, \"Bulk build\"), median of the runs.", "",
+           "| bulk build | pairs in | keys | ms | G pairs/s |", "|---|---:|---:|---:|---:|"]
+    for r in d["bulk_build"]:
+        out.append(f"| {r['variant']} | {r['inputs']:,} | {r['keys']:,} | {r['ms']:.1f} | {r['g_inputs_per_s']:.2f} |")
+    out += ["", "| burst into a 10^8-key table (to load 0.8) | keys | insert kernel ms | rebuild ms | rebuild / insert |",
+            "|---|---:|---:|---:|---:|"]
+    for r in d["burst_absorb"]:
+        out.append(f"| {r['fraction'] * 100:g}% | {r['burst_keys']:,} | {r['insert_ms']:.2f} | {r['rebuild_ms']:.1f} | "
+                   f"{r['rebuild_ms'] / r['insert_ms']:.1f}x |")
+    out += ["", "| lookups (50% hits) while a rebuild runs | idle G/s | during G/s | during / idle | rebuild ms alone / during |",
+            "|---|---:|---:|---:|---:|"]
+    for r in d["lookup_during_rebuild"]:
+        out.append(f"| {r['setup']} | {r['idle_gops']:.2f} | {r['during_gops']:.2f} | {r['during_over_idle']:.2f} | "
+                   f"{r['rebuild_ms_alone']:.0f} / {r['rebuild_ms_during']:.0f} |")
+    return out + [""]
+
+
+def lookup_bounds():
+    """What the memory system allows each lookup layout (bench/lookup_bounds.cu)."""
+    hit = newest("lookup_bounds", lambda d: d.get("keys") == 10 ** 8)
+    if not hit:
+        return []
+    _, path, d = hit
+    rows = [r for r in d["results"] if not r["cells_pinned_in_l2"] and r["pattern"] != "ceiling (bucket only)"]
+    out = [f"**Bounds of the lookup layouts** ({d['device']}, commit `{d['commit']}`, `{d['command']}`; `{path}`): "
+           "the memory accesses of a one-probe lookup with no table, as a share of the 128-byte gather ceiling "
+           "measured in the same run (docs/gph.md, \"The bound of each layout\").", "",
+           "| 10^8 keys, load 0.8 | G/s | / gather ceiling |", "|---|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['pattern'].replace('|', '/')} | {r['g_per_s']:.2f} | {r['vs_ceiling']:.2f} |")
+    return out + [""]
+
+
+def engine_cpu():
+    hit = newest("cpu_table_bench")
+    if not hit:
+        return []
+    _, path, d = hit
+    out = [f"**CPU engine** ({d['device']}, {d['threads']} threads, commit `{d['commit'][:12]}`, `{d['command']}`; "
+           f"`{path}`): {d['keys']:,} keys, load factor {d['load_factor']:.2f}.", "",
+           "| operation | M ops/s (median) |", "|---|---:|"]
+    out += [f"| {r['op']} | {r['mops_median']:.1f} |" for r in d["results"]]
+    if d.get("bursts"):
+        out += ["", "| burst (share of the resident keys) | insert path M keys/s | rebuild path M keys/s |",
+                "|---|---:|---:|"]
+        out += [f"| {b['fraction'] * 100:g}% ({b['keys']:,} keys) | {b['insert_path_mkeys_per_s']:.2f} | "
+                f"{b['rebuild_path_mkeys_per_s']:.2f} |" for b in d["bursts"]]
+    return out + [""]
+
+
+def newest_service_runs():
+    """The newest service_bench run of each kind (backend; light load or not), by path.
+
+    Older files are bare lists without the "benchmark" field; runs() skips them.
+    """
+    newest_of = {}
+    for date, path, d in runs("service_bench"):
+        kind = (d["backend"], any("streams=1 " in r["config"] for r in d["results"]))
+        newest_of[kind] = (date, path, d)  # runs() is oldest first
+    return sorted(newest_of.values(), key=lambda r: r[1])
+
+
+def service():
+    out = []
+    for _, path, d in newest_service_runs():
+        where = d.get("device", d.get("host", ""))
+        out += [f"**Service, {d['backend']} backend** ({where}, commit `{d['commit'][:12]}`, `{d['command']}`; "
+                f"`{path}`). Server and client in one process over loopback gRPC.", "",
+                "| workload | calls/s | keys/s | p50 µs | p99 µs | keys per launch |", "|---|---:|---:|---:|---:|---:|"]
+        for r in d["results"]:
+            launch = r["server_batched_keys"] / r["server_batches"] if r.get("server_batches") else 0
+            out.append(f"| {r['workload']} ({r['config']}) | {r['calls_per_s']:,.0f} | {r['keys_per_s']:,.0f} | "
+                       f"{r['p50_us']:,.0f} | {r['p99_us']:,.0f} | {launch:.1f} |")
+        out.append("")
+    return out
+
+
+def comparison_of(d):
+    """What must match for two loadgen-compare runs to be the same comparison."""
+    best = d["results"]["gphkv"]["best"]
+    drive = best["config"]["drive"]
+    return (d["machine"], d["gpu"], d["p99_limit_us"], d["gphkv_backend"], json.dumps(best["workload"], sort_keys=True),
+            drive["threads"], drive["connections_per_thread"], drive["duration_s"])
+
+
+def compare_runs():
+    """The two newest runs of the newest gphkv-vs-memcached comparison that measured both stores.
+
+    Two, because one bisection search is fragile: a single tail event at one
+    step sends it low. A run may measure one store (TARGETS=gphkv).
+    """
+    both = runs("gphkv-loadgen-compare",
+                lambda d: all((d.get("results", {}).get(t) or {}).get("best") for t in ("gphkv", "memcached")))
+    if not both:
+        return []
+    same = [r for r in both if comparison_of(r[2]) == comparison_of(both[-1][2])]
+    return same[-2:]
+
+
+def run_time(d):
+    """'22:10' from the run's date '2026-11-22 22:10 UTC'."""
+    return d["date"][11:16]
+
+
+def md_row(cells):
+    return "| " + " | ".join(cells) + " |"
+
+
+def compare():
+    pair = compare_runs()
+    if not pair:
+        return []
+    ds = [d for _, _, d in pair]
+    first = ds[0]
+    best = lambda d, t: d["results"][t]["best"]
+    times = " and ".join(run_time(d) for d in ds)
+    reports = ", ".join(f"[{os.path.basename(p)[:-5]}.md](../{p[:-5]}.md)" for _, p, _ in pair)
+    out = [f"**gphkv vs memcached** (`scripts/loadgen-compare.sh`: the default TaoBench-style workload, open loop, "
+           f"the highest offered rate with p99 < {first['p99_limit_us']:g} µs; {first['gpu']}, {first['machine']}, "
+           f"gphkv backend {first['gphkv_backend']}; runs of {day_of(first['date'])} {times} UTC; reports: {reports}).",
+           "",
+           md_row(["store"] + [f"keys/s, {run_time(d)}" for d in ds] + ["runs"] +
+                  [f"calls/s / p50 / p99 µs, {run_time(d)}" for d in ds]),
+           md_row(["---"] + ["---:"] * len(ds) + ["---"] + ["---:"] * len(ds))]
+    for t in ("gphkv", "memcached"):
+        keys = [best(d, t)["keys_per_s"] for d in ds]
+        out.append(md_row([t] + [f"{k:,.0f}" for k in keys] + [agreement(*keys) if len(ds) == 2 else "one run"] +
+                          [f"{best(d, t)['calls_per_s']:,.0f} / {best(d, t)['p50_us']:,.0f} / {best(d, t)['p99_us']:,.0f}"
+                           for d in ds]))
+    out.append(md_row(["gphkv / memcached"] +
+                      [f"{best(d, 'gphkv')['keys_per_s'] / best(d, 'memcached')['keys_per_s']:.2f}x" for d in ds] +
+                      [""] * (1 + len(ds))))
+    return out + [""]
+
+
+DOC_TABLES = [engine_gpu, engine_gpu_build, lookup_bounds, engine_cpu, service, compare]
+
+
+# ---------------------------------------------------------------- README.md headline
+
+
+class HeadlineRow(NamedTuple):
+    what: str
+    result: str
+    compared: str
+    device: str
+    date: str
+    sources: tuple  # paths of the result files, from the repository root
+
+
+def links(paths):
+    return ", ".join(f"[{os.path.basename(p)}]({p})" for p in paths)
+
+
+def engine_headline():
+    """Lookups at 0/50/100% hits on 10^8 keys against the gather ceiling of the same run."""
+    hit = newest("engine_bench")
+    if not hit:
+        return []
+    _, path, d = hit
+    size = next(s for s in d["sizes"] if s["keys"] == 10 ** 8)
+    rows = []
+    for f in size["find"]:
+        if f["distribution"] != "uniform":
+            continue
+        rows.append(HeadlineRow(f"GPU lookups, {f['hit_pct']}% hits (10^8 keys, load {size['load']}, uniform keys)",
+                                f"{f['gph']:.1f} G lookups/s",
+                                f"{f['gph_over_ceiling']:.2f} of the gather ceiling ({size['gather_ceiling_128B']:.1f} G/s)",
+                                d["device"], day_of(d["date"]), (path,)))
+    return rows
+
+
+def bulk_build_headline():
+    """The default bulk build (V2, radix sort by cell) of 10^8 unique pairs."""
+    hit = newest_bulk_build()
+    if not hit:
+        return []
+    _, path, d = hit
+    r = next(r for r in d["bulk_build"]
+             if r["variant"] == "unique, radix sort by cell (V2, binned)" and r["inputs"] == 10 ** 8)
+    return [HeadlineRow("GPU bulk build, 10^8 unique pairs", f"{r['g_inputs_per_s']:.2f} G pairs/s ({r['ms']:.1f} ms)",
+                        "", d["device"], day_of(d["date"]), (path,))]
+
+
+def service_headline():
+    """The best batched-get row of the newest CUDA service_bench run."""
+    cuda = [r for r in newest_service_runs() if r[2]["backend"] == "cuda"
+            and any(x["workload"] == "batched_get" for x in r[2]["results"])]
+    if not cuda:
+        return []
+    _, path, d = cuda[-1]
+    batched = [x for x in d["results"] if x["workload"] == "batched_get"]
+    top = max(batched, key=lambda x: x["keys_per_s"])
+    return [HeadlineRow("Service: Gets of 1000 keys over loopback gRPC, server and clients on one host",
+                        f"{top['keys_per_s'] / 1e6:.1f} M keys/s",
+                        f"p99 {top['p99_us'] / 1000:.2f} ms; the best of {len(batched)} configurations",
+                        d["device"], day_of(d["date"]), (path,))]
+
+
+def compare_headline():
+    """gphkv and memcached under the TaoBench-style load, both runs in one row each."""
+    pair = compare_runs()
+    if not pair:
+        return []
+    ds = [d for _, _, d in pair]
+    both = lambda t, fmt: " and ".join(fmt(d["results"][t]["best"]["keys_per_s"]) for d in ds)
+    keys = lambda t: [d["results"][t]["best"]["keys_per_s"] for d in ds]
+    count = lambda k: f"{k:,.0f}"
+    ratios = " and ".join(f"{d['results']['gphkv']['best']['keys_per_s'] / d['results']['memcached']['best']['keys_per_s']:.2f}x"
+                          for d in ds)
+    what = f"TaoBench-style load, highest rate with p99 < {ds[0]['p99_limit_us'] / 1000:g} ms"
+    verdict = lambda t: agreement(*keys(t)) if len(ds) == 2 else "one run"
+    device = f"{ds[0]['gpu']} ({ds[0]['machine']})"
+    date = f"{day_of(ds[0]['date'])} ({', '.join(run_time(d) for d in ds)} UTC)"
+    sources = tuple(p[:-len(".json")] + ".md" for _, p, _ in pair)
+    return [HeadlineRow(f"{what}: gphkv", f"{both('gphkv', count)} keys/s: {verdict('gphkv')}",
+                        f"{ratios} memcached's", device, date, sources),
+            HeadlineRow(f"{what}: memcached, same host", f"{both('memcached', count)} keys/s: {verdict('memcached')}",
+                        "", device, date, sources)]
+
+
+HEADLINE_ROWS = [engine_headline, bulk_build_headline, service_headline, compare_headline]
+
+
+def headline():
+    rows = [row for source in HEADLINE_ROWS for row in source()]
+    out = [md_row(["measured", "result", "compared with", "device", "date", "from"]), md_row(["---"] * 6)]
+    out += [md_row([r.what, r.result, r.compared, r.device, r.date, links(r.sources)]) for r in rows]
+    return out
+
+
+# ---------------------------------------------------------------- the index of bench/results
+
+
+def unindexed_results():
+    """Files in bench/results/ that its README.md (the index) does not name, and names it lists that are gone."""
+    import re
+    with open(os.path.join(RESULTS, "README.md")) as f:
+        index = f.read()
+    files = {os.path.basename(p) for p in glob.glob(os.path.join(RESULTS, "*")) if not p.endswith("README.md")}
+    # A row names a file in full, or a sibling by its extension after the first name: `x.json`, `.log`.
+    named = set()
+    for cell in re.findall(r"^\| ([^|]*) \|", index, flags=re.M):
+        names = re.findall(r"`([^`]+)`", cell)
+        for name in names:
+            if name.startswith((".", "_")):
+                stem = os.path.splitext(names[0])[0]
+                named.add(stem + name)
+            else:
+                named.add(name)
+    return sorted(files - named), sorted(named - files)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def rewrite(text, begin, end, body):
+    i, j = text.index(begin) + len(begin), text.index(end)
+    return text[:i] + "\n" + "\n".join(body) + "\n" + text[j:]
+
+
+def main():
+    targets = [("README.md", "<!-- perf-headline:begin -->", "<!-- perf-headline:end -->", headline()),
+               ("docs/performance.md", "<!-- perf:begin -->", "<!-- perf:end -->",
+                [line for table in DOC_TABLES for line in table()])]
+    stale = []
+    for rel, begin, end, body in targets:
+        path = os.path.join(ROOT, rel)
+        with open(path) as f:
+            text = f.read()
+        new = rewrite(text, begin, end, body)
+        if new == text:
+            continue
+        stale.append(rel)
+        if "--check" not in sys.argv:
+            with open(path, "w") as f:
+                f.write(new)
+    missing, gone = unindexed_results()
+    if missing or gone:
+        print(f"bench/results/README.md: not listed: {', '.join(missing) or '-'}; "
+              f"listed but not there: {', '.join(gone) or '-'}", file=sys.stderr)
+    if "--check" in sys.argv and stale:
+        print(f"stale: {', '.join(stale)} (python3 scripts/perf-tables.py rewrites them)", file=sys.stderr)
+    if "--check" in sys.argv and (stale or missing or gone):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -206,15 +206,17 @@ def markdown(a, results, header):
     return "\n".join(lines)
 
 
-def gnuplot(out, docs, name, script):
-    gp = os.path.join(out, name + ".gp")
-    with open(gp, "w") as f:
+def gnuplot(out, name, script):
+    """Writes OUT/NAME.gp (paths relative to OUT, so it can be drawn again elsewhere: cd OUT && gnuplot
+    NAME.gp) and draws it when gnuplot is installed."""
+    with open(os.path.join(out, name + ".gp"), "w") as f:
         f.write(script)
     if shutil.which("gnuplot"):
-        subprocess.run(["gnuplot", gp], check=False)
+        subprocess.run(["gnuplot", name + ".gp"], cwd=out, check=False)
 
 
 def plots(a, results):
+    docs = os.path.relpath(a.docs, a.out)
     presets = {p for st in results.values() for p in st["workloads"]}
     for preset in sorted(presets):
         series = []
@@ -223,14 +225,14 @@ def plots(a, results):
             runs = [r for s in (wr["steps"] if wr else []) for r in s["runs"]]
             if not runs:
                 continue
-            dat = os.path.join(a.out, f"curve-{store}-{preset}.dat")
-            with open(dat, "w") as f:
+            dat = f"curve-{store}-{preset}.dat"
+            with open(os.path.join(a.out, dat), "w") as f:
                 for r in sorted(runs, key=lambda r: r["keys_per_s"]):
                     f.write(f"{r['keys_per_s']:.1f} {r['p99_us']:.2f} {r['p50_us']:.2f}\n")
             series.append(f"'{dat}' using 1:2 with linespoints lw 2 title '{store} p99'")
         if series:
-            gnuplot(a.out, a.docs, f"compare-{preset}", f"""set terminal svg size 900,550 dynamic font 'sans,11'
-set output '{a.docs}/loadgen-compare-{preset}.svg'
+            gnuplot(a.out, f"compare-{preset}", f"""set terminal svg size 900,550 dynamic font 'sans,11'
+set output '{docs}/loadgen-compare-{preset}.svg'
 set title "p99 latency vs achieved keys/s, workload {preset} (open loop)"
 set xlabel 'keys/s (achieved)'
 set ylabel 'p99 latency (us)'
@@ -244,14 +246,14 @@ plot {', '.join(series)}, {a.limit_us} with lines dt 2 lc rgb 'gray' title 'p99 
     for store, st in results.items():
         if not st["sizes"]:
             continue
-        dat = os.path.join(a.out, f"sizes-{store}.dat")
-        with open(dat, "w") as f:
+        dat = f"sizes-{store}.dat"
+        with open(os.path.join(a.out, dat), "w") as f:
             for r in sorted(st["sizes"], key=lambda r: r["keys_per_get"]):
                 f.write(f"{r['keys_per_get']} {r['keys_per_s']:.1f}\n")
         series.append(f"'{dat}' using 1:2 with linespoints lw 2 pt 7 title '{store}'")
     if series:
-        gnuplot(a.out, a.docs, "sizes", f"""set terminal svg size 800,500 dynamic font 'sans,11'
-set output '{a.docs}/loadgen-sizes.svg'
+        gnuplot(a.out, "sizes", f"""set terminal svg size 800,500 dynamic font 'sans,11'
+set output '{docs}/loadgen-sizes.svg'
 set title "keys/s against keys per request (closed loop)"
 set xlabel 'keys per get'
 set ylabel 'keys/s'

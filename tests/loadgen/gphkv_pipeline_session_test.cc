@@ -1,7 +1,8 @@
 // --api=pipeline against the in-process fake gphkv: ops keep their order on
 // a stream, each stream carries up to --depth of them and no more, answers
-// are matched by id, and a refused op, an answer with a stranger's id or a
-// server that goes away end as counted errors, never as a hang.
+// are matched by id, and an answer with a stranger's id or a server that
+// goes away end as counted errors, never as a hang. (Refused operations:
+// driver_test.cc, on either API.)
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -9,29 +10,23 @@
 
 #include <gtest/gtest.h>
 
-#include "loadgen/config.h"
 #include "loadgen/gphkv_target.h"
 #include "loadgen/loadgen.h"
 #include "tests/loadgen/fake_gphkv_server.h"
+#include "tests/loadgen/small_config.h"
 
 namespace gphkv::loadgen {
 namespace {
 
 using testing::FakeGphkvServer;
 
+// One stream of eight calls, measured from the start.
 LoadgenConfig PipelineConfig(const std::string& address) {
-  LoadgenConfig c;
-  c.target = "gphkv";
+  LoadgenConfig c = testing::SmallConfig(address);
   c.api = "pipeline";
-  c.address = address;
-  c.workload.keys = 20'000;
-  c.progress = false;
-  c.wait_ready_s = 10;
-  c.drive.threads = 1;
   c.drive.connections = 1;
   c.drive.depth = 8;
   c.drive.warmup_s = 0;
-  c.drive.drain_timeout_s = 5;
   return c;
 }
 
@@ -101,26 +96,6 @@ TEST(PipelineSession, KeepsDepthOpsInFlightOnEachStreamAndNoMore) {
     EXPECT_EQ(r->run.Overall().errors, 0u);
     EXPECT_EQ(server.max_pipeline_in_flight(), static_cast<int>(depth)) << "depth " << depth;
   }
-}
-
-TEST(PipelineSession, RefusedOpsAreErrorsByTheirCode) {
-  FakeGphkvServer server;
-  LoadgenConfig c = PipelineConfig(server.address());
-  c.load = false;
-  c.workload.write_fraction = 0.3;
-  c.workload.delete_fraction = 0.0;
-  c.drive.count = 600;
-  server.FailPutsWith(8);  // RESOURCE_EXHAUSTED
-  auto r = RunLoadgen(c);
-  ASSERT_TRUE(r.ok()) << r.status();
-  const OpStats& gets = r->run.by_type[0];
-  const OpStats& puts = r->run.by_type[1];
-  EXPECT_EQ(gets.errors, 0u);
-  EXPECT_GT(puts.calls, 100u);
-  EXPECT_EQ(puts.errors, puts.calls);
-  ASSERT_EQ(puts.errors_by_status.size(), 1u);
-  EXPECT_EQ(puts.errors_by_status.begin()->first, "RESOURCE_EXHAUSTED");
-  EXPECT_EQ(r->run.Overall().calls, 600u);  // the stream stayed up through the refusals
 }
 
 // Answers carrying ids the generator never sent answer nothing: the ops stay

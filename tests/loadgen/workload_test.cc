@@ -169,6 +169,28 @@ TEST(SizeDistribution, TaoBenchReadTransactionsHaveTheStatedMoments) {
   EXPECT_GE(sizes.back(), 450u);
 }
 
+// The JSON report records a distribution by its spec: workload O's mixtures
+// must come back from it unchanged (their weights print exactly).
+TEST(SizeDistribution, WorkloadOMixturesRebuildFromTheirSpecs) {
+  for (const char* name : {"taobench-o-read", "taobench-o-write", "taobench-read-txn", "taobench-read"}) {
+    auto d = ParseSizeDistribution(name);
+    ASSERT_TRUE(d.ok()) << name;
+    auto again = ParseSizeDistribution((*d)->Spec());
+    ASSERT_TRUE(again.ok()) << name << ": " << again.status();
+    EXPECT_EQ((*again)->Spec(), (*d)->Spec()) << name;
+    for (int i = 0; i < 10'000; ++i) {
+      const double u = (i + 0.5) / 10'000;
+      ASSERT_EQ((*again)->Quantile(u), (*d)->Quantile(u)) << name << " at " << u;
+    }
+  }
+  // Workload O's reads: 8387 single keys to 242 transactions.
+  auto o = ParseSizeDistribution("taobench-o-read");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ((*o)->Quantile(8387.0 / 8629 - 1e-9), 1u);
+  EXPECT_GE((*o)->Quantile(8387.0 / 8629 + 1e-9), 2u);
+  EXPECT_NEAR((*o)->Mean(), (8387 + 242 * 19.1814) / 8629, 1e-3);
+}
+
 TEST(WorkloadPreset, UnknownNamesAreRefusedAndDefaultIsTheDefaultOptions) {
   EXPECT_FALSE(WorkloadPreset("taobench-x").ok());
   auto d = WorkloadPreset("default");

@@ -106,7 +106,8 @@ print(f'{runs} runs, {loads} loads, {starts} starts: about {total:.0f} s ({total
 ")
 echo "loadgen-compare: plan: $plan"
 echo "   targets: $TARGETS; workloads: $WORKLOADS; api: $API; sizes: ${SIZES:-none}; server threads tried: $SERVER_THREADS"
-echo "   each run: ${WARMUP_S} s warm-up + ${STEP_S} s measured; search: $STEPS steps x $REPEATS runs ($PASS_RULE must pass p99 < $P99_LIMIT_US us)"
+echo "   each run: ${WARMUP_S} s warm-up + ${STEP_S} s measured; search: $([ "$SEARCH" = 1 ] &&
+  echo "$STEPS steps x $REPEATS runs ($PASS_RULE must pass p99 < $P99_LIMIT_US us)" || echo off)"
 [ "${PLAN_ONLY:-0}" = 1 ] && exit 0
 t_begin=$SECONDS
 

@@ -12,7 +12,7 @@ namespace gphkv::loadgen {
 struct LoadgenConfig {
   std::string target = "gphkv";            // gphkv | memcached
   std::string address = "127.0.0.1:50051";
-  std::string api = "unary";               // gphkv: unary | coalesced
+  std::string api = "unary";               // gphkv: unary | pipeline | coalesced (memcached: unused)
   WorkloadOptions workload;
   DriveOptions drive;
   // The load phase: every item of the key space, as large batched puts.

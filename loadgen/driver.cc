@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -319,14 +320,19 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
     });
   }
 
-  // The reporter: one series point per interval, on this thread.
+  // The reporter: one series point per interval, on this thread; it also
+  // reads the CPU clocks when the measured window opens.
   DriveResult result;
+  std::optional<CpuSample> window_open;
   Clock::time_point tick = start;
   const Clock::duration width = Seconds(interval_s);
   while (running.load() > 0) {
     const Clock::time_point next = tick + width;
-    while (running.load() > 0 && Clock::now() < next) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(10), next - Clock::now()));
+    for (Clock::time_point now = Clock::now(); running.load() > 0 && now < next; now = Clock::now()) {
+      if (!window_open && now >= measure_start) window_open = TakeCpuSample(o.server_pid);
+      Clock::time_point wake = std::min(next, now + std::chrono::milliseconds(10));
+      if (!window_open) wake = std::min(wake, measure_start);
+      std::this_thread::sleep_until(wake);
     }
     const Clock::time_point end = std::min(next, Clock::now());
     const double w = std::chrono::duration<double>(end - tick).count();
@@ -342,6 +348,9 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
     tick = end;
   }
   for (auto& th : threads) th.join();
+  const CpuSample window_closed = TakeCpuSample(o.server_pid);
+  if (!window_open) window_open = window_closed;  // the run ended within its warm-up
+  result.cpu = CpuUsageBetween(*window_open, window_closed, o.server_pid);
   for (const RunStats& s : per_thread) result.stats.Merge(s);
   // Calls still in flight at this point are cancelled by the sessions' destructors.
   return result;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "loadgen/cpu_usage.h"
 #include "loadgen/run_stats.h"
 #include "loadgen/target.h"
 
@@ -54,6 +55,7 @@ struct DriveOptions {
   // Costs a core per thread at high rates; worth it on a dedicated client.
   double spin_us = 0;
   uint64_t seed = 1;         // for Poisson gaps (kept apart from the op stream)
+  int server_pid = 0;        // a process (the store) whose CPU use over the window is reported beside ours
 };
 
 // Called once per reporting interval with the interval's point.
@@ -62,6 +64,9 @@ using IntervalCallback = std::function<void(const SeriesPoint&)>;
 struct DriveResult {
   RunStats stats;
   std::vector<SeriesPoint> series;
+  // From the measured window's start until every driver thread is done (the
+  // drain included), the same span as the throughput's.
+  CpuUsage cpu;
 };
 
 // Runs the drivers to completion. `make_source(t)` gives thread t its ops.

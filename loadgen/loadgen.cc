@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "loadgen/cpu_usage.h"
 #include "loadgen/gphkv_target.h"
 #include "loadgen/memcached_target.h"
 #include "loadgen/plot.h"
@@ -20,10 +21,9 @@ namespace gphkv::loadgen {
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
                                                    const std::string& api, const ValuePool* values) {
   if (name == "gphkv") {
-    if (api != "unary" && api != "coalesced") {
-      return absl::InvalidArgumentError(absl::StrCat("unknown --api '", api, "' (want unary or coalesced)"));
-    }
-    return MakeGphkvTarget(address, api, values);
+    auto parsed = ParseGphkvApi(api);
+    if (!parsed.ok()) return parsed.status();
+    return MakeGphkvTarget(address, *parsed, values);
   }
   if (name == "memcached") return MakeMemcachedTarget(address, values);
   return absl::InvalidArgumentError(absl::StrCat("unknown --target '", name, "' (want gphkv or memcached)"));
@@ -91,6 +91,7 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   report.hostname = host;
   report.cpus = std::thread::hardware_concurrency();
   report.zipf_exponent = workload->exponent();
+  report.shards = workload->shards();
   report.config.workload.zipf_exponent = config.workload.zipf_exponent;  // the flag as given
   report.expected_hot_share = workload->expected_hot_share();
   report.objects = workload->key_space().objects();
@@ -103,6 +104,11 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   report.mean_write_batch = workload->write_batch().Mean();
   report.mean_object_value = workload->object_value().Mean();
   report.mean_association_value = workload->association_value().Mean();
+
+  // A server PID that cannot be read would leave its column empty: say so now.
+  if (config.drive.server_pid > 0) {
+    if (auto cpu = ProcessCpuSeconds(config.drive.server_pid); !cpu.ok()) return cpu.status();
+  }
 
   const ValuePool values(std::max(workload->object_value().Max(), workload->association_value().Max()));
   auto target_or = MakeTarget(config.target, config.address, config.api, &values);
@@ -163,6 +169,7 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   if (config.progress) std::fprintf(stderr, "\n");
   report.run = std::move(run->stats);
   report.series = std::move(run->series);
+  report.cpu = run->cpu;
 
   if (tracing) {
     std::ofstream f(config.trace_path);

@@ -1,32 +1,53 @@
 // gphkv-loadgen: TaoBench-style social-graph load against gphkv (gRPC) or
 // memcached (text protocol). See docs/loadgen.md for the model and flags.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "loadgen/loadgen.h"
+#include "loadgen/workload_preset.h"
 
 ABSL_FLAG(std::string, target, "gphkv", "the store: gphkv (gRPC) or memcached (text protocol)");
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the store");
 ABSL_FLAG(std::string, api, "unary",
-          "gphkv: unary (an RPC per call, async completion queues) or coalesced (every call a request of "
-          "gphkv::Client, whose concurrent requests share Batches messages)");
+          "gphkv: unary (an RPC per call, async completion queues), pipeline (a Pipeline stream per connection, "
+          "up to --depth calls in flight on it) or coalesced (every call a request of gphkv::Client, whose "
+          "concurrent requests share Batches messages)");
 
-// The workload (docs/loadgen.md says where each default comes from).
+// The workload (docs/loadgen.md says where each default comes from). A
+// preset (--workload) sets the optional ones; each given on the command line
+// overrides the preset's value.
+ABSL_FLAG(std::string, workload, "default",
+          "preset: default (batched gets, Zipf popularity) or taobench-o (TAOBench's workload O: 97% single-key "
+          "reads, 2.8% read transactions, 0.23% writes, weighted-shard popularity); other workload flags override it");
 ABSL_FLAG(uint64_t, keys, 1'000'000, "items in the key space (objects + associations), all loaded before the run");
-ABSL_FLAG(double, association_fraction, 0.5,
-          "share of items that are associations (TAOBench workload_a reads: 475 object vs 483 edge reads)");
+ABSL_FLAG(std::optional<double>, association_fraction, std::nullopt,
+          "share of items that are associations (preset: 0.5; TAOBench workload O reads: 479 object vs 475 edge "
+          "reads)");
+ABSL_FLAG(std::optional<std::string>, popularity, std::nullopt,
+          "key popularity: zipf (calibrated, --zipf/--hot_fraction/--hot_share) or shards (TAOBench's: a shard by "
+          "--shard_weights, then a key uniformly within it); preset: default zipf, taobench-o shards");
+ABSL_FLAG(std::optional<std::string>, shard_weights, std::nullopt,
+          "shards: taobench (workload O's 50 primary_shards weights, the presets') or a comma-separated list");
 ABSL_FLAG(double, zipf, 0.0, "Zipf exponent of key popularity; 0 calibrates it from --hot_fraction/--hot_share");
 ABSL_FLAG(double, hot_fraction, 0.2, "calibration: this fraction of the hottest keys ...");
 ABSL_FLAG(double, hot_share, 0.82, "... receives this share of draws (GPH paper, TaoBenchmark: 20% -> 82.14%)");
-ABSL_FLAG(double, write_fraction, 0.002, "share of calls that are writes (TAO: 99.8% reads)");
-ABSL_FLAG(double, delete_fraction, 0.10, "share of writes that are deletes");
-ABSL_FLAG(std::string, read_batch, "taobench-read", "keys per get: a size spec (docs/loadgen.md), e.g. 16 or 1-64:1");
-ABSL_FLAG(std::string, write_batch, "taobench-write", "keys per put/delete: a size spec");
-ABSL_FLAG(std::string, object_value, "tao-object", "object value bytes: a size spec or gpareto:SIGMA:K:MIN:MAX");
-ABSL_FLAG(std::string, association_value, "tao-association", "association value bytes: a size spec");
+ABSL_FLAG(std::optional<double>, write_fraction, std::nullopt,
+          "share of calls that are writes (preset: default 0.002, TAO's 99.8% reads; taobench-o 20/8649)");
+ABSL_FLAG(std::optional<double>, delete_fraction, std::nullopt,
+          "share of writes that are deletes (preset: default 0.10, taobench-o 0)");
+ABSL_FLAG(std::optional<std::string>, read_batch, std::nullopt,
+          "keys per get: a size spec (docs/loadgen.md), e.g. 16 or 1-64:1 (preset: default taobench-read, "
+          "taobench-o taobench-o-read)");
+ABSL_FLAG(std::optional<std::string>, write_batch, std::nullopt,
+          "keys per put/delete: a size spec (preset: default taobench-write, taobench-o taobench-o-write)");
+ABSL_FLAG(std::optional<std::string>, object_value, std::nullopt,
+          "object value bytes: a size spec or gpareto:SIGMA:K:MIN:MAX (preset: default tao-object, taobench-o 158)");
+ABSL_FLAG(std::optional<std::string>, association_value, std::nullopt,
+          "association value bytes: a size spec (preset: default tao-association, taobench-o 158)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the request stream: the same seed gives every target the same keys");
 
 // Driving.
@@ -40,6 +61,8 @@ ABSL_FLAG(double, warmup, 2, "seconds run before measuring starts");
 ABSL_FLAG(double, duration, 10, "seconds measured (ignored when --count is set)");
 ABSL_FLAG(uint64_t, count, 0, "measure this many calls in all instead of a duration");
 ABSL_FLAG(double, drain_timeout, 10, "seconds to wait for calls in flight after the window");
+ABSL_FLAG(int32_t, server_pid, 0,
+          "the store's process id: its CPU use over the measured window (/proc/PID/stat) is reported beside ours");
 ABSL_FLAG(double, spin_us, 0,
           "open loop: busy-poll this many microseconds before each due send instead of sleeping (precise "
           "send times; costs CPU)");
@@ -58,6 +81,16 @@ ABSL_FLAG(bool, progress, true, "print a live progress line on stderr");
 ABSL_FLAG(double, interval, 1, "seconds per progress line and per point of the time series");
 ABSL_FLAG(double, wait_ready, 10, "seconds to wait for the store to answer before giving up");
 
+namespace {
+
+// A flag given on the command line overrides the preset's value.
+template <typename T>
+void OverrideIfGiven(const absl::Flag<std::optional<T>>& flag, T* field) {
+  if (std::optional<T> given = absl::GetFlag(flag)) *field = *given;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("TaoBench-style load for gphkv and memcached; see docs/loadgen.md");
   absl::ParseCommandLine(argc, argv);
@@ -66,18 +99,26 @@ int main(int argc, char** argv) {
   c.target = absl::GetFlag(FLAGS_target);
   c.address = absl::GetFlag(FLAGS_address);
   c.api = absl::GetFlag(FLAGS_api);
+  auto preset = gphkv::loadgen::WorkloadPreset(absl::GetFlag(FLAGS_workload));
+  if (!preset.ok()) {
+    std::fprintf(stderr, "gphkv-loadgen: %s\n", std::string(preset.status().message()).c_str());
+    return 2;
+  }
   auto& w = c.workload;
+  w = *preset;
   w.keys = absl::GetFlag(FLAGS_keys);
-  w.association_fraction = absl::GetFlag(FLAGS_association_fraction);
+  OverrideIfGiven(FLAGS_association_fraction, &w.association_fraction);
+  OverrideIfGiven(FLAGS_popularity, &w.popularity);
+  OverrideIfGiven(FLAGS_shard_weights, &w.shard_weights);
   w.zipf_exponent = absl::GetFlag(FLAGS_zipf);
   w.hot_fraction = absl::GetFlag(FLAGS_hot_fraction);
   w.hot_share = absl::GetFlag(FLAGS_hot_share);
-  w.write_fraction = absl::GetFlag(FLAGS_write_fraction);
-  w.delete_fraction = absl::GetFlag(FLAGS_delete_fraction);
-  w.read_batch = absl::GetFlag(FLAGS_read_batch);
-  w.write_batch = absl::GetFlag(FLAGS_write_batch);
-  w.object_value = absl::GetFlag(FLAGS_object_value);
-  w.association_value = absl::GetFlag(FLAGS_association_value);
+  OverrideIfGiven(FLAGS_write_fraction, &w.write_fraction);
+  OverrideIfGiven(FLAGS_delete_fraction, &w.delete_fraction);
+  OverrideIfGiven(FLAGS_read_batch, &w.read_batch);
+  OverrideIfGiven(FLAGS_write_batch, &w.write_batch);
+  OverrideIfGiven(FLAGS_object_value, &w.object_value);
+  OverrideIfGiven(FLAGS_association_value, &w.association_value);
   w.seed = absl::GetFlag(FLAGS_seed);
   auto& d = c.drive;
   const std::string mode = absl::GetFlag(FLAGS_mode);
@@ -101,6 +142,7 @@ int main(int argc, char** argv) {
   d.count = absl::GetFlag(FLAGS_count);
   d.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
   d.spin_us = absl::GetFlag(FLAGS_spin_us);
+  d.server_pid = absl::GetFlag(FLAGS_server_pid);
   d.seed = w.seed;
   c.load = absl::GetFlag(FLAGS_load);
   c.load_batch_keys = absl::GetFlag(FLAGS_load_batch);

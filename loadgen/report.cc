@@ -38,6 +38,18 @@ json OpStatsJson(const OpStats& s, double seconds, bool reads) {
               {"latency", LatencyJson(s.latency)}};
 }
 
+json OptionalJson(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+// The cores each side used: CPU seconds over the window's wall seconds.
+json CpuJson(const CpuUsage& u) {
+  return json{{"wall_s", u.wall_s},
+              {"loadgen_cpu_s", u.loadgen_cpu_s},
+              {"loadgen_cores", u.loadgen_cores()},
+              {"server_pid", u.server_pid},
+              {"server_cpu_s", OptionalJson(u.server_cpu_s)},
+              {"server_cores", OptionalJson(u.server_cores())}};
+}
+
 std::string ModeName(DriveOptions::Mode m) { return m == DriveOptions::Mode::kOpen ? "open" : "closed"; }
 
 std::string Us(double ns) {
@@ -63,13 +75,17 @@ json ReportToJson(const Report& r) {
   json config{
       {"target", c.target},
       {"address", c.address},
+      {"api", c.api},
       {"label", c.label},
       {"workload",
-       {{"keys", w.keys},
+       {{"preset", w.preset},
+        {"keys", w.keys},
         {"association_fraction", w.association_fraction},
+        {"popularity", w.popularity},
         {"zipf_exponent_flag", w.zipf_exponent},
         {"hot_fraction", w.hot_fraction},
         {"hot_share", w.hot_share},
+        {"shard_weights", w.shard_weights},
         {"write_fraction", w.write_fraction},
         {"delete_fraction", w.delete_fraction},
         {"read_batch", w.read_batch},
@@ -88,12 +104,15 @@ json ReportToJson(const Report& r) {
         {"duration_s", d.duration_s},
         {"count", d.count},
         {"drain_timeout_s", d.drain_timeout_s},
-        {"spin_us", d.spin_us}}},
+        {"spin_us", d.spin_us},
+        {"server_pid", d.server_pid}}},
       {"load",
        {{"enabled", c.load}, {"batch_keys", c.load_batch_keys}, {"batch_bytes", c.load_batch_bytes},
         {"depth", c.load_depth}}},
   };
-  json resolved{{"zipf_exponent", r.zipf_exponent},
+  json resolved{{"popularity", w.popularity},
+                {"zipf_exponent", r.zipf_exponent},
+                {"shards", r.shards},
                 {"expected_hot_share", r.expected_hot_share},
                 {"objects", r.objects},
                 {"associations", r.associations},
@@ -150,6 +169,7 @@ json ReportToJson(const Report& r) {
         {"dropped_calls", r.run.dropped},
         {"max_backlog", r.run.max_backlog},
         {"send_lag", LatencyJson(r.run.send_lag)},
+        {"cpu", CpuJson(r.cpu)},
         {"overall", overall},
         {"by_type", by_type}}},
       {"series", series},
@@ -160,13 +180,17 @@ std::string ReportToTable(const Report& r) {
   const LoadgenConfig& c = r.config;
   const DriveOptions& d = c.drive;
   std::string out;
-  absl::StrAppendFormat(&out, "gphkv-loadgen %s: target %s at %s, %s loop, %u threads x %u connections x depth %u",
-                        r.version, c.target, c.address, ModeName(d.mode), d.threads, d.connections, d.depth);
+  absl::StrAppendFormat(&out, "gphkv-loadgen %s: target %s%s at %s, %s loop, %u threads x %u connections x depth %u",
+                        r.version, c.target, c.target == "gphkv" ? absl::StrCat(" (api ", c.api, ")") : "", c.address,
+                        ModeName(d.mode), d.threads, d.connections, d.depth);
   if (d.mode == DriveOptions::Mode::kOpen) absl::StrAppendFormat(&out, ", %s calls/s offered", Rate(d.rate));
-  absl::StrAppendFormat(&out, "\nworkload: %d items (%d objects, %d associations), zipf s=%.4f (top %.0f%% -> %.1f%% of draws), "
+  const std::string popularity = r.shards > 0 ? absl::StrFormat("%d weighted shards", r.shards)
+                                              : absl::StrFormat("zipf s=%.4f", r.zipf_exponent);
+  absl::StrAppendFormat(&out, "\nworkload %s: %d items (%d objects, %d associations), %s (top %.0f%% -> %.1f%% of draws), "
                         "%.2f%% writes, read batch mean %.1f keys, seed %d\n",
-                        r.objects + r.associations, r.objects, r.associations, r.zipf_exponent, 100 * c.workload.hot_fraction,
-                        100 * r.expected_hot_share, 100 * c.workload.write_fraction, r.mean_read_batch, c.workload.seed);
+                        c.workload.preset, r.objects + r.associations, r.objects, r.associations, popularity,
+                        100 * c.workload.hot_fraction, 100 * r.expected_hot_share, 100 * c.workload.write_fraction,
+                        r.mean_read_batch, c.workload.seed);
   if (r.loaded) {
     absl::StrAppendFormat(&out, "load: %d keys in %.2f s (%s keys/s), %d errors\n", r.load_keys, r.load_seconds,
                           Rate(PerSecond(r.load_keys, r.load_seconds)), r.load_errors);
@@ -179,6 +203,15 @@ std::string ReportToTable(const Report& r) {
     absl::StrAppendFormat(&out, "\nsend lag (actual - intended send): p50 %s, p99 %s, max %s",
                           Us(r.run.send_lag.ValueAtQuantile(0.5)), Us(r.run.send_lag.ValueAtQuantile(0.99)),
                           Us(r.run.send_lag.max()));
+  }
+  // The generator's own cost beside the store's: a generator near its cores
+  // is the limit, not the store.
+  absl::StrAppendFormat(&out, "\ncpu: loadgen %.2f cores (%.2f s CPU in %.2f s)", r.cpu.loadgen_cores(),
+                        r.cpu.loadgen_cpu_s, r.cpu.wall_s);
+  if (r.cpu.server_pid > 0) {
+    const auto server = r.cpu.server_cores();
+    absl::StrAppendFormat(&out, ", server (pid %d) %s", r.cpu.server_pid,
+                          server ? absl::StrFormat("%.2f cores", *server) : "not measured (process gone)");
   }
   out += "\n\n";
   absl::StrAppendFormat(&out, "%-8s %10s %10s %10s %7s %7s %9s %9s %9s %9s %9s\n", "op", "calls/s", "keys/s", "bytes/s",

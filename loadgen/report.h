@@ -13,16 +13,20 @@
 #include <nlohmann/json.hpp>
 
 #include "loadgen/config.h"
+#include "loadgen/cpu_usage.h"
 #include "loadgen/run_stats.h"
 
 namespace gphkv::loadgen {
 
-constexpr int kReportSchemaVersion = 1;
+// 2: config.api, the workload's preset and popularity, config.drive.server_pid
+// and results.cpu (the cores each side used).
+constexpr int kReportSchemaVersion = 2;
 
 struct Report {
   LoadgenConfig config;
   // The workload as resolved (calibrated exponent, distributions' specs).
-  double zipf_exponent = 0;
+  double zipf_exponent = 0;  // 0 with shard popularity
+  size_t shards = 0;         // shard popularity's shards; 0 with Zipf
   double expected_hot_share = 0;
   uint64_t objects = 0, associations = 0;
   double mean_read_batch = 0, mean_write_batch = 0;
@@ -42,6 +46,7 @@ struct Report {
   // The run.
   RunStats run;
   std::vector<SeriesPoint> series;
+  CpuUsage cpu;  // over the measured window
 };
 
 nlohmann::json ReportToJson(const Report& report);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "loadgen/taobench_tables.h"
 
 namespace gphkv::loadgen {
 namespace {
@@ -27,6 +28,46 @@ constexpr const char* kTaoObject = "gpareto:214.476:0.348238:1:65536";
 // to 150 bytes (VARCHAR(150)); uniform, as the benchmark fills it with
 // random text of a fixed length we spread over the whole allowed range.
 constexpr const char* kTaoAssociation = "8-158:1";
+
+// A TAOBench size table (weight of size i + 1 at [i]) as ranges of one size
+// each, weights scaled by `scale`; sizes of weight 0 are left out.
+void AppendTable(absl::Span<const double> table, double scale, std::vector<WeightedRanges::Range>* out) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (table[i] > 0) out->push_back({static_cast<uint32_t>(i + 1), static_cast<uint32_t>(i + 1), table[i] * scale});
+  }
+}
+
+// Workload O's calls of one kind: a single operation (1 key) with weight
+// `single`, a transaction drawn from `table` with weight `txn`. Weights stay
+// integers (single x the table's total, txn x each size's weight), so the
+// spec prints them exactly.
+std::vector<WeightedRanges::Range> WorkloadOMix(double single, double txn, absl::Span<const double> table) {
+  double total = 0;
+  for (double w : table) total += w;
+  std::vector<WeightedRanges::Range> ranges = {{1, 1, single * total}};
+  AppendTable(table, txn, &ranges);
+  if (ranges.size() > 1 && ranges[1].lo == 1) {  // a table that also weighs size 1
+    ranges[0].weight += ranges[1].weight;
+    ranges.erase(ranges.begin() + 1);
+  }
+  return ranges;
+}
+
+// The named distributions built from TAOBench's tables rather than a spec.
+std::unique_ptr<SizeDistribution> NamedTable(const std::string& name) {
+  std::vector<WeightedRanges::Range> ranges;
+  if (name == "taobench-read-txn") AppendTable(taobench::ReadTxnSizeWeights(), 1, &ranges);
+  if (name == "taobench-write-txn") AppendTable(taobench::WriteTxnSizeWeights(), 1, &ranges);
+  if (name == "taobench-o-read") {
+    ranges = WorkloadOMix(taobench::kWorkloadOSingleReads, taobench::kWorkloadOReadTxns, taobench::ReadTxnSizeWeights());
+  }
+  if (name == "taobench-o-write") {
+    ranges =
+        WorkloadOMix(taobench::kWorkloadOSingleWrites, taobench::kWorkloadOWriteTxns, taobench::WriteTxnSizeWeights());
+  }
+  if (ranges.empty()) return nullptr;
+  return std::make_unique<WeightedRanges>(std::move(ranges));
+}
 
 absl::StatusOr<uint32_t> ParseU32(absl::string_view s) {
   uint32_t v = 0;
@@ -79,7 +120,7 @@ std::string WeightedRanges::Spec() const {
   for (const auto& r : ranges_) {
     if (!out.empty()) out += ",";
     out += r.lo == r.hi ? absl::StrCat(r.lo) : absl::StrCat(r.lo, "-", r.hi);
-    out += absl::StrCat(":", r.weight);
+    out += absl::StrFormat(":%.15g", r.weight);  // exact for the integer weights of the TAOBench tables
   }
   return out;
 }
@@ -106,6 +147,7 @@ std::string GeneralizedPareto::Spec() const {
 }
 
 absl::StatusOr<std::unique_ptr<SizeDistribution>> ParseSizeDistribution(const std::string& spec_in) {
+  if (auto table = NamedTable(spec_in)) return table;
   std::string spec = spec_in;
   if (spec == "taobench-read") spec = kTaoBenchRead;
   if (spec == "taobench-write") spec = kTaoBenchWrite;

@@ -11,6 +11,12 @@
 //   "gpareto:SIGMA:K[:MIN:MAX]"    generalized Pareto (location 0), clamped
 //   "taobench-read", "taobench-write", "tao-object", "tao-association"
 //                                  the named defaults documented in docs/loadgen.md
+//   "taobench-read-txn", "taobench-write-txn"
+//                                  TAOBench's transaction-size tables, exact
+//   "taobench-o-read", "taobench-o-write"
+//                                  workload O's reads (writes): a single key, or
+//                                  a transaction from the table above, in
+//                                  workload O's proportions (taobench_tables.h)
 #pragma once
 
 #include <cstdint>

@@ -16,8 +16,34 @@ const char* OpTypeName(OpType t) {
   return "?";
 }
 
-Workload::Workload(const WorkloadOptions& options, KeySpace key_space, ZipfSampler zipf)
-    : options_(options), key_space_(std::move(key_space)), zipf_(zipf) {}
+Workload::Workload(const WorkloadOptions& options, KeySpace key_space, Popularity popularity)
+    : options_(options), key_space_(std::move(key_space)), popularity_(std::move(popularity)) {}
+
+namespace {
+
+// The key popularity the options name, calibrated where it needs to be.
+absl::StatusOr<std::variant<ZipfSampler, ShardSampler>> MakePopularity(const WorkloadOptions& options) {
+  if (options.popularity == "shards") {
+    auto weights = ParseShardWeights(options.shard_weights);
+    if (!weights.ok()) return weights.status();
+    auto shards = ShardSampler::Create(options.keys, std::move(*weights));
+    if (!shards.ok()) return shards.status();
+    return std::move(*shards);
+  }
+  if (options.popularity != "zipf") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown popularity '", options.popularity, "' (want zipf or shards)"));
+  }
+  double s = options.zipf_exponent;
+  if (s <= 0.0) {
+    auto calibrated = CalibrateZipfExponent(options.keys, options.hot_fraction, options.hot_share);
+    if (!calibrated.ok()) return calibrated.status();
+    s = *calibrated;
+  }
+  return ZipfSampler(options.keys, s);
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const Workload>> Workload::Create(const WorkloadOptions& options) {
   if (!(options.write_fraction >= 0 && options.write_fraction <= 1) ||
@@ -26,14 +52,10 @@ absl::StatusOr<std::shared_ptr<const Workload>> Workload::Create(const WorkloadO
   }
   auto key_space = KeySpace::Create(options.keys, options.association_fraction, options.seed);
   if (!key_space.ok()) return key_space.status();
-  double s = options.zipf_exponent;
-  if (s <= 0.0) {
-    auto calibrated = CalibrateZipfExponent(options.keys, options.hot_fraction, options.hot_share);
-    if (!calibrated.ok()) return calibrated.status();
-    s = *calibrated;
-  }
-  std::shared_ptr<Workload> w(new Workload(options, std::move(*key_space), ZipfSampler(options.keys, s)));
-  w->options_.zipf_exponent = s;
+  auto popularity = MakePopularity(options);
+  if (!popularity.ok()) return popularity.status();
+  std::shared_ptr<Workload> w(new Workload(options, std::move(*key_space), std::move(*popularity)));
+  w->options_.zipf_exponent = w->exponent();
   struct Named {
     const std::string& spec;
     std::unique_ptr<SizeDistribution>* out;
@@ -53,8 +75,21 @@ absl::StatusOr<std::shared_ptr<const Workload>> Workload::Create(const WorkloadO
   return std::shared_ptr<const Workload>(std::move(w));
 }
 
+double Workload::exponent() const {
+  const auto* zipf = std::get_if<ZipfSampler>(&popularity_);
+  return zipf != nullptr ? zipf->exponent() : 0.0;
+}
+
 double Workload::expected_hot_share() const {
-  return ZipfTopShare(options_.keys, zipf_.exponent(), options_.hot_fraction);
+  if (const auto* zipf = std::get_if<ZipfSampler>(&popularity_)) {
+    return ZipfTopShare(options_.keys, zipf->exponent(), options_.hot_fraction);
+  }
+  return std::get<ShardSampler>(popularity_).TopShare(options_.hot_fraction);
+}
+
+size_t Workload::shards() const {
+  const auto* shards = std::get_if<ShardSampler>(&popularity_);
+  return shards != nullptr ? shards->shards() : 0;
 }
 
 uint32_t Workload::ValueSizeOf(uint64_t key) const {

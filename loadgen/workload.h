@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "loadgen/key_space.h"
 #include "loadgen/rng.h"
+#include "loadgen/shard_sampler.h"
 #include "loadgen/size_distribution.h"
 #include "loadgen/zipf_sampler.h"
 
@@ -33,11 +35,14 @@ struct Op {
 };
 
 struct WorkloadOptions {
+  std::string preset = "default";         // the --workload these options started from (workload_preset.h)
   uint64_t keys = 1'000'000;              // items in the key space (objects + associations)
   double association_fraction = 0.5;      // share of items (and of reads) that are associations
-  double zipf_exponent = 0.0;             // 0 = calibrate from hot_fraction/hot_share
+  std::string popularity = "zipf";        // zipf | shards (TAOBench's weighted shards, shard_sampler.h)
+  double zipf_exponent = 0.0;             // zipf: 0 = calibrate from hot_fraction/hot_share
   double hot_fraction = 0.2;              // calibration target: the hottest 20% of keys ...
   double hot_share = 0.82;                // ... receive 82% of reads (GPH paper, TaoBenchmark)
+  std::string shard_weights = "taobench"; // shards: "taobench" or a comma-separated list
   double write_fraction = 0.002;          // TAO: 99.8% reads
   double delete_fraction = 0.10;          // of writes
   std::string read_batch = "taobench-read";
@@ -53,26 +58,32 @@ class Workload {
 
   const WorkloadOptions& options() const { return options_; }
   const KeySpace& key_space() const { return key_space_; }
-  const ZipfSampler& zipf() const { return zipf_; }
   const SizeDistribution& read_batch() const { return *read_batch_; }
   const SizeDistribution& write_batch() const { return *write_batch_; }
   const SizeDistribution& object_value() const { return *object_value_; }
   const SizeDistribution& association_value() const { return *association_value_; }
-  // The calibrated (or given) Zipf exponent and the hot share it implies.
-  double exponent() const { return zipf_.exponent(); }
+  // The calibrated (or given) Zipf exponent; 0 with shard popularity.
+  double exponent() const;
+  // The share of draws the hottest hot_fraction of the keys receive.
   double expected_hot_share() const;
+  // Shards of the shard popularity; 0 with Zipf.
+  size_t shards() const;
 
   // A key's value size: a hash of (seed, key) through the value distribution
   // of the key's kind, so it never changes between load, puts and targets.
   uint32_t ValueSizeOf(uint64_t key) const;
   // A key drawn by popularity.
-  uint64_t SampleKey(Rng& rng) const { return key_space_.KeyAt(key_space_.IndexOfRank(zipf_.Sample(rng))); }
+  uint64_t SampleKey(Rng& rng) const {
+    const uint64_t rank = std::visit([&](const auto& sampler) { return sampler.Sample(rng); }, popularity_);
+    return key_space_.KeyAt(key_space_.IndexOfRank(rank));
+  }
 
  private:
-  Workload(const WorkloadOptions& options, KeySpace key_space, ZipfSampler zipf);
+  using Popularity = std::variant<ZipfSampler, ShardSampler>;
+  Workload(const WorkloadOptions& options, KeySpace key_space, Popularity popularity);
   WorkloadOptions options_;
   KeySpace key_space_;
-  ZipfSampler zipf_;
+  Popularity popularity_;
   std::unique_ptr<SizeDistribution> read_batch_, write_batch_, object_value_, association_value_;
 };
 

@@ -7,26 +7,13 @@
 #include "loadgen/config.h"
 #include "loadgen/loadgen.h"
 #include "tests/loadgen/fake_gphkv_server.h"
+#include "tests/loadgen/small_config.h"
 
 namespace gphkv::loadgen {
 namespace {
 
 using testing::FakeGphkvServer;
-
-LoadgenConfig SmallConfig(const std::string& address) {
-  LoadgenConfig c;
-  c.target = "gphkv";
-  c.address = address;
-  c.workload.keys = 20'000;
-  c.progress = false;
-  c.wait_ready_s = 10;
-  c.drive.threads = 1;
-  c.drive.connections = 2;
-  c.drive.depth = 1;
-  c.drive.warmup_s = 0.2;
-  c.drive.drain_timeout_s = 5;
-  return c;
-}
+using testing::SmallConfig;
 
 TEST(Driver, ClosedLoopCountMeasuresExactlyThatManyCallsAfterTheLoad) {
   FakeGphkvServer server;
@@ -65,9 +52,13 @@ TEST(Driver, OpenLoopOffersTheScheduledRate) {
   EXPECT_EQ(r->run.dropped, 0u);
 }
 
-TEST(Driver, ErrorsAreCountedByStatusAndOpType) {
+// Per call (unary) or per operation on a stream (pipeline), alike.
+class DriverOnEitherApi : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DriverOnEitherApi, ErrorsAreCountedByStatusAndOpType) {
   FakeGphkvServer server;
   LoadgenConfig c = SmallConfig(server.address());
+  c.api = GetParam();
   c.load = false;
   c.workload.write_fraction = 0.3;
   c.workload.delete_fraction = 0.0;
@@ -84,7 +75,10 @@ TEST(Driver, ErrorsAreCountedByStatusAndOpType) {
   EXPECT_EQ(puts.errors_by_status.begin()->first, "RESOURCE_EXHAUSTED");
   EXPECT_EQ(puts.latency.count(), puts.calls);  // failed calls keep their latency
   EXPECT_EQ(r->run.Overall().errors_by_status.at("RESOURCE_EXHAUSTED"), puts.calls);
+  EXPECT_EQ(r->run.Overall().calls, 400u);  // a pipeline stream stays up through the refusals
 }
+
+INSTANTIATE_TEST_SUITE_P(UnaryAndPipeline, DriverOnEitherApi, ::testing::Values("unary", "pipeline"));
 
 // A server that stops answering: the calls still out when the drain gives
 // up are errors that keep the latency they had reached; nothing hangs.

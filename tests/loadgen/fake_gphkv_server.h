@@ -1,6 +1,7 @@
 // An in-process gphkv.v1.KeyValue server for the loadgen tests: an ordinary
-// map behind the real wire contract, with a switch that holds every call
-// arriving inside a time window until the window ends (a stalled server).
+// map behind the real wire contract (unary Get/Put/Delete and the Pipeline
+// stream), with a switch that holds every call or stream operation arriving
+// inside a time window until the window ends (a stalled server).
 #pragma once
 
 #include <chrono>
@@ -21,11 +22,20 @@ class FakeGphkvServer {
   const std::string& address() const;
   // Calls arriving in [from, until) are answered at `until`, not before.
   void StallBetween(Clock::time_point from, Clock::time_point until);
-  // Puts are refused with this gRPC status code (0: accepted).
+  // Puts are refused with this gRPC status code (0: accepted); on a
+  // Pipeline stream, as the operation's code.
   void FailPutsWith(int code);
-  // Every call's method and keys, in arrival order ("get 1 2 3").
+  // Pipeline streams answer each operation with this id added to its own
+  // (0: the id sent), as a server that mixes up ids would.
+  void ShiftPipelineIdsBy(uint64_t offset);
+  // Every call's method and keys, in arrival order ("get 1 2 3"); a Pipeline
+  // operation's the same way.
   std::vector<std::string> Log() const;
   size_t stored() const;
+  // Pipeline streams opened so far, and the most operations any one of them
+  // had read but not yet answered at one time.
+  int pipeline_streams() const;
+  int max_pipeline_in_flight() const;
 
   struct Impl;
 

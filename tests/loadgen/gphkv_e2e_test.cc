@@ -1,5 +1,6 @@
-// gphkv-loadgen against a real gphkv-server (CPU backend) on 127.0.0.1.
-// Built only when the gphkv-server target exists (tests/loadgen/CMakeLists.txt).
+// gphkv-loadgen against a real gphkv-server (CPU backend) on 127.0.0.1, once
+// per client path (--api). Built only when the gphkv-server target exists
+// (tests/loadgen/CMakeLists.txt).
 #include <chrono>
 
 #include "tests/loadgen/e2e_common.h"
@@ -7,8 +8,11 @@
 namespace gphkv::loadgen::testing {
 namespace {
 
-TEST(GphkvE2e, ShortRunAgainstTheCpuBackend) {
-  const std::string dir = TempDir("gphkv");
+class GphkvE2e : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GphkvE2e, ShortRunAgainstTheCpuBackend) {
+  const std::string api = GetParam();
+  const std::string dir = TempDir("gphkv-" + api);
   const int port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   ChildProcess server({GPHKV_SERVER_PATH, "--listen_address=" + address, "--metrics_address=", "--backend=cpu"},
@@ -17,13 +21,21 @@ TEST(GphkvE2e, ShortRunAgainstTheCpuBackend) {
   const std::string json = dir + "/report.json";
   // --wait_ready bounds the wait for the server's first successful Stats call.
   const int rc = RunLoadgenBinary(dir, "run",
-                                  {"--target=gphkv", "--address=" + address, "--keys=20000", "--threads=2",
-                                   "--connections=2", "--depth=2", "--warmup=0.5", "--duration=1.5",
-                                   "--json=" + json, "--progress=false", "--wait_ready=30"});
+                                  {"--target=gphkv", "--api=" + api, "--address=" + address, "--keys=20000",
+                                   "--threads=2", "--connections=2", "--depth=2", "--warmup=0.5", "--duration=1.5",
+                                   "--server_pid=" + std::to_string(server.pid()), "--json=" + json,
+                                   "--progress=false", "--wait_ready=30"});
   if (rc != 0) std::fprintf(stderr, "server log:\n%s\n", ReadFile(dir + "/server.log").c_str());
   ASSERT_EQ(rc, 0);
-  ExpectHealthyReport(nlohmann::json::parse(ReadFile(json)), "gphkv", 20000);
+  const auto j = nlohmann::json::parse(ReadFile(json));
+  ExpectHealthyReport(j, "gphkv", 20000);
+  EXPECT_EQ(j["config"]["api"], api);
+  // Both sides worked, so both used some CPU in the window.
+  EXPECT_GT(j["results"]["cpu"]["server_cores"].get<double>(), 0.0);
+  EXPECT_GT(j["results"]["cpu"]["loadgen_cores"].get<double>(), 0.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryApi, GphkvE2e, ::testing::Values("unary", "pipeline", "coalesced"));
 
 }  // namespace
 }  // namespace gphkv::loadgen::testing

@@ -54,6 +54,10 @@ Report SampleReport() {
   gets.errors_by_status["UNAVAILABLE"] = 1;
   gets.latency.Record(1000);
   r.series.push_back(SeriesPoint{});
+  r.cpu.wall_s = 2;
+  r.cpu.loadgen_cpu_s = 1;
+  r.cpu.server_pid = 42;
+  r.cpu.server_cpu_s = 3;
   return r;
 }
 
@@ -61,7 +65,7 @@ TEST(ReportJson, SchemaIsPinned) {
   const json j = ReportToJson(SampleReport());
   EXPECT_EQ(j["schema"], "gphkv-loadgen-report");
   EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
-  EXPECT_EQ(kReportSchemaVersion, 1) << "bump the pinned list below with the version";
+  EXPECT_EQ(kReportSchemaVersion, 2) << "bump the pinned list below with the version";
   std::set<std::string> got;
   Flatten(j, "", &got);
   const std::string op_fields[] = {"calls:number", "keys:number", "found:number", "value_bytes:number",
@@ -73,17 +77,21 @@ TEST(ReportJson, SchemaIsPinned) {
   std::set<std::string> want = {
       "schema:string", "schema_version:number", "tool.name:string", "tool.version:string", "started_at:string",
       "host.hostname:string", "host.cpus:number", "config.target:string", "config.address:string",
-      "config.label:string", "config.workload.keys:number", "config.workload.association_fraction:number",
+      "config.api:string", "config.label:string", "config.workload.preset:string", "config.workload.keys:number",
+      "config.workload.association_fraction:number", "config.workload.popularity:string",
       "config.workload.zipf_exponent_flag:number", "config.workload.hot_fraction:number",
-      "config.workload.hot_share:number", "config.workload.write_fraction:number",
+      "config.workload.hot_share:number", "config.workload.shard_weights:string",
+      "config.workload.write_fraction:number",
       "config.workload.delete_fraction:number", "config.workload.read_batch:string",
       "config.workload.write_batch:string", "config.workload.object_value:string",
       "config.workload.association_value:string", "config.workload.seed:number", "config.drive.mode:string",
       "config.drive.threads:number", "config.drive.connections_per_thread:number", "config.drive.depth:number",
       "config.drive.rate:number", "config.drive.arrivals:string", "config.drive.warmup_s:number",
       "config.drive.duration_s:number", "config.drive.count:number", "config.drive.drain_timeout_s:number", "config.drive.spin_us:number",
+      "config.drive.server_pid:number",
       "config.load.enabled:bool", "config.load.batch_keys:number", "config.load.batch_bytes:number",
-      "config.load.depth:number", "workload.zipf_exponent:number", "workload.expected_hot_share:number",
+      "config.load.depth:number", "workload.popularity:string", "workload.zipf_exponent:number",
+      "workload.shards:number", "workload.expected_hot_share:number",
       "workload.objects:number", "workload.associations:number", "workload.read_batch:string",
       "workload.write_batch:string", "workload.object_value:string", "workload.association_value:string",
       "workload.mean_read_batch:number", "workload.mean_write_batch:number",
@@ -94,6 +102,8 @@ TEST(ReportJson, SchemaIsPinned) {
       "results.max_backlog:number", "results.send_lag.count:number", "results.send_lag.min_us:number",
       "results.send_lag.mean_us:number", "results.send_lag.p50_us:number", "results.send_lag.p90_us:number",
       "results.send_lag.p99_us:number", "results.send_lag.p999_us:number", "results.send_lag.max_us:number",
+      "results.cpu.wall_s:number", "results.cpu.loadgen_cpu_s:number", "results.cpu.loadgen_cores:number",
+      "results.cpu.server_pid:number", "results.cpu.server_cpu_s:number", "results.cpu.server_cores:number",
       "results.overall.hit_ratio:number", "results.by_type.get.hit_ratio:number",
       "results.by_type.put.hit_ratio:null", "results.by_type.delete.hit_ratio:null", "series:array",
       "series[].t_s:number", "series[].calls_per_s:number", "series[].keys_per_s:number",
@@ -121,6 +131,21 @@ TEST(ReportJson, NumbersAreTheMeasuredOnes) {
   EXPECT_DOUBLE_EQ(j["results"]["offered_calls_per_s"].get<double>(), 1.5);
   EXPECT_EQ(j["results"]["overall"]["errors_by_status"]["UNAVAILABLE"], 1);
   EXPECT_NEAR(j["results"]["overall"]["latency"]["p50_us"].get<double>(), 1.0, 0.01);
+  EXPECT_DOUBLE_EQ(j["results"]["cpu"]["loadgen_cores"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["results"]["cpu"]["server_cores"].get<double>(), 1.5);
+}
+
+// No server PID, or a server that went away: its figures are null, not 0.
+TEST(ReportJson, ServerCoresAreNullWhenNotMeasured) {
+  Report r = SampleReport();
+  r.cpu.server_pid = 0;
+  r.cpu.server_cpu_s.reset();
+  const json j = ReportToJson(r);
+  EXPECT_TRUE(j["results"]["cpu"]["server_cores"].is_null());
+  EXPECT_TRUE(j["results"]["cpu"]["server_cpu_s"].is_null());
+  EXPECT_EQ(ReportToTable(r).find("server (pid"), std::string::npos);
+  r.cpu.server_pid = 42;
+  EXPECT_NE(ReportToTable(r).find("server (pid 42) not measured"), std::string::npos);
 }
 
 TEST(ReportTable, NamesEveryOpTypeThatRanAndTheErrors) {
@@ -129,6 +154,8 @@ TEST(ReportTable, NamesEveryOpTypeThatRanAndTheErrors) {
   EXPECT_NE(t.find("all"), std::string::npos);
   EXPECT_NE(t.find("errors UNAVAILABLE: 1"), std::string::npos);
   EXPECT_EQ(t.find("delete "), std::string::npos);  // no deletes ran
+  EXPECT_NE(t.find("cpu: loadgen 0.50 cores (1.00 s CPU in 2.00 s), server (pid 42) 1.50 cores"), std::string::npos)
+      << t;
 }
 
 }  // namespace

@@ -1,0 +1,26 @@
+// An Op as gphkv.v1 request messages, and an answer as an OpResult: what the
+// unary and pipeline sessions share, so both count hits, bytes and errors
+// the same way.
+#pragma once
+
+#include <cstdint>
+
+#include "gphkv/v1/gphkv.pb.h"
+#include "loadgen/target.h"
+
+namespace gphkv::loadgen {
+
+// Gets ask for the values (VALUE_MODE_VALUES), so value bytes travel as they
+// do with memcached.
+void FillGetRequest(const Op& op, v1::GetRequest* request);
+// Returns the value bytes the request carries.
+uint64_t FillPutRequest(const Op& op, const ValuePool& values, v1::PutRequest* request);
+void FillDeleteRequest(const Op& op, v1::DeleteRequest* request);
+
+OpResult GetResult(const v1::GetResponse& response);
+OpResult PutResult(const v1::PutResponse& response, uint64_t sent_bytes);
+OpResult DeleteResult(const v1::DeleteResponse& response);
+// A call or operation refused with gRPC status `code`.
+OpResult FailedOp(int code);
+
+}  // namespace gphkv::loadgen

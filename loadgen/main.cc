@@ -49,6 +49,9 @@ ABSL_FLAG(std::optional<std::string>, object_value, std::nullopt,
 ABSL_FLAG(std::optional<std::string>, association_value, std::nullopt,
           "association value bytes: a size spec (preset: default tao-association, taobench-o 158)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the request stream: the same seed gives every target the same keys");
+ABSL_FLAG(uint64_t, key_pool, uint64_t{1} << 20,
+          "keys drawn by popularity come from a ring of this many per thread, drawn before the clock starts "
+          "(same distribution, repeating after this many keys; far cheaper than live draws); 0 = draw live");
 
 // Driving.
 ABSL_FLAG(std::string, mode, "closed", "closed (connections x depth outstanding) or open (a fixed --rate)");
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
   OverrideIfGiven(FLAGS_object_value, &w.object_value);
   OverrideIfGiven(FLAGS_association_value, &w.association_value);
   w.seed = absl::GetFlag(FLAGS_seed);
+  w.key_pool = absl::GetFlag(FLAGS_key_pool);
   auto& d = c.drive;
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode != "closed" && mode != "open") {

@@ -98,7 +98,21 @@ uint32_t Workload::ValueSizeOf(uint64_t key) const {
 }
 
 OpStream::OpStream(std::shared_ptr<const Workload> workload, uint32_t thread_index)
-    : workload_(std::move(workload)), rng_(Mix64(workload_->options().seed) ^ Mix64(0x7468ULL + thread_index)) {}
+    : workload_(std::move(workload)),
+      rng_(Mix64(workload_->options().seed) ^ Mix64(0x7468ULL + thread_index)),
+      thread_index_(thread_index) {
+  // Its own generator: the ring depends on (seed, thread) only.
+  Rng pool_rng(Mix64(workload_->options().seed) ^ Mix64(0x706f6f6cULL + thread_index_));
+  pool_.resize(workload_->options().key_pool);
+  for (uint64_t& k : pool_) k = workload_->SampleKey(pool_rng);
+}
+
+uint64_t OpStream::NextPopularKey() {
+  if (pool_.empty()) return workload_->SampleKey(rng_);
+  const uint64_t key = pool_[pool_next_];
+  if (++pool_next_ == pool_.size()) pool_next_ = 0;
+  return key;
+}
 
 void OpStream::Next(Op* op) {
   const WorkloadOptions& o = workload_->options();
@@ -126,7 +140,7 @@ void OpStream::Next(Op* op) {
   } else {
     // Gets and puts follow popularity: in TAO the hot objects are also the
     // ones being updated (counts, comments on popular posts).
-    for (uint32_t i = 0; i < n; ++i) op->keys.push_back(workload_->SampleKey(rng_));
+    for (uint32_t i = 0; i < n; ++i) op->keys.push_back(NextPopularKey());
   }
   if (op->type == OpType::kPut) {
     for (uint64_t k : op->keys) op->value_sizes.push_back(workload_->ValueSizeOf(k));

@@ -50,6 +50,14 @@ struct WorkloadOptions {
   std::string object_value = "tao-object";
   std::string association_value = "tao-association";
   uint64_t seed = 1;
+  // Keys drawn by popularity (gets and puts) come from a ring of this many
+  // per driver thread, drawn when its stream is made (before the clock
+  // starts): live draws (a Zipf inversion or a shard pick, then the key
+  // scrambling) cost about as much CPU per request as a coalesced request
+  // does in the client, which would make the generator its own bottleneck.
+  // The ring has the same distribution; it repeats after key_pool keys.
+  // 0 = draw each key live.
+  uint64_t key_pool = uint64_t{1} << 20;
 };
 
 class Workload {
@@ -96,9 +104,15 @@ class OpStream {
   uint64_t produced() const { return produced_; }
 
  private:
+  // The next key drawn by popularity (from the ring when there is one).
+  uint64_t NextPopularKey();
+
   std::shared_ptr<const Workload> workload_;
   Rng rng_;
   uint64_t produced_ = 0;
+  uint32_t thread_index_;
+  std::vector<uint64_t> pool_;  // the ring (empty: live draws)
+  size_t pool_next_ = 0;
 };
 
 // The load phase: items [begin, end) of the key space as puts of at most

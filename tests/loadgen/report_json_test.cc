@@ -84,7 +84,7 @@ TEST(ReportJson, SchemaIsPinned) {
       "config.workload.write_fraction:number",
       "config.workload.delete_fraction:number", "config.workload.read_batch:string",
       "config.workload.write_batch:string", "config.workload.object_value:string",
-      "config.workload.association_value:string", "config.workload.seed:number", "config.drive.mode:string",
+      "config.workload.association_value:string", "config.workload.seed:number", "config.workload.key_pool:number", "config.drive.mode:string",
       "config.drive.threads:number", "config.drive.connections_per_thread:number", "config.drive.depth:number",
       "config.drive.rate:number", "config.drive.arrivals:string", "config.drive.warmup_s:number",
       "config.drive.duration_s:number", "config.drive.count:number", "config.drive.drain_timeout_s:number", "config.drive.spin_us:number",

@@ -13,6 +13,7 @@ inline LoadgenConfig SmallConfig(const std::string& address) {
   c.target = "gphkv";
   c.address = address;
   c.workload.keys = 20'000;
+  c.workload.key_pool = 1 << 16;  // a small ring: quick to draw
   c.progress = false;
   c.wait_ready_s = 10;
   c.drive.threads = 1;

@@ -269,6 +269,37 @@ TEST(WorkloadPreset, ExplicitOptionsOverrideThePreset) {
   EXPECT_EQ(w->options().object_value, "158");  // untouched: still the preset's
 }
 
+TEST(Workload, TheKeyRingKeepsThePopularityAndRepeatsAfterItsSize) {
+  const uint64_t seed = testing::TestSeed();
+  for (const uint64_t pool : {uint64_t{0}, uint64_t{1} << 18}) {
+    WorkloadOptions o;
+    o.seed = seed;
+    o.write_fraction = 0;
+    o.read_batch = "1";
+    o.key_pool = pool;
+    auto w = Make(o);
+    // The hottest 20% of the items, by rank.
+    std::unordered_map<uint64_t, bool> hot;
+    const uint64_t items = w->key_space().items();
+    for (uint64_t rank = 0; rank < items / 5; ++rank) hot[w->key_space().KeyAt(w->key_space().IndexOfRank(rank))] = true;
+    OpStream s(w, 3);
+    Op op;
+    std::vector<uint64_t> drawn;
+    const uint64_t n = pool == 0 ? 300'000 : pool + 1000;
+    for (uint64_t i = 0; i < n; ++i) {
+      s.Next(&op);
+      drawn.push_back(op.keys[0]);
+    }
+    uint64_t in_hot = 0;
+    for (uint64_t i = 0; i < std::min<uint64_t>(n, 250'000); ++i) in_hot += hot.count(drawn[i]);
+    EXPECT_NEAR(static_cast<double>(in_hot) / std::min<uint64_t>(n, 250'000), w->expected_hot_share(), 0.01)
+        << "pool " << pool << " seed " << seed;
+    if (pool > 0) {
+      for (uint64_t i = 0; i < 1000; ++i) ASSERT_EQ(drawn[pool + i], drawn[i]) << "the ring repeats after its size";
+    }
+  }
+}
+
 TEST(Workload, UnknownPopularityIsRefused) {
   WorkloadOptions o;
   o.popularity = "uniform";

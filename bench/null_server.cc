@@ -31,6 +31,9 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50061", "host:port to serve on");
 ABSL_FLAG(std::string, api, "async", "unary calls on: async (gphkv-server's completion-queue front end) or callback");
 ABSL_FLAG(int32_t, threads, 4, "--api=async: completion queues, each with its own thread");
 ABSL_FLAG(int32_t, posted, 64, "--api=async: calls of each method asked for ahead, per queue");
+ABSL_FLAG(uint32_t, value_bytes, 0,
+          "0: every get finds nothing; N: every key is found with an N-byte value (the transport's ceiling "
+          "for gets that carry values, which a server with nothing found does not measure)");
 
 namespace {
 
@@ -38,10 +41,17 @@ namespace v1 = gphkv::v1;
 namespace grpcfe = gphkv::server::grpcfe;
 namespace wire = gphkv::server::wire;
 
-// The answers: one entry per key, nothing stored anywhere.
+// --value_bytes, read once at start.
+uint32_t g_value_bytes = 0;
+
+// The answers: one entry per key, nothing stored anywhere (or, with
+// --value_bytes, every key found with that many bytes of filler).
 void null_answer(const v1::GetRequest& req, v1::GetResponse* resp) {
-  resp->mutable_found()->Resize(req.keys_size(), false);
-  resp->mutable_value_lengths()->Resize(req.keys_size(), 0);
+  const int n = req.keys_size();
+  const bool with_values = g_value_bytes > 0 && req.value_mode() != v1::VALUE_MODE_EXISTS;
+  resp->mutable_found()->Resize(n, g_value_bytes > 0);
+  resp->mutable_value_lengths()->Resize(n, with_values ? g_value_bytes : 0);
+  if (with_values) resp->mutable_values()->assign(static_cast<size_t>(n) * g_value_bytes, 'v');
 }
 void null_answer(const v1::PutRequest& req, v1::PutResponse* resp) {
   resp->mutable_created()->Resize(req.keys_size(), true);
@@ -214,6 +224,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   absl::SetProgramUsageMessage("null_server: gphkv.v1.KeyValue with no table (the front end's ceiling)");
   absl::ParseCommandLine(argc, argv);
+  g_value_bytes = absl::GetFlag(FLAGS_value_bytes);
   const std::string api = absl::GetFlag(FLAGS_api);
   if (api != "async" && api != "callback") {
     std::fprintf(stderr, "null_server: --api must be async or callback\n");

@@ -156,6 +156,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     }
     live.push_back(&c);
   }
+  run_order_.writes_first(live);
   std::vector<absl::Status> statuses;
   for (size_t begin = 0; begin < live.size();) {
     const OpKind kind = live[begin]->kind();

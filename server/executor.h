@@ -1,18 +1,22 @@
 // The executor: the one thread that owns the store (table + value heap).
 // It takes batches from the batcher, refuses calls whose deadline passed,
-// splits each batch into runs of consecutive same-kind calls (so operations
-// on one key take effect in arrival order), applies each run as one engine
-// launch, and answers the run's calls once it took effect.
+// puts a batch's writes before its gets when no key is both read and
+// written in it (server/run_order.h), splits the batch into runs of
+// consecutive same-kind calls (so operations on one key take effect in
+// arrival order), applies each run as one engine launch, and answers the
+// run's calls once it took effect.
 //
 // On CUDA with the device value heap, get runs are pipelined: a get run is
 // submitted to the device (Store::submit_gets) and the executor goes on to
 // the next run or batch; up to pipeline_depth() get runs are in flight on
-// their own streams. They are finished (responses filled, calls answered) in
-// submission order: when the pipeline is full, when no call is waiting in
-// the batcher, and always before a put or delete run or a get run that must
-// take the synchronous path (a rebuild in flight) is applied. So writes
-// never overtake an earlier read, and a read submitted after a write is
-// acknowledged sees it.
+// their own streams. They are finished in submission order: when the
+// pipeline is full, when no call is waiting in the batcher, and always before
+// a put or delete run or a get run that must take the synchronous path (a
+// rebuild in flight) is applied. So writes never overtake an earlier read,
+// and a read submitted after a write is acknowledged sees it. A finished
+// run's answers are filled into the responses and sent by the completion
+// threads, in ranges, while the executor goes on (inline when it has
+// nothing else to do).
 #pragma once
 
 #include <atomic>
@@ -25,6 +29,7 @@
 
 #include "server/batcher.h"
 #include "server/completion_pool.h"
+#include "server/run_order.h"
 #include "server/service_metrics.h"
 #include "server/store.h"
 
@@ -84,6 +89,7 @@ class Executor {
   ServiceMetrics* metrics_;
   std::thread thread_;
   CompletionPool completions_;
+  RunOrder run_order_;
 
   uint64_t batches_ = 0;
   uint64_t batched_keys_ = 0;

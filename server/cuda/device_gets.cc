@@ -118,11 +118,19 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
     }
   }
   // The download: total, then found+length per key, then the values. The
-  // gather's room is sized for the largest stored value class (exact for
-  // uniform sizes); the download, for what the values likely take.
+  // gather's room holds what the values can take (n times the largest live
+  // class: exact for uniform sizes) or, with mixed sizes whose largest class
+  // is far above the mean (TaoBench's 1 B .. 64 KiB), eight times what they
+  // likely take: sizing every batch for its worst case grew each slot's
+  // pinned and device buffers to hundreds of MB, and every growth stalled
+  // the pipeline (cudaFree waits for the device, pinning takes milliseconds):
+  // tails of 200-700 ms on the H100 (docs/performance.md). A batch whose
+  // values outgrow the room takes the slow path (handles copied back, values
+  // gathered per call). The download covers what the values likely take.
   const uint64_t head = 8 + ((4 * n + 15) & ~uint64_t{15});
-  const uint64_t copied = std::min<uint64_t>(n_values * heap_->max_live_slot_bytes(), kMaxDownloadBytes);
   const uint64_t mean_slot = heap_->live_values() == 0 ? 0 : heap_->used_bytes() / heap_->live_values();
+  const uint64_t copied = std::min({n_values * heap_->max_live_slot_bytes(),
+                                    std::max(std::max(kMinStagingBytes, head) - head, 8 * n_values * mean_slot), kMaxDownloadBytes});
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n));
   GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied, kMinStagingBytes));

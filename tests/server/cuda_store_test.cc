@@ -35,12 +35,12 @@ void bind(Owned* o, OpKind kind) {
   }
 }
 
-std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory) {
+std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory, uint32_t max_value_bytes = 4096) {
   StoreOptions o;
   o.backend = backend;
   o.initial_capacity = 256;
   o.memory_limit_bytes = memory;
-  o.max_value_bytes = 4096;
+  o.max_value_bytes = max_value_bytes;
   o.table.cpu_threads = 2;
   o.time_get_stages = true;
   auto s = Store::create(o);
@@ -343,6 +343,61 @@ TEST(CudaStore, ValuesLargerThanTheSpeculativeDownloadComeBackWhole) {
       if (k < model.size()) {
         ASSERT_EQ(g->get_out.values().substr(off, len), model[k]) << "key " << k;
       }
+      off += len;
+    }
+    EXPECT_EQ(off, g->get_out.values().size());
+  }
+}
+
+
+// Mixed sizes whose largest class is far above the mean: the gather's room is
+// sized for what values likely take, and a run whose values outgrow it takes
+// the slow path; every value still comes back whole.
+TEST(CudaStore, ARunOfLargeValuesAmongManySmallOnesComesBackWhole) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto gpu = make_store(engine::Backend::kCuda, 512 << 20, 1 << 20);
+  ASSERT_NE(gpu, nullptr);
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  constexpr uint64_t kSmall = 20000, kBig = 24;  // 24 MiB of large values, past the 16 MiB room
+  std::vector<std::string> model;
+  for (uint64_t first = 0; first < kSmall + kBig; first += 1000) {
+    Owned p;
+    for (uint64_t k = first; k < std::min(first + 1000, kSmall + kBig); ++k) {
+      std::string v(k < kSmall ? 8 : (1 << 20) - static_cast<int>(rng() % 64), '\0');
+      for (auto& c : v) c = static_cast<char>(rng());
+      p.put.add_keys(k);
+      p.put.add_value_lengths(static_cast<uint32_t>(v.size()));
+      p.put.mutable_values()->append(v);
+      model.push_back(std::move(v));
+    }
+    bind(&p, OpKind::kPut);
+    std::vector<absl::Status> st;
+    Call* pc = &p.call;
+    gpu->apply_puts({&pc, 1}, &st);
+    ASSERT_TRUE(st[0].ok()) << st[0];
+  }
+  ASSERT_TRUE(gpu->finish_rebuild().ok());
+  ASSERT_TRUE(gpu->can_pipeline_gets());
+  Owned big, mixed;
+  for (uint64_t k = kSmall; k < kSmall + kBig; ++k) big.get.add_keys(k);
+  for (int i = 0; i < 300; ++i) mixed.get.add_keys(rng() % (kSmall + kBig + 10));
+  bind(&big, OpKind::kGet);
+  bind(&mixed, OpKind::kGet);
+  Call* calls[] = {&mixed.call, &big.call};
+  ASSERT_TRUE(gpu->submit_gets(calls).ok());
+  GetStageTimes times;
+  auto answers = gpu->finish_gets(&times);
+  answers->fill(0, answers->calls().size());
+  for (const absl::Status& s : answers->statuses()) ASSERT_TRUE(s.ok()) << s;
+  for (Owned* g : {&mixed, &big}) {
+    uint64_t off = 0;
+    for (int i = 0; i < g->get.keys_size(); ++i) {
+      const uint64_t k = g->get.keys(i);
+      ASSERT_EQ(g->get_out.found(i), k < model.size()) << "key " << k;
+      const uint32_t len = g->get_out.value_lengths(i);
+      if (k < model.size()) ASSERT_EQ(g->get_out.values().substr(off, len), model[k]) << "key " << k;
       off += len;
     }
     EXPECT_EQ(off, g->get_out.values().size());

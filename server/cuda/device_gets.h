@@ -55,6 +55,8 @@ class DeviceGets {
   // which waits for the whole device, and pinning megabytes takes
   // milliseconds, a stall every queued call feels.
   static constexpr uint64_t kMinStagingBytes = uint64_t{16} << 20;
+  // Likewise the key buffers' first size, in keys (4x the default --max_batch_keys).
+  static constexpr uint64_t kMinStagingKeys = uint64_t{1} << 16;
 
   static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
   ~DeviceGets();

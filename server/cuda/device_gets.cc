@@ -134,15 +134,15 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   // Key buffers start large enough for kMinStagingKeys keys, so that the
   // batches of a busy server never make them grow (each growth stalls).
-  constexpr uint64_t k = kMinStagingKeys;
-  GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n, 9 * k));
+  constexpr uint64_t fk = kMinStagingKeys;
+  GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n, 9 * fk));
   GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied, kMinStagingBytes));
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n, 9 * k));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n, 8 * k));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_found, n, k));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1), 8 * (k + 1)));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1), 8 * (k + 1)));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n, 9 * fk));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n, 8 * fk));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_found, n, fk));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1), 8 * (fk + 1)));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1), 8 * (fk + 1)));
   GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied, kMinStagingBytes));
   if (n > cuda::kFusedScanMaxKeys && n + 1 > s.scan_items) {
     // CUB's scratch for a scan of this many items (asked again only when batches grow).

@@ -15,12 +15,12 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Growing a buffer frees the old one (cudaFree and cudaFreeHost wait for the
 // whole device) and allocates anew (a pinned allocation of megabytes takes
-// milliseconds): every call queued meanwhile waits. So buffers at least
-// double, from `floor` up, and batch sizes met once are kept.
+// milliseconds): every call queued meanwhile waits. So buffers start at a
+// floor (init), at least double, and batch sizes met once are kept.
 template <class Buffer>
-absl::Status grow(Buffer& b, size_t need, size_t floor = 0) {
+absl::Status grow(Buffer& b, size_t need) {
   if (need <= b.bytes() && b.bytes() > 0) return absl::OkStatus();
-  return b.reserve(std::max({need, 2 * b.bytes(), floor}));
+  return b.reserve(std::max(need, 2 * b.bytes()));
 }
 
 absl::Status response_too_big(uint64_t bytes, uint64_t limit) {
@@ -73,6 +73,17 @@ absl::Status DeviceGets::init(int depth) {
     for (cudaEvent_t& e : s->ev) {
       GPHKV_CUDA_TRY(cudaEventCreateWithFlags(&e, time_stages_ ? cudaEventDefault : cudaEventDisableTiming));
     }
+    // The buffers' first sizes now, at start: allocating them at a slot's
+    // first batch stalled the first calls (pinning 16 MiB takes milliseconds).
+    constexpr uint64_t fk = kMinStagingKeys;
+    GPHKV_RETURN_IF_ERROR(s->in.reserve(9 * fk));
+    GPHKV_RETURN_IF_ERROR(s->out.reserve(kMinStagingBytes));
+    GPHKV_RETURN_IF_ERROR(s->d_in.reserve(9 * fk));
+    GPHKV_RETURN_IF_ERROR(s->d_handles.reserve(8 * fk));
+    GPHKV_RETURN_IF_ERROR(s->d_found.reserve(fk));
+    GPHKV_RETURN_IF_ERROR(s->d_lens.reserve(8 * (fk + 1)));
+    GPHKV_RETURN_IF_ERROR(s->d_offsets.reserve(8 * (fk + 1)));
+    GPHKV_RETURN_IF_ERROR(s->d_out.reserve(kMinStagingBytes));
     slots_.push_back(std::move(s));
   }
   return absl::OkStatus();
@@ -132,18 +143,17 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   const uint64_t copied = std::min({n_values * heap_->max_live_slot_bytes(),
                                     std::max(std::max(kMinStagingBytes, head) - head, 8 * n_values * mean_slot), kMaxDownloadBytes});
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
-  // Key buffers start large enough for kMinStagingKeys keys, so that the
-  // batches of a busy server never make them grow (each growth stalls).
-  constexpr uint64_t fk = kMinStagingKeys;
-  GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n, 9 * fk));
-  GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied, kMinStagingBytes));
+  // The buffers start at their floors (init), which a busy server's batches
+  // rarely pass: each growth stalls the pipeline.
+  GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied));
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n, 9 * fk));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n, 8 * fk));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_found, n, fk));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1), 8 * (fk + 1)));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1), 8 * (fk + 1)));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied, kMinStagingBytes));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_found, n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1)));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_offsets, 8 * (n + 1)));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_out, head + copied));
   if (n > cuda::kFusedScanMaxKeys && n + 1 > s.scan_items) {
     // CUB's scratch for a scan of this many items (asked again only when batches grow).
     size_t temp = 0;

@@ -40,9 +40,10 @@ namespace gphkv::server {
 
 class DeviceGets {
  public:
-  // The gather's device buffer is sized by the heap's largest live class;
-  // past this many bytes a batch takes the slow path (handles copied back,
-  // values gathered per call by the heap).
+  // The gather's device buffer holds at most this many bytes of values
+  // (device_gets.cc says how a run's room is sized); a run whose values
+  // need more takes the slow path (handles copied back, values gathered per
+  // call by the heap).
   static constexpr uint64_t kMaxDownloadBytes = uint64_t{256} << 20;
   // The download that travels with the batch covers what the values most
   // likely take (twice the mean stored slot per key, at least this much);
@@ -50,10 +51,10 @@ class DeviceGets {
   // finished. Mixed sizes (TaoBench's 1 B .. 64 KiB) then cross PCIe at
   // about their real size instead of keys x the largest class.
   static constexpr uint64_t kMinSpeculativeBytes = 64 * 1024;
-  // The first size of a stream's value buffers (pinned and device), so that
-  // typical batches never make them grow: a growth frees the old buffer,
-  // which waits for the whole device, and pinning megabytes takes
-  // milliseconds, a stall every queued call feels.
+  // The first size of a slot's value buffers (pinned and device), allocated
+  // when the store starts, so that typical batches never make them grow: a
+  // growth frees the old buffer, which waits for the whole device, and
+  // pinning megabytes takes milliseconds, a stall every queued call feels.
   static constexpr uint64_t kMinStagingBytes = uint64_t{16} << 20;
   // Likewise the key buffers' first size, in keys (4x the default --max_batch_keys).
   static constexpr uint64_t kMinStagingKeys = uint64_t{1} << 16;

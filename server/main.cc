@@ -45,9 +45,9 @@ ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
           "RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
           "keys the first table is sized for; past load factor 0.80 it grows by a background rebuild sized for load factor 0.50");
-ABSL_FLAG(uint32_t, completion_threads, 1,
-          "threads that serialize and send answers, so the executor goes on to the next batch "
-          "(0 = the executor answers); see docs/performance.md");
+ABSL_FLAG(int32_t, completion_threads, -1,
+          "threads that fill, serialize and send answers, so the executor goes on to the next batch "
+          "(-1 = half the cores, at least 2; 0 = the executor answers); see docs/performance.md");
 ABSL_FLAG(int32_t, grpc_threads, 0,
           "threads, each with its own completion queue, that receive unary Get/Put/Delete calls "
           "(0 = a quarter of the cores, at least 2); see docs/performance.md");
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
   o.completion_threads = absl::GetFlag(FLAGS_completion_threads);
+  if (o.completion_threads < -1 || o.completion_threads > 256) return fail("--completion_threads must be in [-1, 256]");
   o.grpc_threads = absl::GetFlag(FLAGS_grpc_threads);
   if (o.grpc_threads < 0 || o.grpc_threads > 256) return fail("--grpc_threads must be in [0, 256]");
   o.store.gpu_pipeline_depth = absl::GetFlag(FLAGS_gpu_pipeline_depth);
@@ -133,7 +134,8 @@ int main(int argc, char** argv) {
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
-      o.batcher.max_queue_keys, o.store.initial_capacity, o.completion_threads,
+      o.batcher.max_queue_keys, o.store.initial_capacity,
+      o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
       o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
       o.store.device_value_heap);
 

@@ -32,8 +32,9 @@ struct ServerOptions {
   RequestLimits limits{};
   // gRPC message size cap, both directions.
   int max_message_bytes = 256 << 20;
-  // Threads that serialize and send answers (0 = the executor thread does).
-  unsigned completion_threads = 1;
+  // Threads that fill, serialize and send answers (0 = the executor thread
+  // does); default_completion_threads() when not set.
+  int completion_threads = -1;
   // Threads (each with its own completion queue) that receive unary
   // Get/Put/Delete calls; 0 = default_grpc_threads().
   int grpc_threads = 0;
@@ -43,6 +44,8 @@ struct ServerOptions {
 
 // The unary front end's threads when not set: a quarter of the cores, at least 2.
 int default_grpc_threads();
+// The completion threads when not set: half the cores, at least 2.
+int default_completion_threads();
 
 // Resolves --backend=auto: CUDA when a device is visible, else CPU.
 engine::Backend resolve_backend(BackendChoice choice);

@@ -39,5 +39,7 @@ mkdir -p "$dest/memcached"
 for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/memcached"; done
 rm -rf "$debs"
 cp "$repo/scripts/loadgen-compare.sh" "$dest/"
+# The commit the binaries were built from (the device's copy of the tree has no git).
+git -C "$repo" rev-parse --short=12 HEAD >"$dest/COMMIT"
 du -sh "$dest"
 echo "bundle ready: $dest"

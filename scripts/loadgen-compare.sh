@@ -34,7 +34,7 @@
 # workload (TARGETS, WORKLOADS or WORKLOAD, API, KEYS, SIZES, SEARCH), the
 # client (THREADS, CONNECTIONS, DEPTH, PEAK_DEPTHS, TUNE_DEPTH, SIZES_DEPTH,
 # SPIN_US, SEED), the servers (SERVER_THREADS, BACKEND, MEMCACHED_MB,
-# GPHKV_THREADS_FLAG), time (WARMUP_S, STEP_S, STEPS, REPEATS, PASS_RULE,
+# GPHKV_THREADS_FLAG, GPHKV_ARGS, NULL_ARGS), time (WARMUP_S, STEP_S, STEPS, REPEATS, PASS_RULE,
 # CONFIRM_TRIES, DRAIN_S, and the planning estimates LOAD_EST_S, START_EST_S,
 # RUN_OVERHEAD_S), the bound (P99_LIMIT_US), paths (GPHKV_SERVER, NULL_SERVER,
 # MEMCACHED, LOADGEN, OUT, DOCS), labels (TAG, COMMIT), and PRIO, a command
@@ -79,6 +79,8 @@ LOADGEN=${LOADGEN:-build/loadgen/gphkv-loadgen}
 SEED=${SEED:-1}
 SPIN_US=${SPIN_US:-0}                      # open loop: busy-poll before due sends (50 on a dedicated many-core client)
 read -r -a prio <<<"${PRIO:-}"
+read -r -a gphkv_args <<<"${GPHKV_ARGS:-}"  # more gphkv-server flags
+read -r -a null_args <<<"${NULL_ARGS:-}"    # more null_server flags (e.g. --value_bytes=190)
 
 command -v python3 >/dev/null || { echo "loadgen-compare: needs python3 to read the JSON reports" >&2; exit 1; }
 case "$PASS_RULE" in all | median) ;; *) echo "loadgen-compare: PASS_RULE must be all or median" >&2; exit 2 ;; esac
@@ -129,11 +131,11 @@ start_server() {  # store port threads
     gphkv)
       [ -x "$GPHKV_SERVER" ] || { echo "loadgen-compare: $GPHKV_SERVER not built" >&2; return 1; }
       "${prio[@]}" "$GPHKV_SERVER" --listen_address=127.0.0.1:"$2" --metrics_address= --backend="$BACKEND" \
-        "$GPHKV_THREADS_FLAG=$3" >>"$log" 2>&1 &
+        "$GPHKV_THREADS_FLAG=$3" "${gphkv_args[@]}" >>"$log" 2>&1 &
       ;;
     null)
       [ -x "$NULL_SERVER" ] || { echo "loadgen-compare: $NULL_SERVER not built" >&2; return 1; }
-      "${prio[@]}" "$NULL_SERVER" --address=127.0.0.1:"$2" --threads="$3" >>"$log" 2>&1 &
+      "${prio[@]}" "$NULL_SERVER" --address=127.0.0.1:"$2" --threads="$3" "${null_args[@]}" >>"$log" 2>&1 &
       ;;
     memcached)
       command -v "$MEMCACHED" >/dev/null || { echo "loadgen-compare: $MEMCACHED not installed" >&2; return 1; }
@@ -271,7 +273,7 @@ echo "loadgen-compare: took $elapsed s (plan: $plan)"
 
 # The tables, the combined JSON and the plots.
 commit=${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
-settings="TARGETS=\"$TARGETS\" WORKLOADS=\"$WORKLOADS\" API=$API SIZES=\"$SIZES\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS DEPTH=$DEPTH PEAK_DEPTHS=\"$PEAK_DEPTHS\" SERVER_THREADS=\"$SERVER_THREADS\" KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S STEPS=$STEPS REPEATS=$REPEATS PASS_RULE=$PASS_RULE CONFIRM_TRIES=$CONFIRM_TRIES P99_LIMIT_US=$P99_LIMIT_US BACKEND=$BACKEND SPIN_US=$SPIN_US${PRIO:+ PRIO=\"$PRIO\"}"
+settings="TARGETS=\"$TARGETS\" WORKLOADS=\"$WORKLOADS\" API=$API SIZES=\"$SIZES\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS DEPTH=$DEPTH PEAK_DEPTHS=\"$PEAK_DEPTHS\" SERVER_THREADS=\"$SERVER_THREADS\" KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S STEPS=$STEPS REPEATS=$REPEATS PASS_RULE=$PASS_RULE CONFIRM_TRIES=$CONFIRM_TRIES P99_LIMIT_US=$P99_LIMIT_US BACKEND=$BACKEND SPIN_US=$SPIN_US GPHKV_THREADS_FLAG=$GPHKV_THREADS_FLAG${GPHKV_ARGS:+ GPHKV_ARGS=\"$GPHKV_ARGS\"}${NULL_ARGS:+ NULL_ARGS=\"$NULL_ARGS\"}${PRIO:+ PRIO=\"$PRIO\"}"
 python3 scripts/loadgen-compare-report.py --out "$OUT" --docs "$DOCS" --limit-us "$P99_LIMIT_US" \
   --backend "$BACKEND" --commit "$commit" --command "$settings scripts/loadgen-compare.sh" --elapsed-s "$elapsed" \
   --plan "$plan" --tag "${TAG:-}" --api "$API" --pass-rule "$PASS_RULE" --repeats "$REPEATS"

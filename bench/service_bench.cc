@@ -12,10 +12,10 @@
 //                --variants entry, on runs of 3 x --batch keys: the
 //                executor's share of a batched get
 // --variants runs each workload per value path on CUDA: device0 (device value
-// heap, synchronous gets), deviceN (N get runs pipelined). (The host value
-// heap under a CUDA table, the path before the device heap, is gone: its
-// measurements are in docs/performance.md.) Pipelined runs also report their per-stage means
-// (gphkv_get_stage_seconds). Prints a table and writes JSON (--json).
+// heap, synchronous gets), deviceN (N get runs pipelined); the host heap's
+// path under a CUDA table is gone, its figures stay in docs/performance.md.
+// Pipelined runs also report their per-stage means (gphkv_get_stage_seconds).
+// Prints a table and writes JSON (--json).
 #include <algorithm>
 #include <array>
 #include <cstdlib>

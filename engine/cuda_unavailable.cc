@@ -9,4 +9,6 @@ absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions&, int)
 
 int cuda_device_count() { return 0; }
 
+std::string cuda_device_name(int) { return ""; }
+
 }  // namespace gphkv::engine

@@ -54,8 +54,6 @@ ABSL_FLAG(int32_t, grpc_threads, 0,
 ABSL_FLAG(int, gpu_pipeline_depth, 2,
           "CUDA: get batches in flight at once, each on its own stream with pinned buffers (0 = every get "
           "synchronous); see docs/performance.md");
-ABSL_FLAG(bool, device_value_heap, true,
-          "CUDA: keep values in device memory (false: host memory, the path before the device heap)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error or off");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, how long open Pipeline streams may take to end before they are cancelled");
@@ -121,7 +119,6 @@ int main(int argc, char** argv) {
   o.grpc_threads = absl::GetFlag(FLAGS_grpc_threads);
   if (o.grpc_threads < 0 || o.grpc_threads > 256) return fail("--grpc_threads must be in [0, 256]");
   o.store.gpu_pipeline_depth = absl::GetFlag(FLAGS_gpu_pipeline_depth);
-  o.store.device_value_heap = absl::GetFlag(FLAGS_device_value_heap);
   if (o.store.gpu_pipeline_depth < 0 || o.store.gpu_pipeline_depth > 8) {
     return fail("--gpu_pipeline_depth must be in [0, 8]");
   }
@@ -129,15 +126,14 @@ int main(int argc, char** argv) {
   spdlog::info(
       "gphkv-server starting: listen_address={} metrics_address={} backend={} gpu={} memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
-      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} device_value_heap={}",
+      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={}",
       o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
       o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
-      o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
-      o.store.device_value_heap);
+      o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth);
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

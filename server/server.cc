@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
-#include "server/device_info.h"
 #include "server/executor.h"
 #include "server/grpc/key_value_service.h"
 #include "server/grpc/unary_front_end.h"
@@ -123,7 +122,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   }
   impl->backend = std::string(engine::backend_name(backend));
   // On CUDA: "NVIDIA H100 80GB HBM3 (cuda:0)", or "cuda:0" if the name cannot be read.
-  const std::string gpu_name = backend == engine::Backend::kCuda ? cuda_device_name(options.gpu) : "";
+  const std::string gpu_name = backend == engine::Backend::kCuda ? engine::cuda_device_name(options.gpu) : "";
   const std::string device = backend != engine::Backend::kCuda ? cpu_model()
                              : gpu_name.empty()                ? absl::StrCat("cuda:", options.gpu)
                                                                : absl::StrCat(gpu_name, " (cuda:", options.gpu, ")");

@@ -11,11 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/bulk_settle.h"
-#include "engine/cuda/cuda_status.h"
-#include "engine/cuda/device_buffer.h"
+#include "gphkv/cuda/device_buffer.h"
+#include "gphkv/cuda/status.h"
 
 namespace gphkv::engine::cuda {
 namespace {
+
+using ::gphkv::cuda::StreamScratch;
 
 constexpr int kBlock = 256;
 constexpr uint32_t kDropped = 0xffffffffu;

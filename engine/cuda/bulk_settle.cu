@@ -11,12 +11,14 @@
 #include <cub/device/device_scan.cuh>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cuda/cuda_status.h"
-#include "engine/cuda/device_buffer.h"
+#include "gphkv/cuda/device_buffer.h"
+#include "gphkv/cuda/status.h"
 #include "gphkv/engine/detail/move_planner.h"
 
 namespace gphkv::engine::cuda {
 namespace {
+
+using ::gphkv::cuda::StreamScratch;
 
 constexpr int kBlock = 256;
 

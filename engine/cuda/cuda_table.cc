@@ -4,9 +4,10 @@
 #include <cstring>
 
 #include "engine/cuda/batch_sort.h"
-#include "engine/cuda/cuda_status.h"
 #include "engine/cuda/erase.h"
 #include "engine/cuda/insert.h"
+#include "engine/cuda/lookup.h"
+#include "gphkv/cuda/status.h"
 
 namespace gphkv::engine {
 
@@ -19,6 +20,15 @@ int cuda_device_count() {
   return n;
 }
 
+std::string cuda_device_name(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it: the caller falls back to "cuda:N"
+    return "";
+  }
+  return prop.name;
+}
+
 absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions& options, int device) {
   auto table = cuda::CudaTable::create(options, device);
   if (!table.ok()) return table.status();
@@ -27,6 +37,9 @@ absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions& optio
 
 namespace cuda {
 namespace {
+
+using ::gphkv::cuda::cuda_status;
+using ::gphkv::cuda::StreamScratch;
 
 // The striped bucket locks of Refinement: enough that unrelated transactions
 // rarely share one, few enough to stay small (16 MiB at most).
@@ -129,41 +142,6 @@ absl::Status CudaTable::init() {
   return absl::OkStatus();
 }
 
-absl::Status CudaTable::set_cell_persistence(bool on) {
-  GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  if (on) {
-    GPHKV_RETURN_IF_ERROR(reserve_l2_for_cells());
-  } else {
-    GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
-    GPHKV_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
-    GPHKV_CUDA_TRY(cudaCtxResetPersistingL2Cache());
-  }
-  lookup_shape_.persist_cells = on && cell_window_.bytes > 0;
-  return absl::OkStatus();
-}
-
-// Sets aside persisting L2 lines for the Cell Index (H100: up to ~37 MB of its
-// 50 MB) so that the random cell reads of lookups hit L2 while the buckets
-// stream through. The limit is per device: raised, never lowered, so tables
-// on one device share the set-aside.
-absl::Status CudaTable::reserve_l2_for_cells() {
-  int max_persist = 0, max_window = 0;
-  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, device_));
-  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device_));
-  if (max_persist <= 0 || max_window <= 0) return absl::OkStatus();  // no L2 persistence on this device
-  size_t current = 0;
-  GPHKV_CUDA_TRY(cudaDeviceGetLimit(&current, cudaLimitPersistingL2CacheSize));
-  const size_t want = std::min<size_t>(cells_.bytes(), static_cast<size_t>(max_persist));
-  if (want > current) {
-    GPHKV_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
-    current = want;
-  }
-  cell_window_.bytes = std::min<size_t>(cells_.bytes(), static_cast<size_t>(max_window));
-  cell_window_.hit_ratio =
-      static_cast<float>(std::min(1.0, static_cast<double>(current) / static_cast<double>(cell_window_.bytes)));
-  return absl::OkStatus();
-}
-
 uint64_t CudaTable::device_bytes() const {
   return cells_.bytes() + keys_.bytes() + values_.bytes() + locks_.bytes();
 }
@@ -220,7 +198,7 @@ absl::Status CudaTable::synchronize(cudaStream_t stream) {
 absl::Status CudaTable::find_async(const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
                                    cudaStream_t stream) {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  GPHKV_CUDA_TRY(launch_lookup(view(), keys, n, values, found, lookup_shape_, cell_window_, stream));
+  GPHKV_CUDA_TRY(launch_lookup(view(), keys, n, values, found, stream));
   return absl::OkStatus();
 }
 

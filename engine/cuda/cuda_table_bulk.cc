@@ -1,9 +1,11 @@
 // CudaTable's bulk loads: the device bulk build (bulk_build.h) into the table.
 #include "engine/cuda/bulk_table.h"
-#include "engine/cuda/cuda_status.h"
 #include "engine/cuda/cuda_table.h"
+#include "gphkv/cuda/status.h"
 
 namespace gphkv::engine::cuda {
+
+using ::gphkv::cuda::StreamScratch;
 
 absl::Status CudaTable::bulk_load_async_base(const BulkBase& base, uint64_t input_pairs, const WriteOp* burst,
                                              uint64_t n_burst, cudaStream_t stream, BuildStats* stats,

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cuda/cuda_status.h"
+#include "gphkv/cuda/status.h"
 #include "server/cuda/value_kernels.h"
 
 namespace gphkv::server {
@@ -112,7 +112,7 @@ DeviceGets::~DeviceGets() {
   }
 }
 
-absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call* const> calls) {
+absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls) {
   if (static_cast<int>(order_.size()) >= depth_) {
     return absl::InternalError("CUDA get pipeline: every stream is busy");
   }
@@ -181,7 +181,7 @@ absl::Status DeviceGets::submit(engine::cuda::CudaTable& table, absl::Span<Call*
   if (st.ok() && n == 0) {
     for (cudaEvent_t e : s.ev) {
       if (auto err = cudaEventRecord(e, s.stream); err != cudaSuccess) {
-        st = engine::cuda::cuda_status(err, "cudaEventRecord", __FILE__, __LINE__);
+        st = gphkv::cuda::cuda_status(err, "cudaEventRecord", __FILE__, __LINE__);
         break;
       }
     }
@@ -295,7 +295,7 @@ class DeviceGets::Answers final : public GetAnswers {
   bool done_ = false;
 };
 
-absl::Status DeviceGets::enqueue(engine::cuda::CudaTable& table, Slot& s, bool any_exists) {
+absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists) {
   const uint64_t n = s.n;
   cudaStream_t st = s.stream;
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
@@ -335,7 +335,7 @@ std::shared_ptr<GetAnswers> DeviceGets::finish(uint64_t max_response_bytes, GetS
   times->seconds[kStagePack] = s.pack_seconds;
   const Clock::time_point t0 = Clock::now();
   if (cudaError_t err = cudaEventSynchronize(s.ev[4]); err != cudaSuccess) {
-    answers->fail_all(engine::cuda::cuda_status(err, "CUDA get batch", __FILE__, __LINE__));
+    answers->fail_all(gphkv::cuda::cuda_status(err, "CUDA get batch", __FILE__, __LINE__));
     return answers;
   }
   times->seconds[kStageWait] = seconds_since(t0);
@@ -368,7 +368,7 @@ std::shared_ptr<GetAnswers> DeviceGets::finish(uint64_t max_response_bytes, GetS
                                       cudaMemcpyDeviceToHost, s.stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(s.stream);
     if (err != cudaSuccess) {
-      answers->fail_all(engine::cuda::cuda_status(err, "CUDA get download", __FILE__, __LINE__));
+      answers->fail_all(gphkv::cuda::cuda_status(err, "CUDA get download", __FILE__, __LINE__));
       return answers;
     }
     ++late_downloads_;

@@ -29,16 +29,17 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/cuda/cuda_table.h"
+#include "gphkv/engine/stream_ordered_table.h"
 #include "server/call.h"
 #include "server/cuda/device_value_heap.h"
 #include "server/cuda/pinned_buffer.h"
 #include "server/get_answers.h"
+#include "server/get_pipeline.h"
 #include "server/get_stages.h"
 
 namespace gphkv::server {
 
-class DeviceGets {
+class DeviceGets final : public GetPipeline {
  public:
   // The gather's device buffer holds at most this many bytes of values
   // (device_gets.cc says how a run's room is sized); a run whose values
@@ -60,22 +61,22 @@ class DeviceGets {
   static constexpr uint64_t kMinStagingKeys = uint64_t{1} << 16;
 
   static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
-  ~DeviceGets();
+  ~DeviceGets() override;
 
-  int depth() const { return depth_; }
-  size_t in_flight() const { return order_.size(); }
+  int depth() const override { return depth_; }
+  size_t in_flight() const override { return order_.size(); }
   // Batches whose values outgrew their download and were copied at finish().
-  uint64_t late_downloads() const { return late_downloads_; }
+  uint64_t late_downloads() const override { return late_downloads_; }
 
   // Enqueues the batch of get calls (in_flight() < depth() required; waits
   // for a slot whose answers are still being filled). An error leaves nothing
   // in flight for this batch; its calls are the caller's to answer.
-  absl::Status submit(engine::cuda::CudaTable& table, absl::Span<Call* const> calls);
+  absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls) override;
   // Waits for the oldest batch and returns its answers: statuses that are
   // set already (a device error for all) and responses to fill. Everything
   // the batch read of the table and the heap was read by then: writes may
   // proceed while the answers are filled.
-  std::shared_ptr<GetAnswers> finish(uint64_t max_response_bytes, GetStageTimes* times);
+  std::shared_ptr<GetAnswers> finish(uint64_t max_response_bytes, GetStageTimes* times) override;
 
  private:
   class Answers;
@@ -98,7 +99,7 @@ class DeviceGets {
   };
   DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
   absl::Status init(int depth);
-  absl::Status enqueue(engine::cuda::CudaTable& table, Slot& s, bool any_exists);
+  absl::Status enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists);
   // The slow path of finish(): values gathered per call from handles copied back.
   absl::Status fill_from_handles(Slot& s, const std::vector<Call*>& calls, uint64_t max_response_bytes,
                                  std::vector<absl::Status>* statuses);

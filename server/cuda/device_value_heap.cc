@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cuda/cuda_status.h"
+#include "gphkv/cuda/status.h"
 #include "server/cuda/value_kernels.h"
 
 namespace gphkv::server {

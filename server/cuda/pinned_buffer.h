@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <utility>
 
-#include "engine/cuda/cuda_status.h"
-#include "engine/cuda/device_buffer.h"
+#include "gphkv/cuda/device_buffer.h"
+#include "gphkv/cuda/status.h"
 
 namespace gphkv::server::cuda {
 
@@ -65,7 +65,7 @@ class DeviceBytes {
   size_t bytes() const { return array_.size(); }
 
  private:
-  engine::cuda::DeviceArray<char> array_;
+  gphkv::cuda::DeviceArray<char> array_;
 };
 
 }  // namespace gphkv::server::cuda

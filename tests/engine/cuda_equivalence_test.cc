@@ -11,13 +11,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "gphkv/engine/stream_ordered_table.h"
 #include "gphkv/engine/table.h"
 #include "tests/engine/table_checks.h"
 
 #if defined(GPHKV_HAVE_CUDA)
 #include <cuda_runtime.h>
-
-#include "engine/cuda/cuda_table.h"
 #endif
 
 namespace gphkv::engine::testing {
@@ -284,13 +283,16 @@ TEST_F(CudaEquivalenceTest, OneLargeBatchToHighLoad) {
 #if defined(GPHKV_HAVE_CUDA)
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
-// The device-pointer, stream-ordered API on a caller's stream.
+// The device-pointer, stream-ordered API on a caller's stream, through the
+// public interface (gphkv/engine/stream_ordered_table.h).
 TEST_F(CudaEquivalenceTest, AsyncApiOnACallerStream) {
   std::mt19937_64 rng(test_seed() ^ 0xa5);
   TableOptions o;
   o.num_buckets = 4096;
-  auto t = cuda::CudaTable::create(o, 0);
-  ASSERT_TRUE(t.ok()) << t.status();
+  auto made = make_cuda_table(o, 0);
+  ASSERT_TRUE(made.ok()) << made.status();
+  StreamOrderedTable* t = (*made)->stream_ordered();
+  ASSERT_NE(t, nullptr) << "a CUDA table offers the stream-ordered operations";
   const size_t n = 30000;
   std::vector<uint64_t> keys(n), values(n);
   for (auto& k : keys) k = rng();
@@ -308,17 +310,17 @@ TEST_F(CudaEquivalenceTest, AsyncApiOnACallerStream) {
   CUDA_OK(cudaMalloc(&doc, n));
   CUDA_OK(cudaMemcpyAsync(dk, keys.data(), n * 8, cudaMemcpyHostToDevice, s));
   CUDA_OK(cudaMemcpyAsync(dv, values.data(), n * 8, cudaMemcpyHostToDevice, s));
-  ASSERT_TRUE((*t)->insert_or_assign_async(dk, dv, n, doc, s).ok());
-  ASSERT_TRUE((*t)->find_async(dk, n, dout, dfound, s).ok());
+  ASSERT_TRUE(t->insert_or_assign_async(dk, dv, n, doc, s).ok());
+  ASSERT_TRUE(t->find_async(dk, n, dout, dfound, s).ok());
   std::vector<uint64_t> got(n);
   std::vector<uint8_t> found(n);
   std::vector<UpsertOutcome> oc(n);
   CUDA_OK(cudaMemcpyAsync(got.data(), dout, n * 8, cudaMemcpyDeviceToHost, s));
   CUDA_OK(cudaMemcpyAsync(found.data(), dfound, n, cudaMemcpyDeviceToHost, s));
   CUDA_OK(cudaMemcpyAsync(oc.data(), doc, n, cudaMemcpyDeviceToHost, s));
-  ASSERT_TRUE((*t)->erase_async(dk, n / 2, derased, s).ok());
-  ASSERT_TRUE((*t)->synchronize(s).ok());
-  EXPECT_EQ((*t)->size(), n - n / 2);
+  ASSERT_TRUE(t->erase_async(dk, n / 2, derased, s).ok());
+  ASSERT_TRUE(t->synchronize(s).ok());
+  EXPECT_EQ(t->size(), n - n / 2);
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(oc[i], UpsertOutcome::kInserted);
     ASSERT_EQ(found[i], 1);
@@ -336,18 +338,18 @@ TEST_F(CudaEquivalenceTest, DeviceErrorsBecomeStatus) {
   huge.slots_per_bucket = 64;
   huge.cells_per_bucket = 0.5;
   for (int i = 0; i < 3; ++i) {
-    auto t = cuda::CudaTable::create(huge, 0);
+    auto t = make_cuda_table(huge, 0);
     ASSERT_FALSE(t.ok());
     EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted) << t.status();
     EXPECT_NE(t.status().message().find("cudaErrorMemoryAllocation"), std::string::npos) << t.status();
   }
-  auto bad = cuda::CudaTable::create(TableOptions{}, 1 << 20);
+  auto bad = make_cuda_table(TableOptions{}, 1 << 20);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   size_t free_bytes = 0, total = 0;
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
   TableOptions big;
   big.num_buckets = free_bytes / 2 / (16 * 16);  // half of what is free
-  auto t = cuda::CudaTable::create(big, 0);
+  auto t = make_cuda_table(big, 0);
   EXPECT_TRUE(t.ok()) << t.status();
 }
 #endif

@@ -2,8 +2,9 @@
 //
 // A table maps uint64 keys to uint64 values (the service stores value-heap
 // handles there). Every uint64 is a valid key, kEmptyKey included. Every bulk
-// operation takes host spans and is synchronous; the CUDA backend also offers
-// device-pointer, stream-ordered variants (engine/cuda/cuda_table.h).
+// operation takes host spans and is synchronous; a table on a GPU also offers
+// device-pointer, stream-ordered variants (stream_ordered(),
+// gphkv/engine/stream_ordered_table.h).
 //
 // A table is not safe for concurrent calls: one owner (the executor thread)
 // issues operations in order. Within one batch, operations on distinct keys
@@ -24,6 +25,8 @@
 #include "gphkv/engine/table_options.h"
 
 namespace gphkv::engine {
+
+class StreamOrderedTable;
 
 enum class Backend { kCpu, kCuda };
 std::string_view backend_name(Backend b);
@@ -98,6 +101,15 @@ class Table {
     return absl::UnimplementedError(std::string(backend_name(backend())) + " table cannot load an image");
   }
 
+  // Cells relocated by Extended Move since the table was created, as of its
+  // last synchronous operation: how often inserts met a full bucket. 0 from
+  // a backend that does not count them (the CPU's).
+  virtual uint64_t relocations() const { return 0; }
+
+  // The device-pointer, stream-ordered operations of a table whose slots
+  // live on a GPU (the CUDA backend); null for a table in host memory.
+  virtual StreamOrderedTable* stream_ordered() { return nullptr; }
+
   // size() over the N * M bucket slots.
   double load_factor() const {
     const uint64_t slots = geometry().num_slots();
@@ -118,6 +130,10 @@ absl::StatusOr<std::unique_ptr<Table>> make_cuda_table(const TableOptions& optio
 
 // CUDA devices this process can use (0 in a build without nvcc).
 int cuda_device_count();
+
+// The name of CUDA device `device` ("NVIDIA H100 80GB HBM3"), or "" in a build
+// without nvcc or when the device cannot be queried.
+std::string cuda_device_name(int device);
 
 // The table of the given backend (device is ignored by the CPU backend).
 absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options,

@@ -1,6 +1,7 @@
 // Owners of device memory, so that no error path leaks it.
 //
-// DeviceArray: table storage, cudaMalloc'd once (never managed memory).
+// DeviceArray: storage (a table's, a get pipeline's buffers), cudaMalloc'd
+// once (never managed memory).
 // StreamScratch: per-batch scratch, cudaMallocAsync'd on the batch's stream
 // and freed on the same stream, so a batch never forces a device-wide sync.
 #pragma once
@@ -11,9 +12,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "engine/cuda/cuda_status.h"
+#include "gphkv/cuda/status.h"
 
-namespace gphkv::engine::cuda {
+namespace gphkv::cuda {
 
 template <class T>
 class DeviceArray {
@@ -84,4 +85,4 @@ class StreamScratch {
   size_t bytes_ = 0;
 };
 
-}  // namespace gphkv::engine::cuda
+}  // namespace gphkv::cuda

@@ -1,4 +1,4 @@
-#include "bench/engine_bench_report.h"
+#include "bench/engine_bench/report.h"
 
 #include <cstdio>
 

@@ -1,6 +1,7 @@
 // CUDA errors as absl::Status: every runtime call and every launch in the
-// CUDA backend goes through these, so a failure carries CUDA's own text and
-// the place it happened, and nothing is thrown across the engine boundary.
+// CUDA backend and the server's CUDA data path goes through these, so a
+// failure carries CUDA's own text and the place it happened, and nothing is
+// thrown across a module boundary.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace gphkv::engine::cuda {
+namespace gphkv::cuda {
 
 inline absl::Status cuda_status(cudaError_t err, const char* what, const char* file, int line) {
   if (err == cudaSuccess) return absl::OkStatus();
@@ -22,14 +23,14 @@ inline absl::Status cuda_status(cudaError_t err, const char* what, const char* f
   return absl::InternalError(msg);
 }
 
-}  // namespace gphkv::engine::cuda
+}  // namespace gphkv::cuda
 
 // Returns from the enclosing function with a Status when the CUDA call fails.
 #define GPHKV_CUDA_TRY(expr)                                                                    \
   do {                                                                                          \
     cudaError_t gphkv_err_ = (expr);                                                            \
     if (gphkv_err_ != cudaSuccess)                                                              \
-      return ::gphkv::engine::cuda::cuda_status(gphkv_err_, #expr, __FILE__, __LINE__);         \
+      return ::gphkv::cuda::cuda_status(gphkv_err_, #expr, __FILE__, __LINE__);                 \
   } while (0)
 
 // After a <<<...>>> launch: launch-configuration errors surface here, at once.

@@ -1,0 +1,59 @@
+// The lookup tuning sweep (--sweep) on a full table: find 50% uniform in
+// every launch shape measured, then every find case with the Cell Index kept
+// in L2. The engine keeps the shape that won (engine/cuda/lookup.h) and no L2
+// window (docs/gph.md, "Tuning on the H100").
+#include <string>
+
+#include "bench/engine_bench/key_spaces.cuh"
+#include "bench/engine_bench/lookup_shapes.cuh"
+#include "bench/engine_bench/measurements.h"
+
+namespace gphkv::bench {
+
+std::vector<Report::Variant> lookup_tuning(Context& c, CudaTable& table, uint64_t n, uint64_t nq,
+                                           absl::Span<const FindCase> cases, TableBuffers& b) {
+  std::vector<Report::Variant> variants;
+  const engine::cuda::DeviceTable view = table.view();
+  fill_queries(b.queries, nq, n, FindCase{50, Distribution::kUniform}, 5, 1, c.s);
+  auto measure = [&](LookupShape shape, const std::string& name) {
+    const double ms = median_ms(c.args.reps, c.s, [&] {
+      CK(launch_lookup_shape(view, b.queries, nq, b.out, b.found, shape, nullptr, c.s));
+    });
+    check_hits(c, b.found, nq, 50, b.count, "sweep");
+    variants.push_back({name, gops(nq, ms)});
+  };
+  for (int g : {2, 4, 8}) {
+    for (int k : {1, 2}) {
+      for (int block : {128, 256}) {
+        if (block == 128 && !(g == 4 && k == 1)) continue;
+        LookupShape shape;
+        shape.group = g;
+        shape.block = block;
+        shape.keys_per_thread = k;
+        measure(shape, "find 50% uniform |g|=" + std::to_string(g) + " K=" + std::to_string(k) +
+                           " block=" + std::to_string(block));
+      }
+    }
+  }
+  for (int stream : {0, 1}) {
+    LookupShape shape;
+    shape.streaming_loads = stream;
+    measure(shape, std::string("find 50% uniform |g|=4 K=1 evict-first bucket loads ") + (stream ? "on" : "off"));
+  }
+  // Last, as it takes L2 from every later kernel: the Cell Index pinned in L2.
+  const CellWindow window = keep_cells_in_l2(view, table.device());
+  for (const FindCase& fc : cases) {
+    fill_queries(b.queries, nq, n, fc, 77 + fc.hit_pct, 0x9e3779b97f4a7c15ull % n | 1, c.s);
+    const double ms = median_ms(c.args.reps, c.s, [&] {
+      CK(launch_lookup_shape(view, b.queries, nq, b.out, b.found, LookupShape{}, &window, c.s));
+    });
+    check_hits(c, b.found, nq, fc.hit_pct, b.count, "persist");
+    variants.push_back({std::string("L2-persistent Cell Index, find ") + std::to_string(fc.hit_pct) + "% " +
+                            distribution_name(fc.distribution),
+                        gops(nq, ms)});
+  }
+  stop_keeping_cells_in_l2(c.s);
+  return variants;
+}
+
+}  // namespace gphkv::bench

@@ -1,0 +1,66 @@
+// The table section: one table per --keys size, every operation on it in the
+// order that leaves each measurement the table state it needs.
+#include <algorithm>
+
+#include "bench/engine_bench/measurements.h"
+#include "bench/engine_bench/sections.h"
+
+namespace gphkv::bench {
+
+void table_section(Context& c, uint64_t n, bool sweep) {
+  const uint64_t nq = std::min<uint64_t>(n, 100000000ull);
+  const uint64_t batch = (n + 9) / 10;
+  engine::TableOptions o;
+  o.num_buckets = engine::buckets_for_capacity(n, c.args.load, o.slots_per_bucket);
+  auto made = CudaTable::create(o, 0);
+  OK(made.status());
+  CudaTable& table = **made;
+  const double lf = static_cast<double>(n) / (static_cast<double>(o.num_buckets) * o.slots_per_bucket);
+  std::printf("\n== %llu keys: N=%llu buckets x M=%u, R=%u, cells/bucket=%.0f, load %.3f, table %.2f GB\n",
+              static_cast<unsigned long long>(n), static_cast<unsigned long long>(o.num_buckets),
+              o.slots_per_bucket, o.virtual_buckets, o.cells_per_bucket, lf, table.device_bytes() / 1e9);
+  std::fflush(stdout);
+  TableBuffers b(batch, nq);
+
+  // Ceilings over a buffer as large as the key array (8 GiB at most: past
+  // L2 the size no longer matters, ../shared/device/README.md).
+  const uint64_t key_bytes = static_cast<uint64_t>(o.num_buckets) * o.slots_per_bucket * 8;
+  const uint64_t ceiling_bytes = std::min<uint64_t>(key_bytes, 8ull << 30);
+  const double ceil = gather_ceiling_gops(c, ceiling_bytes, nq, 0, nullptr, 0);
+  const double ceil_v = gather_ceiling_gops(c, ceiling_bytes, nq, 2, b.queries, nq);
+  std::printf("gather ceiling, 128 B per query: %.2f G/s; with an 8 B value read for every 2nd: %.2f G/s\n", ceil,
+              ceil_v);
+
+  uint64_t build_no_room = 0;
+  const double insert_rate = insert_build(c, table, n, n >= 500000000ull ? 2 : 3, b, &build_no_room);
+  std::printf("insert, build from empty to load %.2f (10 batches): %.2f G/s\n", lf, insert_rate);
+
+  std::vector<double> finds;
+  for (const FindCase& fc : kFindCases) finds.push_back(find_rate(c, table, n, nq, fc, b));
+  const BurstRates burst = burst_insert_erase(c, table, n, n - build_no_room, b);
+  std::vector<Report::Variant> variants;
+  if (sweep) variants = lookup_tuning(c, table, n, nq, kFindCases, b);
+  made->reset();  // free the GPH table before the baseline takes as much
+  const BaselineRates base = baseline(c, n, o.num_buckets, nq, kFindCases, b);
+
+  Report::Size rs;
+  rs.keys = n;
+  rs.load = lf;
+  rs.buckets = o.num_buckets;
+  rs.ceiling = ceil;
+  rs.ceiling_with_values = ceil_v;
+  rs.insert_build = insert_rate;
+  rs.build_no_room = build_no_room;
+  rs.insert_burst = burst.insert;
+  rs.erase_burst = burst.erase;
+  rs.baseline_build = base.build;
+  for (size_t i = 0; i < std::size(kFindCases); ++i) {
+    const FindCase& fc = kFindCases[i];
+    rs.finds.push_back({fc.hit_pct, fc.distribution == Distribution::kZipf, finds[i], base.finds[i]});
+  }
+  rs.variants = variants;
+  c.report.sizes.push_back(rs);
+  c.report.print_size(rs);
+}
+
+}  // namespace gphkv::bench

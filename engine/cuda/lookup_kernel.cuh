@@ -1,0 +1,131 @@
+// The grouped lookup kernel (GPH §5.1, §5.2) as a template over its shape:
+// M slots per bucket, |g| threads per bucket, K keys per thread, and whether
+// bucket and value loads are marked evict-first. lookup.cu instantiates the
+// shape production launches; engine_bench instantiates the others it
+// measures (bench/engine_bench/lookup_shapes.cuh).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda/device_table.cuh"
+#include "gphkv/engine/gph_hash.h"
+
+namespace gphkv::engine::cuda {
+
+inline constexpr unsigned kFullWarp = 0xffffffffu;
+
+// GPH §5.1 Lookup Group + §5.2 Bucket Requester.
+//
+// Each thread owns K query keys (coalesced loads, coalesced result stores) and
+// computes their cells and buckets. A group of G threads then reads the G*K
+// buckets of its members' keys: each thread loads V = M/(2G) 16-byte vectors
+// per bucket, and all G*K*V loads are issued before the first compare, so a
+// thread has that many independent 16-byte requests in flight (memory-level
+// parallelism is what a random gather lives on). A ballot over the group finds
+// the matching lane; only that lane reads the value array (all value reads of
+// the thread again issued together), and a shuffle hands the value to the
+// key's owner, which writes it out. K > 1 doubles the requests in flight in
+// both phases; the value read of a hit depends on the compare, so without it
+// a hit costs two full memory latencies with half the parallelism.
+template <bool kStream>
+__device__ __forceinline__ ulonglong2 load_slots(const ulonglong2* p) {
+  if constexpr (kStream) return __ldcs(p);
+  return __ldg(p);
+}
+template <bool kStream>
+__device__ __forceinline__ uint64_t load_value(const uint64_t* p) {
+  if constexpr (kStream) return __ldcs(reinterpret_cast<const unsigned long long*>(p));
+  return *p;
+}
+
+template <int M, int G, int K, bool kStream>
+__global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries,
+                                                      uint64_t n, uint64_t* __restrict__ out_values,
+                                                      uint8_t* __restrict__ out_found) {
+  static_assert(M % (2 * G) == 0, "a bucket splits into whole 16-byte vectors per thread");
+  constexpr int V = M / (2 * G);
+  const uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x) * K + threadIdx.x;
+  const int lane = threadIdx.x & 31;
+  const int member = lane % G;
+  const int leader = lane - member;
+  const unsigned group_mask = (G == 32 ? kFullWarp : ((1u << G) - 1u)) << leader;
+
+  // Every lane stays to the end: the shuffles below need the whole warp.
+  uint64_t key[K];
+  uint32_t bucket[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const uint64_t i = first + static_cast<uint64_t>(k) * blockDim.x;
+    key[k] = i < n ? queries[i] : 0;
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    bucket[k] = 0;
+    if (key[k] != gph::kEmptyKey) {
+      const uint32_t cell = gph::cell_of(t.geo, key[k]);
+      bucket[k] = gph::bucket_for_key(t.geo, key[k], cell, __ldg(t.cells + cell));
+    }
+  }
+
+  // Bucket Requester: all loads first.
+  ulonglong2 slots[K][G][V];
+  uint32_t buckets[K][G];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      buckets[k][r] = __shfl_sync(kFullWarp, bucket[k], leader + r);
+      const ulonglong2* p =
+          reinterpret_cast<const ulonglong2*>(t.keys + static_cast<uint64_t>(buckets[k][r]) * M) + member * V;
+#pragma unroll
+      for (int x = 0; x < V; ++x) slots[k][r][x] = load_slots<kStream>(p + x);
+    }
+  }
+
+  // Compare, then read the value of each hit (still all before any shuffle).
+  uint64_t hit_value[K][G];
+  unsigned group_hits[K][G];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      const uint64_t want = __shfl_sync(kFullWarp, key[k], leader + r);
+      int slot = -1;
+#pragma unroll
+      for (int x = 0; x < V; ++x) {
+        if (slots[k][r][x].x == want) slot = member * 2 * V + 2 * x;
+        if (slots[k][r][x].y == want) slot = member * 2 * V + 2 * x + 1;
+      }
+      group_hits[k][r] = __ballot_sync(kFullWarp, slot >= 0) & group_mask;
+      hit_value[k][r] = 0;
+      if (slot >= 0) hit_value[k][r] = load_value<kStream>(t.values + static_cast<uint64_t>(buckets[k][r]) * M + slot);
+    }
+  }
+
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    uint64_t my_value = 0;
+    bool my_found = false;
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      const int src = group_hits[k][r] ? __ffs(group_hits[k][r]) - 1 : leader;
+      const uint64_t v = __shfl_sync(kFullWarp, hit_value[k][r], src);
+      if (member == r) {
+        my_value = v;
+        my_found = group_hits[k][r] != 0;
+      }
+    }
+    const uint64_t i = first + static_cast<uint64_t>(k) * blockDim.x;
+    if (i >= n) continue;
+    if (key[k] == gph::kEmptyKey) {  // out of band: it would "match" vacant slots
+      my_found = t.oob->present != 0;
+      my_value = t.oob->value;
+    }
+    out_found[i] = my_found;
+    if (my_found) out_values[i] = my_value;
+  }
+}
+
+}  // namespace gphkv::engine::cuda

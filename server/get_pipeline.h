@@ -1,0 +1,41 @@
+// Get runs that run on the device ahead of their answers: submitted, then
+// finished in submission order (server/cuda/device_gets.h, built with CUDA).
+// Reads only: the owner (the store, on the executor thread) finishes every
+// run in flight before it applies a write, so a slot freed by a write is
+// never read by an older get and a get submitted after an acknowledged write
+// sees it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "gphkv/engine/stream_ordered_table.h"
+#include "server/call.h"
+#include "server/get_answers.h"
+#include "server/get_stages.h"
+
+namespace gphkv::server {
+
+class GetPipeline {
+ public:
+  virtual ~GetPipeline() = default;
+
+  // Runs in flight at most.
+  virtual int depth() const = 0;
+  virtual size_t in_flight() const = 0;
+  // Runs whose values outgrew the download sent with them (copied at finish).
+  virtual uint64_t late_downloads() const = 0;
+
+  // Enqueues a run of get calls on the table (in_flight() < depth()). An
+  // error leaves nothing in flight for the run; its calls are the caller's.
+  virtual absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls) = 0;
+  // Waits for the oldest run and returns its answers, to be filled into the
+  // responses on any thread. Everything the run read of the table and the
+  // value heap was read by then.
+  virtual std::shared_ptr<GetAnswers> finish(uint64_t max_response_bytes, GetStageTimes* times) = 0;
+};
+
+}  // namespace gphkv::server

@@ -1,0 +1,74 @@
+// A run of put calls, planned before anything is written (Store::apply_puts):
+// which of the run's distinct keys are stored already, and their old value
+// handles; which calls fit under --memory, each whole or not at all, with
+// their created flags against the state the calls before them leave; and,
+// per key, the value its last admitted occurrence writes. The admitted values
+// then go to the value heap in one write and the keys to the table in one
+// batch, so a refused call changes nothing and an admitted run costs one
+// heap write and one table launch.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "gphkv/engine/elastic_table.h"
+#include "server/call.h"
+#include "server/distinct_keys.h"
+#include "server/memory_budget.h"
+#include "server/value_heap.h"
+
+namespace gphkv::server {
+
+class PutPlan {
+ public:
+  explicit PutPlan(absl::Span<Call* const> calls);
+
+  // Looks the run's distinct keys up in the table (their old handles).
+  absl::Status find_stored(engine::ElasticTable& table);
+  // Admits calls[ci] or says why not (then nothing changed for it). Called
+  // for each call in order, after find_stored; fills an admitted call's
+  // created flags and takes its value slots.
+  absl::Status admit(size_t ci, MemoryBudget& budget);
+
+  // Every admitted value, in the order the calls carry them.
+  absl::Span<const ValueHandle> written_handles() const { return written_handles_; }
+  absl::Span<const std::string_view> written_bytes() const { return written_bytes_; }
+  // The table's batch: each key an admitted call wrote, with its last value.
+  void table_batch(std::vector<uint64_t>* keys, std::vector<uint64_t>* handles) const;
+
+  // The table took the batch: frees the values it replaced (the keys' old
+  // values, and those a later occurrence in the run overwrote).
+  void release_replaced(ValueHeap& heap) const;
+  // The heap's write failed: frees every slot the run took.
+  void release_written(ValueHeap& heap) const;
+  // The table refused the batch: frees the batch's values, then those a
+  // later occurrence overwrote (every slot the run took).
+  void release_unstored(ValueHeap& heap) const;
+
+ private:
+  static constexpr ValueHandle kNoHandle = ~ValueHandle{0};
+
+  absl::Span<Call* const> calls_;
+  DistinctKeys keys_;
+  // Per distinct key: in the table before the run, and its handle there.
+  std::vector<uint8_t> found_;
+  std::vector<uint64_t> old_handle_;
+  // Per distinct key: stored after the calls admitted so far, the handle the
+  // latest admitted occurrence wrote, and the last call that counted it new.
+  std::vector<uint8_t> present_;
+  std::vector<ValueHandle> pending_;
+  std::vector<uint32_t> counted_in_;
+  std::vector<ValueHandle> superseded_;  // written, then overwritten within the run
+  std::vector<ValueHandle> written_handles_;
+  std::vector<std::string_view> written_bytes_;
+  uint64_t base_keys_ = 0;  // keys stored before the run
+  uint64_t new_keys_ = 0;   // keys the admitted calls add
+  // Scratch of admit().
+  std::vector<uint32_t> lengths_;
+  std::vector<ValueHandle> slots_;
+};
+
+}  // namespace gphkv::server

@@ -1,0 +1,38 @@
+// What a store is made with (server/store.h): the backend, the --memory cap,
+// the table's growth rules and the CUDA get pipeline's depth.
+#pragma once
+
+#include <cstdint>
+
+#include "gphkv/engine/table.h"
+
+namespace gphkv::server {
+
+struct StoreOptions {
+  engine::Backend backend = engine::Backend::kCpu;
+  int device = 0;
+  // The cap on table bytes + value heap bytes.
+  uint64_t memory_limit_bytes = uint64_t{1} << 30;
+  // Keys the first table is sized for (at max_load_factor).
+  uint64_t initial_capacity = 1 << 20;
+  uint32_t max_value_bytes = 1 << 20;
+  // A Get whose values would exceed this is refused (RESOURCE_EXHAUSTED)
+  // instead of building a response gRPC would refuse to send.
+  uint64_t max_response_bytes = uint64_t{256} << 20;
+  // A background rebuild grows the table once a put takes it past this load
+  // factor (engine::ElasticOptions::max_load_factor, at most 0.95). The CPU
+  // backend reaches ~0.85 with the default M, R and cells (docs/gph.md), so
+  // 0.80 leaves room for Extended Move to succeed.
+  double max_load_factor = 0.80;
+  // A grown table is sized so its keys fill it to this (used up to
+  // 0.625 x max_load_factor, so 0.5 at the default).
+  double rebuild_load_factor = 0.50;
+  engine::TableOptions table{};
+  // CUDA backend (values in device memory): get batches in flight at once,
+  // each on its own stream (0: the synchronous path for every get).
+  int gpu_pipeline_depth = 2;
+  // Time each pipelined get batch's device stages with CUDA events.
+  bool time_get_stages = false;
+};
+
+}  // namespace gphkv::server

@@ -18,10 +18,8 @@ int64_t unix_ms(std::chrono::system_clock::time_point t) {
 }
 
 // Damage that recovery may step past (an older snapshot, skip-corrupt);
-// anything else (I/O, the sink) ends it.
-bool is_damage(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kDataLoss || s.code() == absl::StatusCode::kUnimplemented;
-}
+// anything else (I/O, the sink, a format version from a newer build) ends it.
+bool is_damage(const absl::Status& s) { return s.code() == absl::StatusCode::kDataLoss; }
 
 }  // namespace
 

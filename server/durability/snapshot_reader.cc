@@ -32,6 +32,10 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
   }
   SnapshotLoad load;
   auto header = decode_snapshot_header(head.payload);
+  if (header.status().code() == absl::StatusCode::kUnimplemented) {
+    return absl::UnimplementedError(absl::StrCat("snapshot ", path, ": ", header.status().message(),
+                                                 " (written by a newer gphkv-server)"));
+  }
   if (!header.ok()) return damaged(path, kSnapshotMagic.size(), header.status().message());
   load.header = *header;
   if (header->sequence != file.sequence) {

@@ -6,7 +6,8 @@
 // after the last block) is DATA_LOSS naming the file and offset; pairs of
 // the blocks before it were delivered already (the caller resets the sink).
 // Under kSkipCorrupt a damaged header is still an error (nothing in the file
-// can be placed), while a damaged block is skipped up to the next intact
+// can be placed); a format version this build does not read is
+// UNIMPLEMENTED under either mode, while a damaged block is skipped up to the next intact
 // block and noted in `dropped`, with the pairs lost.
 #pragma once
 

@@ -24,6 +24,7 @@
 namespace gphkv::server::durability {
 namespace {
 
+using testing::append_batches;
 using testing::list_names;
 using testing::Model;
 using testing::model_after;
@@ -38,15 +39,6 @@ DataDirOptions small_files(RecoverMode recover = RecoverMode::kStrict) {
   o.snapshot_block_bytes = 2 << 10;
   o.recover = recover;
   return o;
-}
-
-void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to) {
-  for (uint64_t seq = from; seq <= to; ++seq) {
-    WriteBatch b = testing::random_batch(seed, seq, nullptr);
-    auto got = dir.append(b);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(*got, seq);
-  }
 }
 
 // A synchronous snapshot of the stream's state after `last`.
@@ -190,28 +182,38 @@ TEST(DataDir, ACrashDuringASnapshotKeepsThePreviousOne) {
   EXPECT_EQ(sink.state, model_after(seed, 80));
 }
 
+// Snapshots at batches 30 and 60 of the stream, then batches 61..`last`;
+// then the files the second snapshot removed (the first snapshot and the
+// segments of batches 31..60) put back, as a crash between its rename and
+// its cleanup leaves the directory.
+void two_snapshots_then_restore_the_first(const std::string& path, uint64_t seed, uint64_t last) {
+  ScratchDir saved;
+  {
+    ModelSink sink;
+    auto dir = open_ok(path, small_files(), &sink);
+    append_batches(*dir, seed, 1, 30);
+    take_snapshot(*dir, seed, 30);
+    append_batches(*dir, seed, 31, 60);
+    ASSERT_TRUE(dir->sync().ok());
+    testing::copy_dir(path, saved.path());
+    take_snapshot(*dir, seed, 60);
+    append_batches(*dir, seed, 61, last);
+  }
+  for (const std::string& name : list_names(saved.path())) {
+    if (!std::filesystem::exists(path + "/" + name)) {
+      std::filesystem::copy_file(saved.path() + "/" + name, path + "/" + name);
+    }
+  }
+  ASSERT_TRUE(std::filesystem::exists(snapshot_path(path, 30)));
+}
+
 // A crash after the new snapshot was renamed in but before what it covers
 // was removed: the new one is used and the rest removed at start.
 TEST(DataDir, ACrashBeforeCleanupIsFinishedAtStart) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
-  ScratchDir tmp, saved;
-  {
-    ModelSink sink;
-    auto dir = open_ok(tmp.path(), small_files(), &sink);
-    append_batches(*dir, seed, 1, 30);
-    take_snapshot(*dir, seed, 30);
-    append_batches(*dir, seed, 31, 60);
-    ASSERT_TRUE(dir->sync().ok());
-    testing::copy_dir(tmp.path(), saved.path());
-    take_snapshot(*dir, seed, 60);
-  }
-  for (const std::string& name : list_names(saved.path())) {
-    if (!std::filesystem::exists(tmp.path() + "/" + name)) {
-      std::filesystem::copy_file(saved.path() + "/" + name, tmp.path() + "/" + name);
-    }
-  }
-  ASSERT_TRUE(std::filesystem::exists(snapshot_path(tmp.path(), 30)));
+  ScratchDir tmp;
+  two_snapshots_then_restore_the_first(tmp.path(), seed, 60);
   ModelSink sink;
   auto dir = open_ok(tmp.path(), small_files(), &sink);
   ASSERT_NE(dir, nullptr);
@@ -226,23 +228,8 @@ TEST(DataDir, ACrashBeforeCleanupIsFinishedAtStart) {
 TEST(DataDir, ADamagedSnapshotFallsBackToAnOlderOneWithACompleteLog) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
-  ScratchDir tmp, saved;
-  {
-    ModelSink sink;
-    auto dir = open_ok(tmp.path(), small_files(), &sink);
-    append_batches(*dir, seed, 1, 30);
-    take_snapshot(*dir, seed, 30);
-    append_batches(*dir, seed, 31, 60);
-    ASSERT_TRUE(dir->sync().ok());
-    testing::copy_dir(tmp.path(), saved.path());
-    take_snapshot(*dir, seed, 60);
-    append_batches(*dir, seed, 61, 70);
-  }
-  for (const std::string& name : list_names(saved.path())) {
-    if (!std::filesystem::exists(tmp.path() + "/" + name)) {
-      std::filesystem::copy_file(saved.path() + "/" + name, tmp.path() + "/" + name);
-    }
-  }
+  ScratchDir tmp;
+  two_snapshots_then_restore_the_first(tmp.path(), seed, 70);
   flip_bit_in_first_block(snapshot_path(tmp.path(), 60));
   ModelSink sink;
   auto dir = open_ok(tmp.path(), small_files(), &sink);

@@ -77,6 +77,15 @@ Model model_after(uint64_t seed, uint64_t last) {
   return m;
 }
 
+void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to) {
+  for (uint64_t seq = from; seq <= to; ++seq) {
+    WriteBatch b = random_batch(seed, seq, nullptr);
+    auto got = dir.append(b);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(*got, seq);
+  }
+}
+
 absl::StatusOr<bool> ModelSource::next(Pairs* out) {
   if (chunks_ == fail_at_chunk) return absl::AbortedError("the store stopped exporting");
   ++chunks_;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "server/durability/data_dir.h"
 #include "server/durability/pairs.h"
 #include "server/durability/write_batch.h"
 
@@ -38,6 +39,10 @@ class ModelSink : public RecoverySink {
 WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model);
 // The model after batches 1..last of the stream.
 Model model_after(uint64_t seed, uint64_t last);
+
+// Appends batches [from, to] of the seed's stream, checking their numbers
+// (gtest assertions: call it under ASSERT_NO_FATAL_FAILURE where it matters).
+void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to);
 
 // Yields a model's pairs in chunks of up to `chunk` pairs, reading the map
 // as it is at each call (so a test may change it between calls: a fuzzy

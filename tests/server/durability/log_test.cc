@@ -18,6 +18,7 @@
 namespace gphkv::server::durability {
 namespace {
 
+using testing::append_batches;
 using testing::list_names;
 using testing::model_after;
 using testing::ModelSink;
@@ -30,16 +31,6 @@ DataDirOptions options(FsyncPolicy fsync, uint64_t segment_bytes = uint64_t{64} 
   o.log.segment_bytes = segment_bytes;
   o.recover = recover;
   return o;
-}
-
-// Appends batches [from, to] of the seed's stream, checking their numbers.
-void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to) {
-  for (uint64_t seq = from; seq <= to; ++seq) {
-    WriteBatch b = testing::random_batch(seed, seq, nullptr);
-    auto got = dir.append(b);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(*got, seq);
-  }
 }
 
 // A log of batches 1..n (policy never: these tests look at the files).

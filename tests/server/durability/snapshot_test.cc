@@ -200,6 +200,26 @@ TEST(Snapshot, AHeaderThatDisagreesWithTheNameIsRefused) {
   EXPECT_NE(s.status().message().find("the header says batch 5, the name batch 6"), std::string::npos) << s.status();
 }
 
+// Version 2 (a newer build's) is neither damage to skip nor a file to read.
+TEST(Snapshot, AFormatVersionFromANewerBuildIsRefusedInEitherMode) {
+  ScratchDir tmp;
+  const Written w = write_random_snapshot(tmp.path(), 1, 4);
+  const RecordAt head = read_record(w.bytes, kSnapshotMagic.size());
+  ASSERT_EQ(head.check, RecordCheck::kOk);
+  std::string payload(head.payload);
+  payload[0] = 2;  // the version field
+  const auto frame = record_header(payload);
+  std::string bytes = w.bytes;
+  bytes.replace(kSnapshotMagic.size(), frame.size() + payload.size(), std::string(frame.data(), frame.size()) + payload);
+  testing::write_file(w.path, bytes);
+  for (RecoverMode mode : {RecoverMode::kStrict, RecoverMode::kSkipCorrupt}) {
+    ModelSink sink;
+    auto s = load_snapshot({4, w.path}, mode, sink);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented) << s.status();
+    EXPECT_NE(s.status().message().find("version 2"), std::string::npos) << s.status();
+  }
+}
+
 TEST(Snapshot, ASourceErrorLeavesNothingBehind) {
   ScratchDir tmp;
   std::mt19937_64 rng(3);

@@ -42,7 +42,12 @@ __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const unsi
   return ~static_cast<uint32_t>(c);
 }
 
-const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+// Asked during static initialization, before libgcc's own CPU probe may
+// have run: hence the explicit init.
+const bool kHaveSse42 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
 #else
 const bool kHaveSse42 = false;
 #endif

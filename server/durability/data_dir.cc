@@ -213,7 +213,8 @@ absl::Status DataDir::end_snapshot(const absl::StatusOr<SnapshotInfo>& written) 
 }
 
 absl::StatusOr<uint64_t> DataDir::start_snapshot(std::shared_ptr<PairSource> source) {
-  if (snapshot_thread_.joinable()) snapshot_thread_.join();  // finished: running_ was false
+  if (snapshot_running()) return absl::FailedPreconditionError("a snapshot is being written already");
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();  // done: only its last instructions are left
   auto sequence = begin_snapshot();
   if (!sequence.ok()) return sequence.status();
   snapshot_thread_ = std::thread([this, sequence = *sequence, source = std::move(source)] {

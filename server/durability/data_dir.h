@@ -72,7 +72,8 @@ class DataDir {
   // options.recover = kStrict will not start past; I/O errors; the sink's.
   static absl::StatusOr<std::unique_ptr<DataDir>> open(const std::string& dir, const DataDirOptions& options,
                                                        RecoverySink& sink, DurabilityMetrics* metrics = nullptr);
-  // Waits for a snapshot being written, syncs the log, releases the lock.
+  // Waits for a snapshot being written (its source must end: a SnapshotFeed
+  // must be finished or failed first), syncs the log, releases the lock.
   ~DataDir();
 
   const RecoveryReport& recovery() const { return recovery_; }

@@ -5,7 +5,7 @@
 //             the executor's batch is the group commit)
 //   everysec  the record is written (to the OS); a background thread
 //             fdatasyncs once a second; if syncs fall behind by more than
-//             LogOptions::max_sync_lag_seconds, append syncs itself first
+//             LogOptions::max_sync_lag_seconds, append syncs before it returns
 //   never     the record is written; the OS syncs when it likes
 //
 // A segment is started by the first batch after open or rotate() (named

@@ -44,6 +44,7 @@ File::~File() {
 
 absl::Status File::append(std::initializer_list<std::string_view> pieces) {
   iovec iov[8];
+  if (pieces.size() > 8) return absl::InvalidArgumentError("File::append takes at most 8 pieces");
   int n = 0;
   for (std::string_view p : pieces) {
     if (!p.empty()) iov[n++] = iovec{const_cast<char*>(p.data()), p.size()};

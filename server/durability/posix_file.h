@@ -29,7 +29,8 @@ class File {
   File& operator=(const File&) = delete;
   ~File();
 
-  // Writes all of `pieces` at the file offset, retrying short writes and EINTR.
+  // Writes all of `pieces` (at most 8) at the file offset, retrying short
+  // writes and EINTR.
   absl::Status append(std::initializer_list<std::string_view> pieces);
   absl::Status write_at(uint64_t offset, std::string_view bytes);
   // fdatasync(2): the data, and the size, are on the device.

@@ -1,0 +1,51 @@
+// The two interfaces between the durability module and the store that
+// owns the data: RecoverySink takes what recovery reads back, PairSource
+// yields the store's pairs for a snapshot. Both pass runs of pairs as views.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace gphkv::server::durability {
+
+// values[i] is keys[i]'s value. The views point into a buffer that lives
+// until the call that passed them returns (or, from a PairSource, until
+// its next call).
+struct Pairs {
+  absl::Span<const uint64_t> keys;
+  absl::Span<const std::string_view> values;
+};
+
+// Where recovery delivers the data, in the order it took effect: first the
+// snapshot's pairs (a key may come more than once: the last one wins), then
+// the log's puts and deletes. An error from any call ends recovery with it.
+class RecoverySink {
+ public:
+  virtual ~RecoverySink() = default;
+  virtual absl::Status on_puts(const Pairs& pairs) = 0;
+  virtual absl::Status on_deletes(absl::Span<const uint64_t> keys) = 0;
+  // The snapshot is in (`sequence`: the last batch it covers); the log's
+  // batches follow. A store may bulk-build its table here.
+  virtual absl::Status on_snapshot_loaded(uint64_t sequence) {
+    (void)sequence;
+    return absl::OkStatus();
+  }
+  // Forget everything delivered so far: the newest snapshot turned out
+  // corrupt part way and an older one is loaded instead.
+  virtual absl::Status on_reset() = 0;
+};
+
+// The pairs a snapshot saves. Called on the snapshot writer's thread.
+class PairSource {
+ public:
+  virtual ~PairSource() = default;
+  // The next run of pairs into *out (views valid until the next call);
+  // false once every pair was given; an error abandons the snapshot.
+  virtual absl::StatusOr<bool> next(Pairs* out) = 0;
+};
+
+}  // namespace gphkv::server::durability

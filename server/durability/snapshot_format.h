@@ -1,0 +1,46 @@
+// A snapshot file: every pair of the store after the batches up to its
+// sequence number, as records (record_format.h):
+//
+//   "GPHKVSNP"                       8 bytes of magic
+//   header record, payload 44 bytes: u32 version (1), u32 flags (0),
+//                                    u64 sequence, u64 pairs, u64 value bytes,
+//                                    u64 blocks, u64 created (Unix ms)
+//   block records, `blocks` of them: pair entries (pair_codec.h), about
+//                                    DataDirOptions::snapshot_block_bytes each
+//
+// A logical dump of pairs, not the table's image: the table's layout differs
+// between the CPU and CUDA tables and after every rebuild, and the value
+// bytes must be saved anyway. A key may occur more than once (a fuzzy
+// snapshot, snapshot_writer.h): the last occurrence wins.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace gphkv::server::durability {
+
+inline constexpr std::string_view kSnapshotMagic = "GPHKVSNP";
+inline constexpr uint32_t kSnapshotVersion = 1;
+
+struct SnapshotHeader {
+  uint32_t version = kSnapshotVersion;
+  uint64_t sequence = 0;
+  uint64_t pairs = 0;
+  uint64_t value_bytes = 0;
+  uint64_t blocks = 0;
+  int64_t created_unix_ms = 0;
+};
+
+// The header record's payload.
+std::string encode_snapshot_header(const SnapshotHeader& h);
+// DATA_LOSS for a payload of the wrong size; UNIMPLEMENTED for a version this
+// build does not read.
+absl::StatusOr<SnapshotHeader> decode_snapshot_header(std::string_view payload);
+
+// Where the first block starts.
+inline constexpr uint64_t kSnapshotBlocksOffset = 8 + 8 + 44;
+
+}  // namespace gphkv::server::durability

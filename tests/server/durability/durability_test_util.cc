@@ -1,0 +1,176 @@
+#include "tests/server/durability/durability_test_util.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "server/durability/record_format.h"
+#include "tests/loadgen/test_seed.h"
+
+namespace gphkv::server::durability::testing {
+
+absl::Status ModelSink::on_puts(const Pairs& pairs) {
+  for (size_t i = 0; i < pairs.keys.size(); ++i) state[pairs.keys[i]] = std::string(pairs.values[i]);
+  return absl::OkStatus();
+}
+
+absl::Status ModelSink::on_deletes(absl::Span<const uint64_t> keys) {
+  for (uint64_t k : keys) state.erase(k);
+  return absl::OkStatus();
+}
+
+absl::Status ModelSink::on_snapshot_loaded(uint64_t sequence) {
+  snapshot_sequence = sequence;
+  return absl::OkStatus();
+}
+
+absl::Status ModelSink::on_reset() {
+  state.clear();
+  ++resets;
+  return absl::OkStatus();
+}
+
+WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model) {
+  std::mt19937_64 rng(seed ^ (sequence * 0x9E3779B97F4A7C15ull));
+  auto key = [&]() -> uint64_t {
+    switch (rng() % 16) {
+      case 0: return 0;
+      case 1: return UINT64_MAX;
+      default: return rng() % 512;
+    }
+  };
+  WriteBatch batch;
+  const int runs = 1 + static_cast<int>(rng() % 3);
+  for (int r = 0; r < runs; ++r) {
+    const size_t n = 1 + rng() % 12;
+    std::vector<uint64_t> keys(n);
+    for (auto& k : keys) k = key();
+    if (rng() % 4 == 0) {
+      batch.add_deletes(keys);
+      if (model) {
+        for (uint64_t k : keys) model->erase(k);
+      }
+      continue;
+    }
+    std::vector<uint32_t> lengths(n);
+    std::string bytes;
+    for (size_t i = 0; i < n; ++i) {
+      lengths[i] = static_cast<uint32_t>(rng() % 64 == 0 ? rng() % 65536 : rng() % 301);
+      const size_t at = bytes.size();
+      bytes.resize(at + lengths[i]);
+      for (size_t j = at; j < bytes.size(); ++j) bytes[j] = static_cast<char>(rng());
+      if (model) (*model)[keys[i]] = bytes.substr(at);
+    }
+    batch.add_puts(keys, lengths, bytes);
+  }
+  return batch;
+}
+
+Model model_after(uint64_t seed, uint64_t last) {
+  Model m;
+  for (uint64_t s = 1; s <= last; ++s) random_batch(seed, s, &m);
+  return m;
+}
+
+void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to) {
+  for (uint64_t seq = from; seq <= to; ++seq) {
+    WriteBatch b = random_batch(seed, seq, nullptr);
+    auto got = dir.append(b);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(*got, seq);
+  }
+}
+
+absl::StatusOr<bool> ModelSource::next(Pairs* out) {
+  if (chunks_ == fail_at_chunk) return absl::AbortedError("the store stopped exporting");
+  ++chunks_;
+  if (before_chunk) before_chunk();
+  keys_.clear();
+  bytes_.clear();
+  if (!done_) {
+    auto it = started_ ? model_->lower_bound(next_key_) : model_->begin();
+    started_ = true;
+    for (; it != model_->end() && keys_.size() < chunk_; ++it) {
+      keys_.push_back(it->first);
+      bytes_.push_back(it->second);
+    }
+    if (it == model_->end()) {
+      done_ = true;
+    } else {
+      next_key_ = it->first;
+    }
+  }
+  if (keys_.empty()) return false;
+  values_.assign(bytes_.begin(), bytes_.end());
+  out->keys = keys_;
+  out->values = values_;
+  return true;
+}
+
+ScratchDir::ScratchDir() {
+  std::string tmpl = ::testing::TempDir() + "gphkv-durability-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << tmpl;
+  path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+void copy_dir(const std::string& from, const std::string& to) {
+  std::filesystem::create_directories(to);
+  for (const auto& e : std::filesystem::directory_iterator(from)) {
+    if (e.is_regular_file()) {
+      std::filesystem::copy_file(e.path(), to + "/" + e.path().filename().string(),
+                                 std::filesystem::copy_options::overwrite_existing);
+    }
+  }
+}
+
+std::vector<std::string> list_names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string last_file(const std::string& dir, const std::string& prefix) {
+  std::string found;
+  for (const std::string& name : list_names(dir)) {
+    if (name.rfind(prefix, 0) == 0) found = dir + "/" + name;
+  }
+  return found;
+}
+
+std::vector<uint64_t> record_offsets(const std::string& bytes) {
+  std::vector<uint64_t> offsets;
+  for (uint64_t off = 0; off < bytes.size();) {
+    const RecordAt r = read_record(bytes, off);
+    if (r.check != RecordCheck::kOk) break;
+    offsets.push_back(off);
+    off = r.end;
+  }
+  return offsets;
+}
+
+uint64_t test_seed() { return loadgen::testing::TestSeed(); }
+
+}  // namespace gphkv::server::durability::testing

@@ -37,7 +37,7 @@ ABSL_FLAG(uint64_t, max_batch_keys, 16384,
 ABSL_FLAG(int32_t, max_delay_us, -1,
           "a batch closes when its oldest call has waited this long, in microseconds (0 = never "
           "wait: batch only what queued while the executor was busy); -1 = per backend: 0 on cpu, "
-          "100 on cuda. See docs/performance.md for the measurement behind the defaults");
+          "25 on cuda. See docs/performance.md for the measurement behind the defaults");
 ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
           "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},

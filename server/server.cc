@@ -25,7 +25,7 @@ namespace {
 
 // Per-backend batch delays (docs/performance.md, "Choosing max_delay_us").
 constexpr int kCpuMaxDelayUs = 0;
-constexpr int kCudaMaxDelayUs = 100;
+constexpr int kCudaMaxDelayUs = 25;
 
 // The CPU model, for Stats and build_info on the CPU backend.
 std::string cpu_model() {

@@ -25,9 +25,10 @@ struct ServerOptions {
   StoreOptions store{};
   BatcherOptions batcher{};
   // When set, batcher.max_delay is chosen for the backend: 0 on cpu (its
-  // per-launch cost is ~5 us, so waiting only adds latency), 100 us on cuda
-  // (a launch and its copies cost tens of us: waiting amortizes them;
-  // provisional until measured on the device). docs/performance.md.
+  // per-launch cost is ~5 us, so waiting only adds latency), 25 us on cuda
+  // (a launch and its copies cost tens of us: a short wait amortizes them;
+  // 25 us beat 0, 10, 50 and 100 on the H100 under coalesced clients).
+  // docs/performance.md, "Choosing the batching defaults".
   bool max_delay_per_backend = false;
   RequestLimits limits{};
   // gRPC message size cap, both directions.

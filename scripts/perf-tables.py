@@ -248,7 +248,107 @@ def compare():
     return out + [""]
 
 
-DOC_TABLES = [engine_gpu, engine_gpu_build, lookup_bounds, engine_cpu, service, compare]
+
+# The service front end: scripts/device-service-suite.sh, one device call per run
+# (bench/results/service_suite_*.json, written by scripts/service-suite-results.py).
+
+
+def suite_runs():
+    return runs("service-suite")
+
+
+def suite_part(d, part):
+    return d["parts"][part]["results"]
+
+
+def cores(r):
+    server = "-" if r.get("server_cores") is None else f"{r['server_cores']:.1f}"
+    return f"{r['loadgen_cores']:.1f} / {server}"
+
+
+def suite_header(d, path):
+    return (f"{d['device']}, {d['machine']}, commit `{d['commit']}`, {d['date']}; `{d['command']}`; "
+            f"`{path}`. Cores: the load generator's / the server's, CPU seconds over each run's measured window.")
+
+
+def front_end():
+    found = suite_runs()
+    if not found:
+        return []
+    _, path, d = found[-1]
+    co = suite_part(d, "coalesced")
+    out = ["**The service front end against memcached** (" + suite_header(d, path) + ") gphkv's requests are "
+           "`gphkv::Client` calls with coalescing on (the default), memcached's are pipelined on each connection; "
+           "each store's threads tuned from the same list; closed-loop peak = the best depth; the open-loop "
+           f"search keeps the highest offered rate whose runs all kept p99 < {d['parts']['coalesced']['p99_limit_us']:g} µs.",
+           ""]
+    for preset in ("default", "taobench-o"):
+        if preset not in co["gphkv"]["workloads"]:
+            continue
+        out += [f"*Workload `{preset}`*", "",
+                md_row(["store", "peak calls/s (depth)", "peak keys/s", "cores", "p99 < 1 ms: calls/s", "keys/s",
+                        "p50 / p99 µs", "cores"]), md_row(["---"] + ["---:"] * 7)]
+        for store in ("gphkv", "memcached"):
+            w = co[store]["workloads"][preset]
+            pk, b = w["peak"], w.get("best")
+            row = [store, f"{pk['calls_per_s']:,.0f} ({pk['depth']})", f"{pk['keys_per_s']:,.0f}", cores(pk)]
+            row += ([f"{b['calls_per_s']:,.0f}", f"{b['keys_per_s']:,.0f}", f"{b['p50_us']:,.0f} / {b['p99_us']:,.0f}",
+                     cores(b)] if b else ["none passed", "", "", ""])
+            out.append(md_row(row))
+        g, m = co["gphkv"]["workloads"][preset], co["memcached"]["workloads"][preset]
+        ratio = f"{g['peak']['keys_per_s'] / m['peak']['keys_per_s']:.2f}x"
+        ratio_open = (f"{g['best']['keys_per_s'] / m['best']['keys_per_s']:.2f}x" if g.get("best") and m.get("best")
+                      else "no gphkv rate passed")
+        out += ["", f"gphkv / memcached keys/s: {ratio} at the closed-loop peak, {ratio_open} at p99 < 1 ms.", ""]
+    nv = {r["keys_per_get"]: r for r in suite_part(d, "null_values")["null"]["sizes"]}
+    out += ["*Keys per request* (closed loop, default workload with every get of N keys; the null server answers "
+            "every key found with 190-byte values, 4 threads; plot: [keys-per-request.svg](keys-per-request.svg))", "",
+            md_row(["keys per get", "gphkv keys/s", "cores", "memcached keys/s", "cores", "gphkv / memcached",
+                    "null server keys/s", "cores"]), md_row(["---:"] * 8)]
+    for g, m in zip(co["gphkv"]["sizes"], co["memcached"]["sizes"]):
+        n = nv.get(g["keys_per_get"])
+        out.append(md_row([str(g["keys_per_get"]), f"{g['keys_per_s']:,.0f}", cores(g), f"{m['keys_per_s']:,.0f}",
+                           cores(m), f"{g['keys_per_s'] / m['keys_per_s']:.2f}x",
+                           f"{n['keys_per_s']:,.0f}" if n else "", cores(n) if n else ""]))
+    un = suite_part(d, "unary")
+    cb = suite_part(d, "null_callback")["null"]["workloads"]["default"]["peak"]
+    nul, gph = un["null"]["workloads"]["default"]["peak"], un["gphkv"]["workloads"]["default"]["peak"]
+    out += ["", "*One unary RPC per request* (default workload, closed loop, threads tuned: null "
+            f"{un['null']['threads']['chosen']}, gphkv {un['gphkv']['threads']['chosen']} gRPC threads)", "",
+            md_row(["server", "peak calls/s (depth)", "keys/s", "cores"]), md_row(["---", "---:", "---:", "---:"]),
+            md_row(["null server, completion-queue API (as gphkv's front end)", f"{nul['calls_per_s']:,.0f} ({nul['depth']})",
+                    f"{nul['keys_per_s']:,.0f}", cores(nul)]),
+            md_row(["null server, callback API (the front end before)", f"{cb['calls_per_s']:,.0f} ({cb['depth']})",
+                    f"{cb['keys_per_s']:,.0f}", cores(cb)]),
+            md_row(["gphkv", f"{gph['calls_per_s']:,.0f} ({gph['depth']})", f"{gph['keys_per_s']:,.0f}", cores(gph)]),
+            "", f"gphkv / the completion-queue null server: {gph['calls_per_s'] / nul['calls_per_s']:.2f}x; "
+            f"completion-queue / callback null server: {nul['calls_per_s'] / cb['calls_per_s']:.2f}x.", ""]
+    light = d["light_load"]["runs"]
+    out += [f"*Light load* ({d['light_load']['rate_calls_per_s']:,} requests/s open loop, default workload, "
+            "2 threads × 2 connections)", "",
+            md_row(["store, API", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "cores"]), md_row(["---"] + ["---:"] * 5)]
+    for name, r in light.items():
+        out.append(md_row([name, f"{r['p50_us']:,.0f}", f"{r['p90_us']:,.0f}", f"{r['p99_us']:,.0f}",
+                           f"{r['p999_us']:,.0f}", cores(r)]))
+    if len(found) > 1:
+        out += ["", "*Every suite run* (the same figures from each run, newest last; runs on a shared host differ):", "",
+                md_row(["run", "commit", "default peak keys/s: gphkv / memcached", "p99 < 1 ms keys/s: gphkv / memcached",
+                        "1000 keys: gphkv / memcached", "light p50 / p99 µs: gphkv coalesced / memcached"]),
+                md_row(["---"] * 6)]
+        for _, p, r in found:
+            c = suite_part(r, "coalesced")
+            gw, mw = c["gphkv"]["workloads"]["default"], c["memcached"]["workloads"]["default"]
+            best = lambda w: f"{w['best']['keys_per_s']:,.0f}" if w.get("best") else "none"
+            lg, lm = r["light_load"]["runs"].get("gphkv-coalesced"), r["light_load"]["runs"].get("memcached")
+            out.append(md_row([f"`{os.path.basename(p)}`", f"`{r['commit']}`",
+                               f"{gw['peak']['keys_per_s']:,.0f} / {mw['peak']['keys_per_s']:,.0f}",
+                               f"{best(gw)} / {best(mw)}",
+                               f"{c['gphkv']['sizes'][-1]['keys_per_s']:,.0f} / {c['memcached']['sizes'][-1]['keys_per_s']:,.0f}",
+                               f"{lg['p50_us']:,.0f} / {lg['p99_us']:,.0f} and {lm['p50_us']:,.0f} / {lm['p99_us']:,.0f}"
+                               if lg and lm else ""]))
+    return out + [""]
+
+DOC_TABLES = [front_end, engine_gpu, engine_gpu_build, lookup_bounds, engine_cpu, service, compare]
 
 
 # ---------------------------------------------------------------- README.md headline
@@ -297,44 +397,33 @@ def bulk_build_headline():
                         "", d["device"], day_of(d["date"]), (path,))]
 
 
-def service_headline():
-    """The best batched-get row of the newest CUDA service_bench run."""
-    cuda = [r for r in newest_service_runs() if r[2]["backend"] == "cuda"
-            and any(x["workload"] == "batched_get" for x in r[2]["results"])]
-    if not cuda:
+def front_end_headline():
+    """The newest service suite: gphkv against memcached, same host, same call."""
+    found = suite_runs()
+    if not found:
         return []
-    _, path, d = cuda[-1]
-    batched = [x for x in d["results"] if x["workload"] == "batched_get"]
-    top = max(batched, key=lambda x: x["keys_per_s"])
-    return [HeadlineRow("Service: Gets of 1000 keys over loopback gRPC, server and clients on one host",
-                        f"{top['keys_per_s'] / 1e6:.1f} M keys/s",
-                        f"p99 {top['p99_us'] / 1000:.2f} ms; the best of {len(batched)} configurations",
-                        d["device"], day_of(d["date"]), (path,))]
+    _, path, d = found[-1]
+    co = suite_part(d, "coalesced")
+    g, m = co["gphkv"]["workloads"]["default"], co["memcached"]["workloads"]["default"]
+    device = f"{d['device']} ({d['machine']})"
+    rows = [HeadlineRow("Service, ~20-key gets (default workload), closed-loop peak",
+                        f"{g['peak']['keys_per_s'] / 1e6:.1f} M keys/s (cores {cores(g['peak'])})",
+                        f"{g['peak']['keys_per_s'] / m['peak']['keys_per_s']:.2f}x memcached's "
+                        f"{m['peak']['keys_per_s'] / 1e6:.1f} M (cores {cores(m['peak'])})",
+                        device, day_of(d["date"]), (path,))]
+    if g.get("best") and m.get("best"):
+        rows.append(HeadlineRow("Service, same load, highest rate with p99 < 1 ms",
+                                f"{g['best']['keys_per_s'] / 1e6:.2f} M keys/s",
+                                f"{g['best']['keys_per_s'] / m['best']['keys_per_s']:.2f}x memcached's "
+                                f"{m['best']['keys_per_s'] / 1e6:.2f} M", device, day_of(d["date"]), (path,)))
+    gs, ms = co["gphkv"]["sizes"][-1], co["memcached"]["sizes"][-1]
+    rows.append(HeadlineRow(f"Service, gets of {gs['keys_per_get']} keys, closed loop",
+                            f"{gs['keys_per_s'] / 1e6:.1f} M keys/s",
+                            f"{gs['keys_per_s'] / ms['keys_per_s']:.2f}x memcached's {ms['keys_per_s'] / 1e6:.1f} M",
+                            device, day_of(d["date"]), (path,)))
+    return rows
 
-
-def compare_headline():
-    """gphkv and memcached under the TaoBench-style load, both runs in one row each."""
-    pair = compare_runs()
-    if not pair:
-        return []
-    ds = [d for _, _, d in pair]
-    both = lambda t, fmt: " and ".join(fmt(d["results"][t]["best"]["keys_per_s"]) for d in ds)
-    keys = lambda t: [d["results"][t]["best"]["keys_per_s"] for d in ds]
-    count = lambda k: f"{k:,.0f}"
-    ratios = " and ".join(f"{d['results']['gphkv']['best']['keys_per_s'] / d['results']['memcached']['best']['keys_per_s']:.2f}x"
-                          for d in ds)
-    what = f"TaoBench-style load, highest rate with p99 < {ds[0]['p99_limit_us'] / 1000:g} ms"
-    verdict = lambda t: agreement(*keys(t)) if len(ds) == 2 else "one run"
-    device = f"{ds[0]['gpu']} ({ds[0]['machine']})"
-    date = f"{day_of(ds[0]['date'])} ({', '.join(run_time(d) for d in ds)} UTC)"
-    sources = tuple(p[:-len(".json")] + ".md" for _, p, _ in pair)
-    return [HeadlineRow(f"{what}: gphkv", f"{both('gphkv', count)} keys/s: {verdict('gphkv')}",
-                        f"{ratios} memcached's", device, date, sources),
-            HeadlineRow(f"{what}: memcached, same host", f"{both('memcached', count)} keys/s: {verdict('memcached')}",
-                        "", device, date, sources)]
-
-
-HEADLINE_ROWS = [engine_headline, bulk_build_headline, service_headline, compare_headline]
+HEADLINE_ROWS = [engine_headline, bulk_build_headline, front_end_headline]
 
 
 def headline():

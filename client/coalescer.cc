@@ -137,6 +137,7 @@ struct Coalescer::Lane {
   uint64_t next_id = 1;
   bool closing = false;
   std::condition_variable closed_cv;  // signalled as streams finish
+  int objects = 0;  // Stream objects not yet destroyed, their calls included
   std::atomic<uint64_t> messages{0}, operations{0};
 };
 
@@ -150,7 +151,7 @@ struct Coalescer::Lane {
 class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest, v1::BatchResponse> {
  public:
   // Under lane->mu.
-  explicit Stream(Lane* lane) : lane_(lane) {
+  explicit Stream(Lane* lane) : counted_(lane), lane_(lane) {
     lane_->stub->async()->Batches(&ctx_, this);
     AddHold();
     lane_->live.insert(this);
@@ -353,6 +354,21 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     if (release) RemoveHold();
   }
 
+  // Counts the stream in lane->objects until the end of its destruction:
+  // declared first, so destroyed last, after ctx_ has released its call.
+  // The call holds the channel's callback queue; ~Coalescer waits for this,
+  // so the channel (and that queue) is never destroyed under a call still
+  // being released on a gRPC thread (it aborted in grpc_cq_internal_unref).
+  struct Counted {
+    explicit Counted(Lane* lane) : lane(lane) { ++lane->objects; }  // under lane->mu
+    ~Counted() {
+      std::lock_guard<std::mutex> lock(lane->mu);
+      --lane->objects;
+      lane->closed_cv.notify_all();  // under the lock: the lane may be gone right after
+    }
+    Lane* lane;
+  };
+  Counted counted_;
   Lane* lane_;
   grpc::ClientContext ctx_;
   v1::BatchRequest out_;
@@ -419,6 +435,7 @@ Coalescer::~Coalescer() {
       lock.lock();
       lane->closed_cv.wait(lock, [&] { return lane->live.empty(); });
     }
+    lane->closed_cv.wait(lock, [&] { return lane->objects == 0; });
   }
 }
 

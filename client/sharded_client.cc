@@ -1,5 +1,6 @@
 #include "gphkv/client/sharded_client.h"
 
+#include <atomic>
 #include <future>
 #include <utility>
 
@@ -111,7 +112,7 @@ Flags merge(const Split& split, std::vector<absl::StatusOr<Flags>>& parts) {
     const uint32_t part = split.part_of[i];
     const Flags& f = *parts[part];
     const uint32_t at = next[part]++;
-    merged[i] = at < f.size() && f[at];
+    merged[i] = f[at];
   }
   return merged;
 }
@@ -133,8 +134,13 @@ class FanOut {
   const Split& split() const { return split_; }
   Client& client(size_t part) const { return *set_->clients[split_.shard[part]]; }
 
-  // Part `part`'s answer; each part answers once, on any thread.
+  // Part `part`'s answer; each part answers once, on any thread. An answer
+  // of the wrong length is the shard's failure, not a merge past its end.
   void answer(size_t part, absl::StatusOr<R> r) {
+    if (r.ok() && r->size() != split_.keys[part].size()) {
+      r = absl::InternalError(
+          absl::StrCat("the shard answered ", r->size(), " results for ", split_.keys[part].size(), " keys"));
+    }
     answers_[part] = std::move(r);
     if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
   }

@@ -195,12 +195,20 @@ void fan_out(std::shared_ptr<const ShardSet> set, Split split, absl::string_view
   }
 }
 
-// Waits for an async call's answer (the sync calls spanning shards).
-template <class R>
-absl::StatusOr<R> wait_for(const std::function<void(std::function<void(absl::StatusOr<R>)>)>& start) {
+// A sync call: `one(client)` on the shard that holds every key (the
+// Client's own sync call, on this thread), else `start(done)`, the async
+// call across shards, waited for.
+template <class R, class One, class Start>
+absl::StatusOr<R> sync_call(const ShardSet& set, absl::Span<const uint64_t> keys, absl::string_view verb, One&& one,
+                            Start&& start) {
+  if (const int64_t shard = single_shard(set, keys); shard >= 0) {
+    absl::StatusOr<R> r = one(*set.clients[shard]);
+    if (!r.ok()) return one_shard_failure(set.names[shard], r.status(), keys.size(), verb);
+    return r;
+  }
   std::promise<absl::StatusOr<R>> answer;
   std::future<absl::StatusOr<R>> got = answer.get_future();
-  start([&answer](absl::StatusOr<R> r) { answer.set_value(std::move(r)); });
+  start(std::function<void(absl::StatusOr<R>)>([&answer](absl::StatusOr<R> r) { answer.set_value(std::move(r)); }));
   return got.get();
 }
 
@@ -269,13 +277,9 @@ absl::Status ShardedClient::Refresh() {
 }
 
 absl::StatusOr<GetResult> ShardedClient::Get(absl::Span<const uint64_t> keys, bool exists_only) {
-  auto set = shards();
-  if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
-    auto r = set->clients[shard]->Get(keys, exists_only);
-    if (!r.ok()) return one_shard_failure(set->names[shard], r.status(), keys.size(), kGetVerb);
-    return r;
-  }
-  return wait_for<GetResult>([&](auto done) { GetAsync(keys, exists_only, std::move(done)); });
+  return sync_call<GetResult>(
+      *shards(), keys, kGetVerb, [&](Client& c) { return c.Get(keys, exists_only); },
+      [&](auto done) { GetAsync(keys, exists_only, std::move(done)); });
 }
 
 absl::StatusOr<std::vector<bool>> ShardedClient::Put(absl::Span<const uint64_t> keys,
@@ -283,23 +287,15 @@ absl::StatusOr<std::vector<bool>> ShardedClient::Put(absl::Span<const uint64_t> 
   if (keys.size() != values.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
   }
-  auto set = shards();
-  if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
-    auto r = set->clients[shard]->Put(keys, values);
-    if (!r.ok()) return one_shard_failure(set->names[shard], r.status(), keys.size(), kWriteVerb);
-    return r;
-  }
-  return wait_for<Flags>([&](auto done) { PutAsync(keys, values, std::move(done)); });
+  return sync_call<Flags>(
+      *shards(), keys, kWriteVerb, [&](Client& c) { return c.Put(keys, values); },
+      [&](auto done) { PutAsync(keys, values, std::move(done)); });
 }
 
 absl::StatusOr<std::vector<bool>> ShardedClient::Delete(absl::Span<const uint64_t> keys) {
-  auto set = shards();
-  if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
-    auto r = set->clients[shard]->Delete(keys);
-    if (!r.ok()) return one_shard_failure(set->names[shard], r.status(), keys.size(), kWriteVerb);
-    return r;
-  }
-  return wait_for<Flags>([&](auto done) { DeleteAsync(keys, std::move(done)); });
+  return sync_call<Flags>(
+      *shards(), keys, kWriteVerb, [&](Client& c) { return c.Delete(keys); },
+      [&](auto done) { DeleteAsync(keys, std::move(done)); });
 }
 
 void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,

@@ -86,6 +86,16 @@ ShardedCallFailure check_failure(RunState& run, const absl::Status& s, const cha
   return f.value_or(ShardedCallFailure{});
 }
 
+// Which of a write's `n` keys were applied: all when it succeeded, else
+// those its account lists (after checking the failure is the killed shard's).
+std::vector<bool> applied_keys(RunState& run, const absl::Status& s, size_t n, const char* op) {
+  std::vector<bool> applied(n, s.ok());
+  if (!s.ok()) {
+    for (uint32_t i : check_failure(run, s, op).applied) applied[i] = true;
+  }
+  return applied;
+}
+
 void writer(RunState& run, ShardedClient& client, const ShardRouter& router, const std::vector<std::string>& names,
             int w) {
   std::mt19937_64 rng(run.seed + w);
@@ -111,12 +121,8 @@ void writer(RunState& run, ShardedClient& client, const ShardRouter& router, con
         versions.push_back(++version[i - first]);
         values.push_back(value_of(run.keys[i], versions.back(), rng() % 64));
       }
-      auto r = client.Put(keys, std::vector<std::string_view>(values.begin(), values.end()));
-      status = r.status();
-      std::vector<bool> applied(keys.size(), r.ok());
-      if (!r.ok()) {
-        for (uint32_t i : check_failure(run, r.status(), "put").applied) applied[i] = true;
-      }
+      status = client.Put(keys, std::vector<std::string_view>(values.begin(), values.end())).status();
+      const std::vector<bool> applied = applied_keys(run, status, keys.size(), "put");
       for (size_t j = 0; j < keys.size(); ++j) {
         KeyState& st = run.state[picked[j]];
         if (applied[j]) {
@@ -133,12 +139,8 @@ void writer(RunState& run, ShardedClient& client, const ShardRouter& router, con
         versions.push_back(++version[i - first]);
         run.state[i].deletes_sent.fetch_add(1);
       }
-      auto r = client.Delete(keys);
-      status = r.status();
-      std::vector<bool> applied(keys.size(), r.ok());
-      if (!r.ok()) {
-        for (uint32_t i : check_failure(run, r.status(), "delete").applied) applied[i] = true;
-      }
+      status = client.Delete(keys).status();
+      const std::vector<bool> applied = applied_keys(run, status, keys.size(), "delete");
       for (size_t j = 0; j < keys.size(); ++j) {
         KeyState& st = run.state[picked[j]];
         if (applied[j]) {

@@ -1,12 +1,16 @@
 // gphkv: the command-line client.
 //
-//   gphkv [--server=host:port] [--timeout=5s] [--json] COMMAND ARGS
+//   gphkv [--server=host:port[,host:port...] | --server=dns:///NAME:PORT]
+//         [--tls_ca=F [--tls_cert=F --tls_key=F]] [--timeout=5s] [--json] COMMAND ARGS
 //     get KEY...            values of keys (--raw: value bytes only)
 //     put KEY VALUE         store VALUE; put KEY --file=F; put KEY - (stdin)
 //     del KEY...            remove keys
 //     stats                 the server's table, memory and batching state
 //     shrink                rebuild the table for the keys stored now (after mass deletes)
 //     health                exit 0 when the server reports SERVING
+//
+// Several servers are shards: each key goes to its own (gphkv::ShardedClient);
+// stats, shrink and health ask every shard.
 //
 // Exit status: 0 success; 1 a key was not found (get) or the server is not
 // serving (health); 2 usage error; 3 the RPC failed.
@@ -28,9 +32,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "gphkv/client/client.h"
+#include "gphkv/client/sharded_client.h"
 
-ABSL_FLAG(std::string, server, "localhost:50051", "gphkv-server address, host:port");
+ABSL_FLAG(std::string, server, "localhost:50051",
+          "gphkv-server address, host:port; several (a:1,b:2) or dns:///NAME:PORT (every address of NAME) are "
+          "shards, each key on its own");
+ABSL_FLAG(bool, tls, false, "TLS, trusting gRPC's default CA roots (implied by --tls_ca and --tls_cert)");
+ABSL_FLAG(std::string, tls_ca, "", "TLS: PEM CA certificates that may sign the server's certificate");
+ABSL_FLAG(std::string, tls_cert, "", "TLS: PEM client certificate, for servers that require one (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "TLS: PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "TLS: the name the server's certificate must carry, when not the --server host (e.g. dialling an IP)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call (e.g. 500ms, 5s)");
 ABSL_FLAG(bool, json, false, "print one JSON object (for scripts) instead of text");
 ABSL_FLAG(bool, raw, false, "get: write only the value bytes of found keys, nothing else");
@@ -42,7 +54,8 @@ constexpr int kExitMissing = 1, kExitUsage = 2, kExitRpc = 3;
 
 const char* kUsage =
     "gphkv: the gphkv command-line client.\n"
-    "Usage: gphkv [--server=host:port] [--timeout=5s] [--json] COMMAND ARGS\n"
+    "Usage: gphkv [--server=host:port[,host:port...] | --server=dns:///NAME:PORT]\n"
+    "             [--tls_ca=F [--tls_cert=F --tls_key=F]] [--timeout=5s] [--json] COMMAND ARGS\n"
     "  get KEY...          print the values of keys (--raw: value bytes only)\n"
     "  put KEY VALUE       store VALUE under KEY\n"
     "  put KEY --file=F    store the contents of file F\n"
@@ -51,7 +64,8 @@ const char* kUsage =
     "  stats               the server's table, memory and batching state\n"
     "  shrink              rebuild the table for the keys stored now (after mass deletes)\n"
     "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
-    "Keys are unsigned 64-bit integers (decimal or 0x hex).\n"
+    "Keys are unsigned 64-bit integers (decimal or 0x hex). Several servers are shards: each key\n"
+    "goes to its own; stats, shrink and health ask every shard.\n"
     "Exit status: 0 ok, 1 key not found / not serving, 2 usage, 3 RPC failed.";
 
 int usage_error(const std::string& msg) {
@@ -109,7 +123,7 @@ std::string json_string(std::string_view v) {
   return out + "\"";
 }
 
-int cmd_get(gphkv::Client& client, const std::vector<std::string>& args, bool json) {
+int cmd_get(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
   std::vector<uint64_t> keys;
   std::string bad;
   if (args.size() < 3) return usage_error("get needs at least one KEY");
@@ -157,7 +171,7 @@ int cmd_get(gphkv::Client& client, const std::vector<std::string>& args, bool js
   return all_found ? 0 : kExitMissing;
 }
 
-int cmd_put(gphkv::Client& client, const std::vector<std::string>& args, bool json) {
+int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
   const std::string file = absl::GetFlag(FLAGS_file);
   uint64_t key;
   if (args.size() < 3) return usage_error("put needs KEY and VALUE, KEY --file=F, or KEY -");
@@ -192,7 +206,7 @@ int cmd_put(gphkv::Client& client, const std::vector<std::string>& args, bool js
   return 0;
 }
 
-int cmd_del(gphkv::Client& client, const std::vector<std::string>& args, bool json) {
+int cmd_del(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
   std::vector<uint64_t> keys;
   std::string bad;
   if (args.size() < 3) return usage_error("del needs at least one KEY");
@@ -212,62 +226,114 @@ int cmd_del(gphkv::Client& client, const std::vector<std::string>& args, bool js
   return 0;
 }
 
-int cmd_stats(gphkv::Client& client, bool json) {
-  auto r = client.Stats();
-  if (!r.ok()) return rpc_error(r.status(), json);
-  const auto& s = *r;
-  if (json) {
-    std::cout << absl::StrFormat(
-        R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
-        R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
-        R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s"})",
-        absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(),
-        s.table_bytes(), s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(),
-        s.batched_keys(), s.uptime_seconds(), absl::CEscape(s.version()))
-              << "\n";
-  } else {
-    std::cout << absl::StrFormat(
-        "version            %s\nbackend            %s\ndevice             %s\nkeys               %d\n"
-        "load_factor        %.4f\ntable_bytes        %d\nvalue_heap_bytes   %d\n"
-        "memory_limit_bytes %d\nrebuilds           %d\nbatches            %d\n"
-        "batched_keys       %d\nuptime_seconds     %.1f\n",
-        s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(),
-        s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(),
-        s.uptime_seconds());
-  }
-  return 0;
+std::string stats_json(const gphkv::v1::StatsResponse& s) {
+  return absl::StrFormat(
+      R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
+      R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
+      R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s"})",
+      absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(), s.table_bytes(),
+      s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds(),
+      absl::CEscape(s.version()));
 }
 
-int cmd_shrink(gphkv::Client& client, bool json) {
-  auto r = client.Shrink();
-  if (!r.ok()) return rpc_error(r.status(), json);
-  const auto& s = *r;
-  if (json) {
-    std::cout << absl::StrFormat(R"({"started":%s,"keys":%d,"table_bytes":%d,"new_table_bytes":%d})",
-                                 s.started() ? "true" : "false", s.keys(), s.table_bytes(), s.new_table_bytes())
-              << "\n";
-  } else if (s.started()) {
-    std::cout << absl::StrFormat(
+std::string stats_text(const gphkv::v1::StatsResponse& s) {
+  return absl::StrFormat(
+      "version            %s\nbackend            %s\ndevice             %s\nkeys               %d\n"
+      "load_factor        %.4f\ntable_bytes        %d\nvalue_heap_bytes   %d\n"
+      "memory_limit_bytes %d\nrebuilds           %d\nbatches            %d\n"
+      "batched_keys       %d\nuptime_seconds     %.1f\n",
+      s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(), s.value_heap_bytes(),
+      s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds());
+}
+
+std::string shrink_json(const gphkv::v1::ShrinkResponse& s) {
+  return absl::StrFormat(R"({"started":%s,"keys":%d,"table_bytes":%d,"new_table_bytes":%d})",
+                         s.started() ? "true" : "false", s.keys(), s.table_bytes(), s.new_table_bytes());
+}
+
+std::string shrink_text(const gphkv::v1::ShrinkResponse& s) {
+  if (s.started()) {
+    return absl::StrFormat(
         "rebuild started: %d keys, table %d bytes -> %d bytes (swapped in between batches; "
         "`gphkv stats` shows it)\n",
         s.keys(), s.table_bytes(), s.new_table_bytes());
-  } else {
-    std::cout << absl::StrFormat("nothing to do: the %d-byte table already fits its %d keys\n", s.table_bytes(),
-                                 s.keys());
   }
-  return 0;
+  return absl::StrFormat("nothing to do: the %d-byte table already fits its %d keys\n", s.table_bytes(), s.keys());
 }
 
-int cmd_health(gphkv::Client& client, bool json) {
-  const absl::Status s = client.Health();
+// Every shard's answer to stats or shrink. One shard prints as a lone server
+// always did; several print one block (text) or object (JSON) each, named.
+// Exit 3 when a shard failed (its error on stderr), after printing the others.
+template <class T, class Text, class Json>
+int print_per_shard(const std::vector<gphkv::ShardAnswer<absl::StatusOr<T>>>& answers, bool json, Text text,
+                    Json to_json) {
+  if (answers.size() == 1) {
+    const auto& a = answers[0].answer;
+    if (!a.ok()) return rpc_error(a.status(), json);
+    std::cout << (json ? to_json(*a) + "\n" : text(*a));
+    return 0;
+  }
+  int rc = 0;
+  if (json) std::cout << "{\"shards\":[";
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const auto& [shard, a] = answers[i];
+    if (!a.ok()) {
+      std::cerr << "gphkv: shard " << shard << ": " << absl::StatusCodeToString(a.status().code()) << ": "
+                << a.status().message() << "\n";
+      rc = kExitRpc;
+    }
+    if (json) {
+      std::cout << (i ? "," : "") << "{\"shard\":\"" << absl::CEscape(shard) << "\",";
+      if (a.ok()) {
+        std::cout << "\"answer\":" << to_json(*a) << "}";
+      } else {
+        std::cout << absl::StrFormat(R"("error":{"code":"%s","message":"%s"}})",
+                                     absl::StatusCodeToString(a.status().code()), absl::CEscape(a.status().message()));
+      }
+    } else {
+      std::cout << (i ? "\n" : "") << "shard              " << shard << "\n"
+                << (a.ok() ? text(*a) : absl::StrCat("(failed: ", absl::StatusCodeToString(a.status().code()), ")\n"));
+    }
+  }
+  if (json) std::cout << "]}\n";
+  return rc;
+}
+
+int cmd_stats(gphkv::ShardedClient& client, bool json) {
+  return print_per_shard(client.Stats(), json, stats_text, stats_json);
+}
+
+int cmd_shrink(gphkv::ShardedClient& client, bool json) {
+  return print_per_shard(client.Shrink(), json, shrink_text, shrink_json);
+}
+
+// Exit 0 when every shard reports SERVING.
+int cmd_health(gphkv::ShardedClient& client, bool json) {
+  const auto answers = client.Health();
+  bool all = true;
+  for (const auto& a : answers) all &= a.answer.ok();
   if (json) {
-    std::cout << "{\"serving\":" << (s.ok() ? "true" : "false");
-    if (!s.ok()) std::cout << ",\"message\":\"" << absl::CEscape(s.message()) << "\"";
+    std::cout << "{\"serving\":" << (all ? "true" : "false");
+    if (answers.size() == 1 && !all) std::cout << ",\"message\":\"" << absl::CEscape(answers[0].answer.message()) << "\"";
+    if (answers.size() > 1) {
+      std::cout << ",\"shards\":[";
+      for (size_t i = 0; i < answers.size(); ++i) {
+        const auto& [shard, s] = answers[i];
+        std::cout << (i ? "," : "") << "{\"shard\":\"" << absl::CEscape(shard) << "\",\"serving\":"
+                  << (s.ok() ? "true" : "false");
+        if (!s.ok()) std::cout << ",\"message\":\"" << absl::CEscape(s.message()) << "\"";
+        std::cout << "}";
+      }
+      std::cout << "]";
+    }
     std::cout << "}\n";
   } else {
-    std::cout << (s.ok() ? std::string("SERVING") : absl::StrCat("NOT SERVING: ", s.message())) << "\n";
+    for (const auto& [shard, s] : answers) {
+      std::cout << (s.ok() ? std::string("SERVING") : absl::StrCat("NOT SERVING: ", s.message()))
+                << (answers.size() > 1 ? absl::StrCat("\t", shard) : "") << "\n";
+    }
   }
-  return s.ok() ? 0 : kExitMissing;
+  return all ? 0 : kExitMissing;
 }
 
 }  // namespace
@@ -287,7 +353,18 @@ int main(int argc, char** argv) {
   options.timeout = std::chrono::milliseconds(absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_timeout)));
   // The CLI answers once; health probes want a prompt verdict, not retries.
   options.max_attempts = args[1] == "health" ? 1 : 3;
-  auto client = gphkv::Client::Connect(absl::GetFlag(FLAGS_server), options);
+  auto tls = gphkv::LoadTlsFiles({absl::GetFlag(FLAGS_tls), absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                                  absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_server_name)});
+  if (!tls.ok()) return usage_error(std::string(tls.status().message()));
+  options.tls = std::move(*tls);
+  auto connected = gphkv::ShardedClient::Connect(absl::GetFlag(FLAGS_server), options);
+  if (!connected.ok()) {
+    if (connected.status().code() == absl::StatusCode::kInvalidArgument) {
+      return usage_error(absl::StrCat("--server: ", connected.status().message()));
+    }
+    return rpc_error(connected.status(), json);
+  }
+  std::unique_ptr<gphkv::ShardedClient> client = std::move(*connected);
 
   const std::string& cmd = args[1];
   if (cmd == "get") return cmd_get(*client, args, json);

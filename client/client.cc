@@ -64,7 +64,7 @@ std::shared_ptr<grpc::Channel> own_channel(const std::string& address, const Cli
   grpc::ChannelArguments args = channel_args(options);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("gphkv.client.connection", next.fetch_add(1));
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return MakeChannel(address, options.tls, args);
 }
 
 // Waits for one async answer (sync calls over the coalesced path).
@@ -138,7 +138,7 @@ std::string_view GetResult::value(size_t i) const {
 std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
   auto channel = options.own_connection
                      ? own_channel(address, options)
-                     : grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args(options));
+                     : MakeChannel(address, options.tls, channel_args(options));
   // Several coalescing streams each get a connection (spreading the
   // transport's work); one shares the client's.
   const bool lanes_own = options.coalesce.streams > 1;

@@ -8,6 +8,9 @@
 #   GPHKV_BACKEND           --backend          (auto|cuda|cpu)
 #   GPHKV_GPU               --gpu
 #   GPHKV_LOG_LEVEL         --log_level
+#   GPHKV_TLS_CERT          --tls_cert         (TLS on the gRPC port: PEM chain)
+#   GPHKV_TLS_KEY           --tls_key          (its PEM key)
+#   GPHKV_TLS_CLIENT_CA     --tls_client_ca    (require client certificates: mTLS)
 #   GPHKV_MEMORY            --memory, as given (e.g. 48GiB)
 #   GPHKV_MEMORY_PERCENT    --memory as this percentage of the container's
 #                           memory limit, read from GPHKV_MEMORY_LIMIT_BYTES
@@ -58,5 +61,8 @@ exec "$server" \
   ${GPHKV_BACKEND:+"--backend=$GPHKV_BACKEND"} \
   ${GPHKV_GPU:+"--gpu=$GPHKV_GPU"} \
   ${GPHKV_LOG_LEVEL:+"--log_level=$GPHKV_LOG_LEVEL"} \
+  ${GPHKV_TLS_CERT:+"--tls_cert=$GPHKV_TLS_CERT"} \
+  ${GPHKV_TLS_KEY:+"--tls_key=$GPHKV_TLS_KEY"} \
+  ${GPHKV_TLS_CLIENT_CA:+"--tls_client_ca=$GPHKV_TLS_CLIENT_CA"} \
   ${memory:+"--memory=$memory"} \
   "$@"

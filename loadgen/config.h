@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gphkv/client/tls.h"
 #include "loadgen/driver.h"
 #include "loadgen/workload.h"
 
@@ -11,8 +12,9 @@ namespace gphkv::loadgen {
 
 struct LoadgenConfig {
   std::string target = "gphkv";            // gphkv | memcached
-  std::string address = "127.0.0.1:50051";
+  std::string address = "127.0.0.1:50051"; // gphkv: a server list, several servers are shards
   std::string api = "unary";               // gphkv: unary | pipeline | coalesced (memcached: unused)
+  TlsFiles tls;                            // gphkv: TLS (gphkv/client/tls.h)
   WorkloadOptions workload;
   DriveOptions drive;
   // The load phase: every item of the key space, as large batched puts.

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "gphkv/client/client.h"
+#include "gphkv/client/sharded_client.h"
 #include "loadgen/gphkv_target.h"
 
 namespace gphkv::loadgen {
@@ -12,15 +12,8 @@ namespace {
 
 class CoalescedSession final : public Session {
  public:
-  CoalescedSession(const std::string& address, size_t connections, const ValuePool* values)
-      : connections_(connections), values_(values) {
-    ClientOptions o;
-    o.coalesce.enabled = true;
-    o.coalesce.streams = static_cast<int>(connections);
-    o.max_message_bytes = -1;
-    o.timeout = std::chrono::seconds(30);
-    client_ = Client::Connect(address, o);
-  }
+  CoalescedSession(std::unique_ptr<ShardedClient> client, size_t connections, const ValuePool* values)
+      : connections_(connections), values_(values), client_(std::move(client)) {}
 
   ~CoalescedSession() override {
     // Answers still due arrive (or fail) before the client is gone.
@@ -106,7 +99,7 @@ class CoalescedSession final : public Session {
 
   const size_t connections_;
   const ValuePool* values_;
-  std::unique_ptr<Client> client_;
+  std::unique_ptr<ShardedClient> client_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::pair<uint64_t, OpResult>> ready_, taking_;
@@ -114,9 +107,17 @@ class CoalescedSession final : public Session {
 
 }  // namespace
 
-std::unique_ptr<Session> MakeGphkvCoalescedSession(const std::string& address, size_t connections,
-                                                   const ValuePool* values) {
-  return std::make_unique<CoalescedSession>(address, connections, values);
+absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers,
+                                                                   size_t connections, const ValuePool* values) {
+  ClientOptions o;
+  o.coalesce.enabled = true;
+  o.coalesce.streams = static_cast<int>(connections);
+  o.max_message_bytes = -1;
+  o.timeout = std::chrono::seconds(30);
+  o.tls = servers.tls;
+  auto client = ShardedClient::Connect(servers.list, o);
+  if (!client.ok()) return client.status();
+  return std::make_unique<CoalescedSession>(std::move(*client), connections, values);
 }
 
 }  // namespace gphkv::loadgen

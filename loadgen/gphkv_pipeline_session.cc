@@ -17,9 +17,10 @@ namespace v1 = ::gphkv::v1;
 
 class PipelineSession final : public Session {
  public:
-  PipelineSession(const std::string& address, size_t connections, const ValuePool* values) : values_(values) {
+  PipelineSession(const std::string& address, const TlsOptions& tls, size_t connections, const ValuePool* values)
+      : values_(values) {
     for (size_t i = 0; i < connections; ++i) {
-      streams_.push_back(std::make_unique<Stream>(MakeGphkvChannel(address)));
+      streams_.push_back(std::make_unique<Stream>(MakeGphkvChannel(address, tls)));
       Stream& s = *streams_.back();
       s.call = s.stub->PrepareAsyncPipeline(&s.context, queue_.cq());
       ++s.events_out;
@@ -277,10 +278,10 @@ class PipelineSession final : public Session {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, size_t connections,
-                                                                  const ValuePool* values,
+absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, const TlsOptions& tls,
+                                                                  size_t connections, const ValuePool* values,
                                                                   Clock::duration open_timeout) {
-  auto session = std::make_unique<PipelineSession>(address, connections, values);
+  auto session = std::make_unique<PipelineSession>(address, tls, connections, values);
   if (absl::Status st = session->AwaitStarts(open_timeout); !st.ok()) return st;
   return std::unique_ptr<Session>(std::move(session));
 }

@@ -15,14 +15,15 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gphkv/client/tls.h"
 #include "loadgen/target.h"
 
 namespace gphkv::loadgen {
 
 // Opens the `connections` streams and waits (up to `open_timeout`) until
 // each has started; UNAVAILABLE when one does not.
-absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, size_t connections,
-                                                                  const ValuePool* values,
+absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, const TlsOptions& tls,
+                                                                  size_t connections, const ValuePool* values,
                                                                   Clock::duration open_timeout);
 
 }  // namespace gphkv::loadgen

@@ -19,12 +19,33 @@ namespace v1 = ::gphkv::v1;
 
 class GphkvTarget : public Target {
  public:
-  GphkvTarget(std::string address, GphkvApi api, const ValuePool* values)
-      : address_(std::move(address)), api_(api), values_(values) {}
+  GphkvTarget(GphkvServers servers, GphkvApi api, const ValuePool* values)
+      : servers_(std::move(servers)), api_(api), values_(values) {}
   std::string name() const override { return "gphkv"; }
 
+  // Every shard must answer.
   absl::Status WaitReady(Clock::time_point deadline) override {
-    auto stub = v1::KeyValue::NewStub(MakeGphkvChannel(address_));
+    for (const std::string& shard : servers_.shards.shards) {
+      if (auto s = WaitReady(shard, deadline); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // The factory: one session per driver thread, of the kind --api names.
+  absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) override {
+    switch (api_) {
+      case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_);
+      case GphkvApi::kPipeline:
+        return MakeGphkvPipelineSession(servers_.shards.shards[0], servers_.tls, connections, values_,
+                                        std::chrono::seconds(10));
+      case GphkvApi::kCoalesced: return MakeGphkvCoalescedSession(servers_, connections, values_);
+    }
+    return absl::InternalError("unknown GphkvApi");
+  }
+
+ private:
+  absl::Status WaitReady(const std::string& address, Clock::time_point deadline) {
+    auto stub = v1::KeyValue::NewStub(MakeGphkvChannel(address, servers_.tls));
     grpc::Status last;
     // Bounded by the deadline (one attempt at least); each waits at most 1 s.
     do {
@@ -38,24 +59,12 @@ class GphkvTarget : public Target {
       if (last.ok()) return absl::OkStatus();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } while (Clock::now() < deadline);
-    return absl::UnavailableError(absl::StrCat("gphkv at ", address_, " did not answer Stats: ",
+    return absl::UnavailableError(absl::StrCat("gphkv at ", address, " did not answer Stats: ",
                                                GrpcStatusCodeName(last.error_code()), " ", last.error_message()));
   }
 
-  // The factory: one session per driver thread, of the kind --api names.
-  absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) override {
-    switch (api_) {
-      case GphkvApi::kUnary: return MakeGphkvUnarySession(address_, connections, values_);
-      case GphkvApi::kPipeline:
-        return MakeGphkvPipelineSession(address_, connections, values_, std::chrono::seconds(10));
-      case GphkvApi::kCoalesced: return MakeGphkvCoalescedSession(address_, connections, values_);
-    }
-    return absl::InternalError("unknown GphkvApi");
-  }
-
- private:
-  std::string address_;
-  GphkvApi api_;
+  const GphkvServers servers_;
+  const GphkvApi api_;
   const ValuePool* values_;
 };
 
@@ -68,11 +77,20 @@ absl::StatusOr<GphkvApi> ParseGphkvApi(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown --api '", name, "' (want unary, pipeline or coalesced)"));
 }
 
-std::unique_ptr<Target> MakeGphkvTarget(const std::string& address, GphkvApi api, const ValuePool* values) {
-  return std::make_unique<GphkvTarget>(address, api, values);
+absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& servers, GphkvApi api,
+                                                        const ValuePool* values, const TlsOptions& tls) {
+  auto shards = ResolveShardList(servers);
+  if (!shards.ok()) return shards.status();
+  if (api == GphkvApi::kPipeline && shards->shards.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--api=pipeline talks to one server, and --address names ", shards->shards.size(),
+        " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
+  }
+  GphkvServers s{servers, *shards, ShardTlsOptions(*shards, tls)};
+  return std::make_unique<GphkvTarget>(std::move(s), api, values);
 }
 
-std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, const TlsOptions& tls) {
   // A distinct argument per channel, and a local subchannel pool, so that
   // every channel gets its own TCP connection instead of sharing one.
   static std::atomic<int> next_id{0};
@@ -81,7 +99,7 @@ std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return MakeChannel(address, tls, std::move(args));
 }
 
 const char* GrpcStatusCodeName(int code) {

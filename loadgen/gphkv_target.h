@@ -1,13 +1,22 @@
-// gphkv over gRPC. The target knows the address and how to ask for
+// gphkv over gRPC. The target knows the servers and how to ask for
 // readiness; --api picks the client path each driver thread's session takes
 // (gphkv_unary_session.h, gphkv_pipeline_session.h,
 // gphkv_coalesced_session.h).
+//
+// Several servers (--address=a:1,b:2 or dns:///NAME:PORT) are shards: each
+// key goes to its own by gphkv::ShardRouter, as gphkv::ShardedClient routes
+// it. The coalesced API is ShardedClient; the unary API splits each call by
+// shard and counts it done when every part is; the pipeline API talks to one
+// server only.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "gphkv/client/shard_list.h"
+#include "gphkv/client/tls.h"
 #include "loadgen/target.h"
 
 namespace grpc {
@@ -24,10 +33,20 @@ enum class GphkvApi {
 // "unary", "pipeline" or "coalesced"; InvalidArgument for anything else.
 absl::StatusOr<GphkvApi> ParseGphkvApi(const std::string& name);
 
-std::unique_ptr<Target> MakeGphkvTarget(const std::string& address, GphkvApi api, const ValuePool* values);
+// Where the shards are and how to reach them.
+struct GphkvServers {
+  std::string list;       // the server list as given (shard_list.h)
+  ShardList shards;       // what it resolved to
+  TlsOptions tls;         // the shards' (ShardTlsOptions)
+};
+
+// Resolves `servers`; INVALID_ARGUMENT for a malformed list or for several
+// shards under --api=pipeline.
+absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& servers, GphkvApi api,
+                                                        const ValuePool* values, const TlsOptions& tls = {});
 
 // A channel of its own, hence a TCP connection of its own.
-std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address);
+std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, const TlsOptions& tls);
 
 // "DEADLINE_EXCEEDED" for grpc::StatusCode::DEADLINE_EXCEEDED, and so on.
 const char* GrpcStatusCodeName(int code);

@@ -3,6 +3,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gphkv/client/shard_router.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 #include "loadgen/gphkv_messages.h"
 #include "loadgen/gphkv_target.h"
@@ -13,10 +14,18 @@ namespace {
 
 namespace v1 = ::gphkv::v1;
 
+// An op split over shards: done when its last part is.
+struct SplitOp {
+  uint64_t tag = 0;
+  size_t parts_left = 0;
+  OpResult result;  // the parts' answers added up
+};
+
 // One call in flight: everything gRPC writes into lives here until Finish
 // is delivered.
 struct Call {
   uint64_t tag = 0;
+  SplitOp* split = nullptr;  // the op this call is a part of, if it was split
   OpType type = OpType::kGet;
   uint64_t sent_bytes = 0;
   grpc::ClientContext context;
@@ -34,8 +43,13 @@ struct Call {
 
 class UnarySession final : public Session {
  public:
-  UnarySession(const std::string& address, size_t connections, const ValuePool* values) : values_(values) {
-    for (size_t i = 0; i < connections; ++i) stubs_.push_back(v1::KeyValue::NewStub(MakeGphkvChannel(address)));
+  UnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values)
+      : values_(values), connections_(connections), router_(servers.shards.shards) {
+    for (const std::string& shard : servers.shards.shards) {
+      for (size_t i = 0; i < connections; ++i) {
+        stubs_.push_back(v1::KeyValue::NewStub(MakeGphkvChannel(shard, servers.tls)));
+      }
+    }
   }
 
   ~UnarySession() override {
@@ -45,19 +59,68 @@ class UnarySession final : public Session {
     auto forget = [this](void* event, bool) {
       Call* c = static_cast<Call*>(event);
       in_flight_.erase(c);
+      if (c->split != nullptr && --c->split->parts_left == 0) delete c->split;
       delete c;
     };
     queue_.Settle([this] { return !in_flight_.empty(); }, std::chrono::seconds(5), forget);
     queue_.Shutdown(forget);
   }
 
-  size_t connections() const override { return stubs_.size(); }
+  size_t connections() const override { return connections_; }
 
   void Start(size_t connection, const Op& op, uint64_t tag) override {
+    connection %= connections_;
+    if (router_.shards() == 1) return StartCall(0, connection, op, tag, nullptr);
+    // The op's keys (and value sizes) by shard, in request order.
+    parts_.assign(router_.shards(), Op{});
+    size_t used = 0;
+    for (size_t i = 0; i < op.keys.size(); ++i) {
+      Op& part = parts_[router_.shard_of(op.keys[i])];
+      used += part.keys.empty();
+      part.type = op.type;
+      part.keys.push_back(op.keys[i]);
+      if (op.type == OpType::kPut) part.value_sizes.push_back(op.value_sizes[i]);
+    }
+    if (used <= 1) {
+      const size_t shard = op.keys.empty() ? 0 : router_.shard_of(op.keys[0]);
+      return StartCall(shard, connection, op, tag, nullptr);
+    }
+    auto* split = new SplitOp{tag, used, OpResult{}};
+    split->result.ok = true;
+    for (size_t shard = 0; shard < parts_.size(); ++shard) {
+      if (!parts_[shard].keys.empty()) StartCall(shard, connection, parts_[shard], tag, split);
+    }
+  }
+
+ protected:
+  int PollImpl(Clock::time_point deadline, DoneFn done, void* ctx) override {
+    // Every event is a call's Finish; a split op completes with its last part.
+    int completed = 0;
+    queue_.Next(deadline, [&](void* event, bool) {
+      Call* c = static_cast<Call*>(event);
+      in_flight_.erase(c);
+      const OpResult r = ResultOf(*c);
+      if (c->split == nullptr) {
+        done(ctx, c->tag, r);
+        ++completed;
+      } else if (AddPart(c->split, r)) {
+        done(ctx, c->split->tag, c->split->result);
+        ++completed;
+        delete c->split;
+      }
+      delete c;
+    });
+    return completed;
+  }
+
+ private:
+  // Sends `op` (or the part of an op) to `shard` on the driver's connection.
+  void StartCall(size_t shard, size_t connection, const Op& op, uint64_t tag, SplitOp* split) {
     auto* c = new Call;
     c->tag = tag;
+    c->split = split;
     c->type = op.type;
-    v1::KeyValue::Stub& stub = *stubs_[connection % stubs_.size()];
+    v1::KeyValue::Stub& stub = *stubs_[shard * connections_ + connection];
     switch (op.type) {
       case OpType::kGet: {
         FillGetRequest(op, &c->get_request);
@@ -84,18 +147,18 @@ class UnarySession final : public Session {
     in_flight_.insert(c);
   }
 
- protected:
-  int PollImpl(Clock::time_point deadline, DoneFn done, void* ctx) override {
-    // Every event is a call's Finish: one event, one completion.
-    return queue_.Next(deadline, [&](void* event, bool) {
-      Call* c = static_cast<Call*>(event);
-      in_flight_.erase(c);
-      done(ctx, c->tag, ResultOf(*c));
-      delete c;
-    });
+  // Adds a part's answer to its op's; true when it was the last part.
+  static bool AddPart(SplitOp* split, const OpResult& part) {
+    OpResult& r = split->result;
+    r.found += part.found;
+    r.value_bytes += part.value_bytes;
+    if (!part.ok && r.ok) {
+      r.ok = false;
+      r.error = part.error;
+    }
+    return --split->parts_left == 0;
   }
 
- private:
   static OpResult ResultOf(const Call& c) {
     if (!c.status.ok()) return FailedOp(c.status.error_code());
     switch (c.type) {
@@ -107,16 +170,20 @@ class UnarySession final : public Session {
   }
 
   const ValuePool* values_;
+  const size_t connections_;
+  const ShardRouter router_;
+  // stubs_[shard * connections_ + connection]
   std::vector<std::unique_ptr<v1::KeyValue::Stub>> stubs_;
+  std::vector<Op> parts_;  // Start's scratch: an op's keys by shard
   TimedCompletionQueue queue_;
   std::unordered_set<Call*> in_flight_;
 };
 
 }  // namespace
 
-std::unique_ptr<Session> MakeGphkvUnarySession(const std::string& address, size_t connections,
+std::unique_ptr<Session> MakeGphkvUnarySession(const GphkvServers& servers, size_t connections,
                                                const ValuePool* values) {
-  return std::make_unique<UnarySession>(address, connections, values);
+  return std::make_unique<UnarySession>(servers, connections, values);
 }
 
 }  // namespace gphkv::loadgen

@@ -11,7 +11,16 @@
 #include "loadgen/workload_preset.h"
 
 ABSL_FLAG(std::string, target, "gphkv", "the store: gphkv (gRPC) or memcached (text protocol)");
-ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the store");
+ABSL_FLAG(std::string, address, "127.0.0.1:50051",
+          "host:port of the store; gphkv: several (a:1,b:2) or dns:///NAME:PORT (every address of NAME) are shards, "
+          "each key sent to its own (--api=unary splits a call by shard, --api=coalesced is gphkv::ShardedClient; "
+          "--api=pipeline takes one server)");
+ABSL_FLAG(bool, tls, false, "gphkv: TLS, trusting gRPC's default CA roots (implied by --tls_ca and --tls_cert)");
+ABSL_FLAG(std::string, tls_ca, "", "gphkv: TLS, PEM CA certificates that may sign the servers' certificates");
+ABSL_FLAG(std::string, tls_cert, "", "gphkv: TLS, PEM client certificate for servers that require one (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "gphkv: TLS, PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "gphkv: TLS, the name the servers' certificates must carry when not the --address host");
 ABSL_FLAG(std::string, api, "unary",
           "gphkv: unary (an RPC per call, async completion queues), pipeline (a Pipeline stream per connection, "
           "up to --depth calls in flight on it) or coalesced (every call a request of gphkv::Client, whose "
@@ -102,6 +111,8 @@ int main(int argc, char** argv) {
   c.target = absl::GetFlag(FLAGS_target);
   c.address = absl::GetFlag(FLAGS_address);
   c.api = absl::GetFlag(FLAGS_api);
+  c.tls = {absl::GetFlag(FLAGS_tls), absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+           absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_server_name)};
   auto preset = gphkv::loadgen::WorkloadPreset(absl::GetFlag(FLAGS_workload));
   if (!preset.ok()) {
     std::fprintf(stderr, "gphkv-loadgen: %s\n", std::string(preset.status().message()).c_str());

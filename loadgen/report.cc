@@ -181,9 +181,9 @@ std::string ReportToTable(const Report& r) {
   const LoadgenConfig& c = r.config;
   const DriveOptions& d = c.drive;
   std::string out;
-  absl::StrAppendFormat(&out, "gphkv-loadgen %s: target %s%s at %s, %s loop, %u threads x %u connections x depth %u",
+  absl::StrAppendFormat(&out, "gphkv-loadgen %s: target %s%s at %s%s, %s loop, %u threads x %u connections x depth %u",
                         r.version, c.target, c.target == "gphkv" ? absl::StrCat(" (api ", c.api, ")") : "", c.address,
-                        ModeName(d.mode), d.threads, d.connections, d.depth);
+                        c.tls.on() ? " over TLS" : "", ModeName(d.mode), d.threads, d.connections, d.depth);
   if (d.mode == DriveOptions::Mode::kOpen) absl::StrAppendFormat(&out, ", %s calls/s offered", Rate(d.rate));
   const std::string popularity = r.shards > 0 ? absl::StrFormat("%d weighted shards", r.shards)
                                               : absl::StrFormat("zipf s=%.4f", r.zipf_exponent);

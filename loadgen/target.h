@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "gphkv/client/tls.h"
 #include "loadgen/value_pool.h"
 #include "loadgen/workload.h"
 
@@ -63,8 +64,10 @@ class Target {
 };
 
 // Makes the target named by `name` ("gphkv" or "memcached") for `address`
-// (host:port). Values for puts come from `values`, which must outlive it.
+// (host:port; for gphkv, a server list of shards: gphkv_target.h). Values for
+// puts come from `values`, which must outlive it. `tls`: gphkv only.
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
-                                                   const std::string& api, const ValuePool* values);
+                                                   const std::string& api, const ValuePool* values,
+                                                   const TlsOptions& tls = {});
 
 }  // namespace gphkv::loadgen

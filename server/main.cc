@@ -23,6 +23,12 @@ using gphkv::server::ByteSize;
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051", "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
           "host:port of the Prometheus endpoint (GET /metrics); empty disables it");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain (the server's first) for TLS on --listen_address, with --tls_key; empty: plain "
+          "text. The metrics endpoint stays plain HTTP");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key (unencrypted) of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificates: every client must present a certificate one of them signed (mTLS); needs --tls_cert");
 ABSL_FLAG(std::string, backend, "auto",
           "table backend: auto (cuda when a CUDA device is visible, else cpu), cuda or cpu");
 ABSL_FLAG(int, gpu, 0, "CUDA device id for --backend=cuda");
@@ -97,6 +103,9 @@ int main(int argc, char** argv) {
   gphkv::server::ServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen_address);
   o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (backend == "auto") o.backend = gphkv::server::BackendChoice::kAuto;
   else if (backend == "cpu") o.backend = gphkv::server::BackendChoice::kCpu;
@@ -124,10 +133,12 @@ int main(int argc, char** argv) {
   }
 
   spdlog::info(
-      "gphkv-server starting: listen_address={} metrics_address={} backend={} gpu={} memory={} "
+      "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpu={} memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={}",
-      o.listen_address, o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
+      o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
+      o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
+      o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),

@@ -5,6 +5,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "server/intake.h"
 #include "server/metrics_endpoint.h"
 #include "server/service_metrics.h"
+#include "tls/pem_files.h"
 
 #ifndef GPHKV_VERSION
 #define GPHKV_VERSION "0.0.0"
@@ -38,6 +40,30 @@ std::string cpu_model() {
     }
   }
   return "cpu";
+}
+
+// The gRPC port's credentials: plain text, TLS, or TLS that requires client
+// certificates. The files are read and checked here, so a bad one stops the
+// start with its flag's name instead of failing every handshake later.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const ServerTls& tls) {
+  auto pair = tls::ReadKeyPair("--tls_cert", tls.cert_file, "--tls_key", tls.key_file);
+  if (!pair.ok()) return pair.status();
+  if (pair->certificate_chain.empty()) {
+    if (!tls.client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key: mTLS is TLS first");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions ssl(tls.client_ca_file.empty()
+                                            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!tls.client_ca_file.empty()) {
+    auto ca = tls::ReadCertificates("--tls_client_ca", tls.client_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = std::move(*ca);
+  }
+  ssl.pem_key_cert_pairs.push_back({std::move(pair->private_key), std::move(pair->certificate_chain)});
+  return grpc::SslServerCredentials(ssl);
 }
 
 }  // namespace
@@ -99,6 +125,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   if (options.batcher.max_batch_keys == 0) {
     return absl::InvalidArgumentError("--max_batch_keys must be at least 1");
   }
+  auto credentials = server_credentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const engine::Backend backend = resolve_backend(options.backend);
@@ -154,7 +182,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &impl->port);
+  builder.AddListeningPort(options.listen_address, *credentials, &impl->port);
   builder.RegisterService(impl->service.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
@@ -183,8 +211,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     impl->metrics_endpoint = std::move(*endpoint);
     impl->metrics_port = impl->metrics_endpoint->port();
   }
-  spdlog::info("serving gphkv.v1.KeyValue on {} (port {}); metrics on {}", options.listen_address,
+  spdlog::info("serving gphkv.v1.KeyValue on {} (port {}) {}; metrics on {}", options.listen_address,
                impl->port,
+               options.tls.cert_file.empty()        ? "in plain text"
+               : options.tls.client_ca_file.empty() ? "over TLS"
+                                                    : "over TLS, client certificates required",
                options.metrics_address.empty() ? std::string("(disabled)")
                                                 : absl::StrCat(options.metrics_address, " (port ",
                                                                impl->metrics_port, ")/metrics"));

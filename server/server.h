@@ -16,6 +16,17 @@ namespace gphkv::server {
 
 enum class BackendChoice { kAuto, kCpu, kCuda };
 
+// TLS on the gRPC port, from PEM files (--tls_cert, --tls_key,
+// --tls_client_ca); no certificate: plain text. The metrics endpoint stays
+// plain HTTP on its own address either way.
+struct ServerTls {
+  std::string cert_file;  // certificate chain, the server's first
+  std::string key_file;   // its private key (unencrypted)
+  // Set: every client must present a certificate signed by one of these
+  // CAs (mTLS); needs cert_file.
+  std::string client_ca_file;
+};
+
 struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
   // Empty disables the metrics endpoint.
@@ -41,6 +52,7 @@ struct ServerOptions {
   int grpc_threads = 0;
   // How long shutdown waits for open streams before cancelling them.
   int shutdown_grace_ms = 5000;
+  ServerTls tls{};
 };
 
 // The unary front end's threads when not set: a quarter of the cores, at least 2.

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """deploy/grafana/gphkv.json against a real server:
 
-  1. starts gphkv-server (CPU backend) on loopback ports and sends it traffic
-     through the CLI: puts, gets (hits and misses), deletes, and a put over
-     --max_value_bytes (an INVALID_ARGUMENT, so error series exist);
+  1. starts two gphkv-server shards (CPU backend) on loopback ports and sends
+     them traffic through the CLI, which routes each key to its shard: puts,
+     gets (hits and misses), deletes, and a put over --max_value_bytes (an
+     INVALID_ARGUMENT, so error series exist);
   2. scrapes /metrics and checks every metric name of every dashboard query,
      and of the recording rules the dashboard uses, against the scrape; label
      matchers against the labels the scraped series carry;
-  3. starts a real Prometheus (Debian's) scraping that server every second
+  3. starts a real Prometheus (Debian's) scraping both shards every second
      with deploy/prometheus/rules loaded, and runs every dashboard query
      (Grafana's variables filled in) through its HTTP API: each must parse and
-     return data.
+     return data; a per-shard query a series per shard, and its total one
+     series, their sum.
 
 Usage: check_dashboard.py GPHKV_SERVER_BIN GPHKV_CLI_BIN
 """
@@ -104,6 +106,32 @@ def prometheus_query(base, expr):
     return json.loads(body)
 
 
+def check_shard_panels(f, dash, base, shards):
+    """Each per-shard panel with a total: its per-instance query has a series
+    per shard, and its "total" query is their sum (one query, one instant)."""
+    found = 0
+    for p in panels_of(dash):
+        per = [t for t in p.get("targets", []) if t.get("legendFormat") == "{{instance}}"]
+        total = [t for t in p.get("targets", []) if t.get("legendFormat") == "total"]
+        if not total:
+            continue
+        found += 1
+        if not f.check(len(per) == 1, f"{p['title']}: a total without a per-shard query (legend {{{{instance}}}})"):
+            continue
+        per_expr = fill(per[0]["expr"])
+        r = prometheus_query(base, per_expr)
+        instances = {s["metric"].get("instance") for s in r.get("data", {}).get("result", [])}
+        f.check(len(instances) == shards, f"{p['title']}: {len(instances)} shards in {per_expr!r}, not {shards}")
+        summed = re.sub(r"^sum by \(instance\)", "sum", per_expr)
+        f.check(summed != per_expr, f"{p['title']}: the per-shard query is not sum by (instance) (...)")
+        for t in total:
+            expr = f"({fill(t['expr'])}) - ({summed})"
+            res = prometheus_query(base, expr).get("data", {}).get("result", [])
+            f.check(len(res) == 1 and abs(float(res[0]["value"][1])) < 1e-6,
+                    f"{p['title']}: the total is not the sum of the shards: {expr!r} -> {res}")
+    f.check(found >= 3, f"the dashboard has {found} panels with per-shard and total series, wants 3 (keys/s, requests/s, keys stored)")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -149,10 +177,11 @@ def main():
             targets.append((f"variable {v['name']}", q))
     print(f"dashboard: {len(targets)} queries in {sum(1 for p in panels_of(dash) if p.get('type') != 'row')} panels")
 
+    shard_flags = ("--backend=cpu", "--memory=64MiB", "--max_value_bytes=64", "--initial_capacity=1024")
     with tempfile.TemporaryDirectory(prefix="gphkv-dashboard-") as tmp, \
-            d.LocalServer(server_bin, "--backend=cpu", "--memory=64MiB", "--max_value_bytes=64",
-                          "--initial_capacity=1024", log_path=os.path.join(tmp, "server.log")) as server:
-        traffic = Traffic(cli_bin, server.address)
+            d.LocalServer(server_bin, *shard_flags, log_path=os.path.join(tmp, "server.log")) as server, \
+            d.LocalServer(server_bin, *shard_flags, log_path=os.path.join(tmp, "server2.log")) as server2:
+        traffic = Traffic(cli_bin, f"{server.address},{server2.address}")
         traffic.call("put", "1", "x" * 100, expect=(2, 3))  # over --max_value_bytes
         traffic.start()
         try:
@@ -188,7 +217,8 @@ def main():
             cfg = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                    "rule_files": [RULES],
                    "scrape_configs": [{"job_name": "gphkv", "scrape_interval": "1s", "scrape_timeout": "1s",
-                                       "static_configs": [{"targets": [f"127.0.0.1:{server.metrics_port}"]}]}]}
+                                       "static_configs": [{"targets": [f"127.0.0.1:{server.metrics_port}",
+                                                                       f"127.0.0.1:{server2.metrics_port}"]}]}]}
             cfg_path = os.path.join(tmp, "prometheus.yml")
             with open(cfg_path, "w") as out:
                 yaml.safe_dump(cfg, out)
@@ -219,6 +249,7 @@ def main():
                         res = r["data"]["result"]
                         f.check(len(res) > 0, f"{title}: {fill(expr)!r} returned no data from a server under traffic")
                         print(f"  {len(res):3d} series  {title}: {expr[:90]}")
+                check_shard_panels(f, dash, base, shards=2)
             finally:
                 prom.terminate()
                 try:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""deploy/entrypoint.sh turns GPHKV_* variables into gphkv-server flags: runs it
-with a stand-in server that prints its arguments, and checks the flags, the
+"""deploy/entrypoint.sh turns GPHKV_* variables into gphkv-server flags, and
+deploy/healthcheck.sh into a CLI health call: runs each with a stand-in binary
+that prints its arguments, and checks the flags (TLS's included), the
 --memory percentage of the memory limit, argument order and refusals."""
 
 import os
@@ -11,17 +12,22 @@ import tempfile
 import deploylib as d
 
 ENTRYPOINT = os.path.join(d.DEPLOY, "entrypoint.sh")
+HEALTHCHECK = os.path.join(d.DEPLOY, "healthcheck.sh")
 
 
-def run(env, *args):
+def run(env, *args, script=ENTRYPOINT, binary_var="GPHKV_SERVER_BIN"):
     with tempfile.TemporaryDirectory() as tmp:
-        fake = os.path.join(tmp, "gphkv-server")
+        fake = os.path.join(tmp, "stand-in")
         with open(fake, "w") as out:
             out.write('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
         os.chmod(fake, 0o755)
-        full = {"PATH": "/usr/bin:/bin", "GPHKV_SERVER_BIN": fake, **env}
-        p = subprocess.run(["/bin/sh", ENTRYPOINT, *args], env=full, capture_output=True, text=True, timeout=10)
+        full = {"PATH": "/usr/bin:/bin", binary_var: fake, **env}
+        p = subprocess.run(["/bin/sh", script, *args], env=full, capture_output=True, text=True, timeout=10)
         return p.returncode, p.stdout.splitlines(), p.stderr
+
+
+def healthcheck(env):
+    return run(env, script=HEALTHCHECK, binary_var="GPHKV_CLI_BIN")
 
 
 def main():
@@ -62,10 +68,26 @@ def main():
     rc, argv, _ = run({}, "--log_level=info", "an argument with spaces")
     f.check(argv[-1] == "an argument with spaces", f"arguments are passed intact: {argv}")
 
-    # The healthcheck asks the port of GPHKV_LISTEN_ADDRESS on loopback.
-    text = open(os.path.join(d.DEPLOY, "healthcheck.sh")).read()
-    f.check('--server="127.0.0.1:$port" --timeout=2s health' in text and "${listen##*:}" in text,
-            "healthcheck.sh must ask gphkv health on GPHKV_LISTEN_ADDRESS's port")
+    # TLS: the files become the server's TLS flags.
+    rc, argv, _ = run({"GPHKV_TLS_CERT": "/tls/tls.crt", "GPHKV_TLS_KEY": "/tls/tls.key",
+                       "GPHKV_TLS_CLIENT_CA": "/tls/ca.crt"})
+    f.check(rc == 0 and argv[2:] == ["--tls_cert=/tls/tls.crt", "--tls_key=/tls/tls.key", "--tls_client_ca=/tls/ca.crt"],
+            f"TLS variables: {rc} {argv}")
+
+    # The healthcheck asks the port of GPHKV_LISTEN_ADDRESS on loopback; in
+    # plain text unless the server has a certificate, then trusting
+    # GPHKV_TLS_CA, and under mTLS showing the server's own certificate.
+    rc, argv, _ = healthcheck({"GPHKV_LISTEN_ADDRESS": "0.0.0.0:7000"})
+    f.check(rc == 0 and argv == ["--server=127.0.0.1:7000", "--timeout=2s", "health"], f"healthcheck, plain: {rc} {argv}")
+    rc, argv, _ = healthcheck({"GPHKV_TLS_CERT": "/tls/tls.crt", "GPHKV_TLS_KEY": "/tls/tls.key",
+                               "GPHKV_TLS_CA": "/tls/ca.crt"})
+    f.check(rc == 0 and argv == ["--server=127.0.0.1:50051", "--timeout=2s", "--tls", "--tls_server_name=localhost",
+                                 "--tls_ca=/tls/ca.crt", "health"], f"healthcheck, TLS: {rc} {argv}")
+    rc, argv, _ = healthcheck({"GPHKV_TLS_CERT": "/tls/tls.crt", "GPHKV_TLS_KEY": "/tls/tls.key",
+                               "GPHKV_TLS_CLIENT_CA": "/tls/ca.crt", "GPHKV_TLS_SERVER_NAME": "gphkv-shards"})
+    f.check(rc == 0 and argv == ["--server=127.0.0.1:50051", "--timeout=2s", "--tls", "--tls_server_name=gphkv-shards",
+                                 "--tls_cert=/tls/tls.crt", "--tls_key=/tls/tls.key", "health"],
+            f"healthcheck, mTLS: {rc} {argv}")
 
     return f.finish("check_entrypoint")
 

@@ -12,7 +12,12 @@
      limit; --memory is derived from that limit by the entrypoint;
   5. from the host: health, put, get through the CLI; the HEALTHCHECK through
      `podman healthcheck run`; /metrics scraped and checked;
-  6. SIGTERM; the container must exit 0 within the drain bound.
+  6. SIGTERM; the container must exit 0 within the drain bound;
+  7. the same image under mutual TLS, certificates (deploy/tls-certs.sh)
+     mounted read-only and named by the entrypoint's GPHKV_TLS_* variables:
+     the host's CLI with a client certificate reads and writes, without one
+     (or without TLS) it is refused and changes nothing, the HEALTHCHECK
+     passes over TLS, /metrics stays plain HTTP, SIGTERM exits 0.
 
 Usage: container_test.py BUILD_DIR GPHKV_SERVER_BIN GPHKV_CLI_BIN
 Environment: GPHKV_TEST_BASE_IMAGE (default localhost/debian-base:bookworm),
@@ -91,6 +96,50 @@ def ensure_base(podman, scratch):
 def metric(samples, name, **labels):
     values = [v for l, v in samples.get(name, []) if all(l.get(k) == v2 for k, v2 in labels.items())]
     return values[0] if values else None
+
+
+def run_under_mtls(f, podman, cli_bin, tmp, name):
+    certs = os.path.join(tmp, "certs")
+    subprocess.run([os.path.join(d.DEPLOY, "tls-certs.sh"), certs], check=True, capture_output=True, timeout=60)
+    # The server runs as uid 10001; a bind mount keeps the host's owners, so
+    # the test makes its throwaway keys readable (Kubernetes: fsGroup does it).
+    for key in ("tls.key", "client.key"):
+        os.chmod(os.path.join(certs, key), 0o644)
+    grpc_port, metrics_port = d.free_port(), d.free_port()
+    server = f"127.0.0.1:{grpc_port}"
+    mount = "/etc/gphkv/tls"
+    podman("run", "-d", "--name", name, "--network=host", "-v", f"{certs}:{mount}:ro",
+           "-e", f"GPHKV_LISTEN_ADDRESS={server}", "-e", f"GPHKV_METRICS_ADDRESS=127.0.0.1:{metrics_port}",
+           "-e", f"GPHKV_TLS_CERT={mount}/tls.crt", "-e", f"GPHKV_TLS_KEY={mount}/tls.key",
+           "-e", f"GPHKV_TLS_CLIENT_CA={mount}/ca.crt", "-e", f"GPHKV_TLS_CA={mount}/ca.crt",
+           IMAGE, "--backend=cpu", "--memory=64MiB", "--initial_capacity=4096")
+    member = [f"--tls_ca={certs}/ca.crt", f"--tls_cert={certs}/client.crt", f"--tls_key={certs}/client.key"]
+    try:
+        d.wait_for(lambda: d.run_cli(cli_bin, server, *member, "health", timeout=10).returncode == 0, 60,
+                   "the server under mTLS to report SERVING to a client with a certificate")
+        f.check(True, "mTLS: health from the host with a client certificate")
+    except TimeoutError as e:
+        f.check(False, f"mTLS: health from the host: {e}")
+        podman("logs", name, check=False)
+        return
+    rc, _ = podman("healthcheck", "run", name, check=False)
+    f.check(rc == 0, "mTLS: the image's HEALTHCHECK passes over TLS (GPHKV_TLS_* variables)")
+    p = d.run_cli(cli_bin, server, *member, "put", "7", "member's")
+    f.check(p.returncode == 0, f"mTLS: put with a client certificate: {p.returncode} {p.stderr}")
+    p = d.run_cli(cli_bin, server, f"--tls_ca={certs}/ca.crt", "put", "7", "intruder's")
+    f.check(p.returncode == 3, f"mTLS: a put without a client certificate is refused: {p.returncode} {p.stdout}")
+    p = d.run_cli(cli_bin, server, "put", "7", "plain text's")
+    f.check(p.returncode == 3, f"mTLS: a put in plain text is refused: {p.returncode} {p.stdout}")
+    p = d.run_cli(cli_bin, server, *member, "--raw", "get", "7")
+    f.check(p.returncode == 0 and p.stdout == "member's", f"mTLS: the refused puts changed nothing: {p.stdout!r}")
+    status, text = d.http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+    f.check(status == 200 and "gphkv_build_info" in text, "mTLS: /metrics stays plain HTTP")
+    podman("kill", "--signal", "TERM", name)
+    rc, out = podman("wait", name, timeout=60)
+    f.check(out.strip() == "0", f"mTLS: the container exits 0 after SIGTERM, not {out.strip()!r}")
+    p = subprocess.run(["podman", "logs", name], env=podman.env, capture_output=True, text=True, timeout=30)
+    f.check("over TLS, client certificates required" in p.stdout + p.stderr,
+            "mTLS: the server logged that it requires client certificates")
 
 
 def main():
@@ -220,8 +269,13 @@ def main():
             logs = p.stdout + p.stderr
             f.check("SIGTERM" in logs, "the server logged the SIGTERM it drained on")
             f.check("--memory=" in logs and "% of the" in logs, "the entrypoint logged the --memory it derived")
+
+            t = time.monotonic()
+            run_under_mtls(f, podman, cli_bin, tmp, f"{name}-tls")
+            timings["mTLS run"] = time.monotonic() - t
         finally:
             podman("rm", "-f", "--time", "5", name, check=False, quiet=True)
+            podman("rm", "-f", "--time", "5", f"{name}-tls", check=False, quiet=True)
             podman("rmi", "-f", IMAGE, check=False, quiet=True)
 
     timings["total"] = time.monotonic() - start

@@ -50,23 +50,33 @@ def _parse_flags(text):
     return flags
 
 
-def server_flags(server_bin):
-    """{flag: default-as-text} from the server's --help (Abseil's format:
+def binary_flags(binary, source, must_have):
+    """{flag: default-as-text} from a binary's --help (Abseil's format:
     `--name (help text); default: value;`). Where --help lists nothing (an
     Abseil usage config that does not match the binary's name), the
-    `Flags from .../server/main.cc:` section of --helpfull is used instead."""
-    out = subprocess.run([server_bin, "--help"], capture_output=True, text=True, timeout=30)
+    `Flags from .../SOURCE:` section of --helpfull is used instead."""
+    out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
     text = out.stdout + out.stderr
     flags = _parse_flags(text)
     if not flags:
-        out = subprocess.run([server_bin, "--helpfull"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([binary, "--helpfull"], capture_output=True, text=True, timeout=30)
         full = out.stdout + out.stderr
-        m = re.search(r"Flags from \S*server/main\.cc:\n(.*?)(?=\n  Flags from |\Z)", full, re.S)
+        m = re.search(r"Flags from \S*" + re.escape(source) + r":\n(.*?)(?=\n  Flags from |\Z)", full, re.S)
         flags = _parse_flags(m.group(1)) if m else {}
         text = full
-    if "listen_address" not in flags:
-        raise RuntimeError(f"could not parse flags from {server_bin} --help:\n{text[:2000]}")
+    if must_have not in flags:
+        raise RuntimeError(f"could not parse flags from {binary} --help:\n{text[:2000]}")
     return flags
+
+
+def server_flags(server_bin):
+    """gphkv-server's flags (binary_flags)."""
+    return binary_flags(server_bin, "server/main.cc", "listen_address")
+
+
+def cli_flags(cli_bin):
+    """The gphkv CLI's flags (binary_flags)."""
+    return binary_flags(cli_bin, "client/cli_main.cc", "server")
 
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -112,6 +122,75 @@ def entrypoint_env_flags():
         mapping["GPHKV_MEMORY"] = "memory"
         mapping["GPHKV_MEMORY_PERCENT"] = "memory"
     return mapping
+
+
+def healthcheck_env():
+    """The GPHKV_* variables deploy/healthcheck.sh reads."""
+    return set(re.findall(r"\$\{?(GPHKV_[A-Z_]+)", open(os.path.join(DEPLOY, "healthcheck.sh")).read()))
+
+
+def strategic_merge(base, patch):
+    """`patch` applied to `base` the way kustomize applies a strategic merge
+    patch, for what deploy/k8s's patches use: maps merge key by key, a null
+    value deletes its key, lists of maps that all have a name merge item by
+    name (new names appended), other lists are replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            elif k in out:
+                out[k] = strategic_merge(out[k], v)
+            else:
+                out[k] = v
+        return out
+    named = lambda l: isinstance(l, list) and l and all(isinstance(i, dict) and "name" in i for i in l)
+    if named(base) and named(patch):
+        out = list(base)
+        for item in patch:
+            at = next((i for i, b in enumerate(out) if b["name"] == item["name"]), None)
+            if at is None:
+                out.append(item)
+            else:
+                out[at] = strategic_merge(out[at], item)
+        return out
+    return patch
+
+
+def render_kustomization(folder):
+    """[(source file, object)] that `kubectl apply -k FOLDER` would apply, as far
+    as deploy/k8s needs: `resources` (files, and folders rendered the same way)
+    and `patches` by path (strategic merge, matched by kind and name). Images
+    stay as written: the manifests name the image `gphkv`, which `images`
+    rewrites."""
+    import yaml
+    k = yaml.safe_load(open(os.path.join(folder, "kustomization.yaml")))
+    out = []
+    for res in k.get("resources", []):
+        path = os.path.normpath(os.path.join(folder, res))
+        if os.path.isdir(path):
+            out.extend(render_kustomization(path))
+        else:
+            out.extend((os.path.relpath(path, REPO), doc) for doc in yaml.safe_load_all(open(path)) if doc)
+    for p in k.get("patches", []):
+        path = os.path.join(folder, p["path"])
+        for patch in yaml.safe_load_all(open(path)):
+            hits = [i for i, (_, doc) in enumerate(out)
+                    if doc.get("kind") == patch.get("kind") and doc["metadata"]["name"] == patch["metadata"]["name"]]
+            if len(hits) != 1:
+                raise ValueError(f"{os.path.relpath(path, REPO)} patches {len(hits)} objects, not one")
+            src, doc = out[hits[0]]
+            out[hits[0]] = (f"{src} + {os.path.relpath(path, REPO)}", strategic_merge(doc, patch))
+    return out
+
+
+def kustomizations():
+    """Every folder under deploy/k8s with a kustomization.yaml."""
+    found = []
+    for root, _, files in os.walk(os.path.join(DEPLOY, "k8s")):
+        if "kustomization.yaml" in files:
+            found.append(root)
+    return sorted(found)
 
 
 def free_port():

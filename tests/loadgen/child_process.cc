@@ -50,6 +50,13 @@ int ChildProcess::Wait(double timeout_s) {
   return -1;
 }
 
+bool ChildProcess::Running() {
+  if (pid_ <= 0) return false;
+  if (waitpid(pid_, nullptr, WNOHANG) != pid_) return true;
+  pid_ = -1;
+  return false;
+}
+
 void ChildProcess::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);

@@ -20,6 +20,8 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // The exit status, or -1 if it was still running after timeout_s (then killed).
   int Wait(double timeout_s);
+  // Whether it still runs (if not, it is reaped and pid() turns -1).
+  bool Running();
   void Kill();
 
  private:

@@ -151,8 +151,9 @@ TEST(PipelineSession, AServerThatGoesAwayFailsTheOpsAndTheRunEnds) {
 TEST(PipelineSession, NoServerMeansTheSessionDoesNotOpen) {
   const ValuePool values(64);
   auto target = MakeGphkvTarget("127.0.0.1:1", GphkvApi::kPipeline, &values);
+  ASSERT_TRUE(target.ok()) << target.status();
   const auto t0 = Clock::now();
-  auto session = target->Connect(2);
+  auto session = (*target)->Connect(2);
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(session.status().message().find("Pipeline stream 0 did not start: UNAVAILABLE"), absl::string_view::npos)

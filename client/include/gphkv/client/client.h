@@ -34,6 +34,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "gphkv/client/tls.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 
 namespace grpc {
@@ -81,6 +82,8 @@ struct ClientOptions {
   // already up.
   bool own_connection = false;
   CoalesceOptions coalesce{};
+  // Plain text unless tls.enabled (gphkv/client/tls.h).
+  TlsOptions tls{};
 };
 
 // The answer to a Get: found flags and values by index. It views its keys'

@@ -14,6 +14,7 @@ struct LoadgenConfig {
   std::string target = "gphkv";            // gphkv | memcached
   std::string address = "127.0.0.1:50051"; // gphkv: a server list, several servers are shards
   std::string api = "unary";               // gphkv: unary | pipeline | coalesced (memcached: unused)
+  int coalesce_in_flight = 2;              // --api=coalesced: CoalesceOptions::max_in_flight
   TlsFiles tls;                            // gphkv: TLS (gphkv/client/tls.h)
   WorkloadOptions workload;
   DriveOptions drive;

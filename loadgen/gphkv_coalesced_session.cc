@@ -108,10 +108,12 @@ class CoalescedSession final : public Session {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers,
-                                                                   size_t connections, const ValuePool* values) {
+                                                                   size_t connections, const ValuePool* values,
+                                                                   int max_in_flight) {
   ClientOptions o;
   o.coalesce.enabled = true;
   o.coalesce.streams = static_cast<int>(connections);
+  o.coalesce.max_in_flight = max_in_flight;
   o.max_message_bytes = -1;
   o.timeout = std::chrono::seconds(30);
   o.tls = servers.tls;

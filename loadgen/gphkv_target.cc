@@ -19,8 +19,8 @@ namespace v1 = ::gphkv::v1;
 
 class GphkvTarget : public Target {
  public:
-  GphkvTarget(GphkvServers servers, GphkvApi api, const ValuePool* values)
-      : servers_(std::move(servers)), api_(api), values_(values) {}
+  GphkvTarget(GphkvServers servers, GphkvApi api, const ValuePool* values, int coalesce_in_flight)
+      : servers_(std::move(servers)), api_(api), values_(values), coalesce_in_flight_(coalesce_in_flight) {}
   std::string name() const override { return "gphkv"; }
 
   // Every shard must answer.
@@ -38,7 +38,7 @@ class GphkvTarget : public Target {
       case GphkvApi::kPipeline:
         return MakeGphkvPipelineSession(servers_.shards.shards[0], servers_.tls, connections, values_,
                                         std::chrono::seconds(10));
-      case GphkvApi::kCoalesced: return MakeGphkvCoalescedSession(servers_, connections, values_);
+      case GphkvApi::kCoalesced: return MakeGphkvCoalescedSession(servers_, connections, values_, coalesce_in_flight_);
     }
     return absl::InternalError("unknown GphkvApi");
   }
@@ -66,6 +66,7 @@ class GphkvTarget : public Target {
   const GphkvServers servers_;
   const GphkvApi api_;
   const ValuePool* values_;
+  const int coalesce_in_flight_;
 };
 
 }  // namespace
@@ -78,7 +79,8 @@ absl::StatusOr<GphkvApi> ParseGphkvApi(const std::string& name) {
 }
 
 absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& servers, GphkvApi api,
-                                                        const ValuePool* values, const TlsOptions& tls) {
+                                                        const ValuePool* values, const TlsOptions& tls,
+                                                        int coalesce_in_flight) {
   auto shards = ResolveShardList(servers);
   if (!shards.ok()) return shards.status();
   if (api == GphkvApi::kPipeline && shards->shards.size() > 1) {
@@ -87,7 +89,7 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
         " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
   }
   GphkvServers s{servers, *shards, ShardTlsOptions(*shards, tls)};
-  return std::make_unique<GphkvTarget>(std::move(s), api, values);
+  return std::make_unique<GphkvTarget>(std::move(s), api, values, coalesce_in_flight);
 }
 
 std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, const TlsOptions& tls) {

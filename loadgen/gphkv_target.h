@@ -43,7 +43,8 @@ struct GphkvServers {
 // Resolves `servers`; INVALID_ARGUMENT for a malformed list or for several
 // shards under --api=pipeline.
 absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& servers, GphkvApi api,
-                                                        const ValuePool* values, const TlsOptions& tls = {});
+                                                        const ValuePool* values, const TlsOptions& tls = {},
+                                                        int coalesce_in_flight = 2);
 
 // A channel of its own, hence a TCP connection of its own.
 std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, const TlsOptions& tls);

@@ -20,11 +20,11 @@ namespace gphkv::loadgen {
 
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
                                                    const std::string& api, const ValuePool* values,
-                                                   const TlsOptions& tls) {
+                                                   const TlsOptions& tls, int coalesce_in_flight) {
   if (name == "gphkv") {
     auto parsed = ParseGphkvApi(api);
     if (!parsed.ok()) return parsed.status();
-    return MakeGphkvTarget(address, *parsed, values, tls);
+    return MakeGphkvTarget(address, *parsed, values, tls, coalesce_in_flight);
   }
   if (tls.enabled) return absl::InvalidArgumentError("--tls_* flags are for --target=gphkv");
   if (name == "memcached") return MakeMemcachedTarget(address, values);
@@ -115,7 +115,7 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   const ValuePool values(std::max(workload->object_value().Max(), workload->association_value().Max()));
   auto tls = LoadTlsFiles(config.tls);
   if (!tls.ok()) return tls.status();
-  auto target_or = MakeTarget(config.target, config.address, config.api, &values, *tls);
+  auto target_or = MakeTarget(config.target, config.address, config.api, &values, *tls, config.coalesce_in_flight);
   if (!target_or.ok()) return target_or.status();
   Target& target = **target_or;
   if (auto st = target.WaitReady(Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, api, "unary",
           "gphkv: unary (an RPC per call, async completion queues), pipeline (a Pipeline stream per connection, "
           "up to --depth calls in flight on it) or coalesced (every call a request of gphkv::Client, whose "
           "concurrent requests share Batches messages)");
+ABSL_FLAG(int32_t, coalesce_in_flight, 2,
+          "gphkv --api=coalesced: messages of a stream awaiting their answer before requests wait and ride "
+          "together in the next one (gphkv::CoalesceOptions::max_in_flight)");
 
 // The workload (docs/loadgen.md says where each default comes from). A
 // preset (--workload) sets the optional ones; each given on the command line
@@ -111,6 +114,11 @@ int main(int argc, char** argv) {
   c.target = absl::GetFlag(FLAGS_target);
   c.address = absl::GetFlag(FLAGS_address);
   c.api = absl::GetFlag(FLAGS_api);
+  c.coalesce_in_flight = absl::GetFlag(FLAGS_coalesce_in_flight);
+  if (c.coalesce_in_flight < 1) {
+    std::fprintf(stderr, "gphkv-loadgen: --coalesce_in_flight must be at least 1\n");
+    return 2;
+  }
   c.tls = {absl::GetFlag(FLAGS_tls), absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
            absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_server_name)};
   auto preset = gphkv::loadgen::WorkloadPreset(absl::GetFlag(FLAGS_workload));

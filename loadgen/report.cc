@@ -76,6 +76,7 @@ json ReportToJson(const Report& r) {
       {"target", c.target},
       {"address", c.address},
       {"api", c.api},
+      {"coalesce_in_flight", c.coalesce_in_flight},
       {"label", c.label},
       {"workload",
        {{"preset", w.preset},

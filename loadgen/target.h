@@ -65,9 +65,10 @@ class Target {
 
 // Makes the target named by `name` ("gphkv" or "memcached") for `address`
 // (host:port; for gphkv, a server list of shards: gphkv_target.h). Values for
-// puts come from `values`, which must outlive it. `tls`: gphkv only.
+// puts come from `values`, which must outlive it. `tls` and
+// `coalesce_in_flight` (--api=coalesced): gphkv only.
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
                                                    const std::string& api, const ValuePool* values,
-                                                   const TlsOptions& tls = {});
+                                                   const TlsOptions& tls = {}, int coalesce_in_flight = 2);
 
 }  // namespace gphkv::loadgen

@@ -77,7 +77,8 @@ TEST(ReportJson, SchemaIsPinned) {
   std::set<std::string> want = {
       "schema:string", "schema_version:number", "tool.name:string", "tool.version:string", "started_at:string",
       "host.hostname:string", "host.cpus:number", "config.target:string", "config.address:string",
-      "config.api:string", "config.label:string", "config.workload.preset:string", "config.workload.keys:number",
+      "config.api:string", "config.coalesce_in_flight:number", "config.label:string", "config.workload.preset:string",
+      "config.workload.keys:number",
       "config.workload.association_fraction:number", "config.workload.popularity:string",
       "config.workload.zipf_exponent_flag:number", "config.workload.hot_fraction:number",
       "config.workload.hot_share:number", "config.workload.shard_weights:string",

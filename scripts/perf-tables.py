@@ -398,30 +398,36 @@ def bulk_build_headline():
 
 
 def front_end_headline():
-    """The newest service suite: gphkv against memcached, same host, same call."""
+    """Every service suite run: gphkv against memcached, same host, same call; the runs' figures side by side."""
     found = suite_runs()
     if not found:
         return []
-    _, path, d = found[-1]
-    co = suite_part(d, "coalesced")
-    g, m = co["gphkv"]["workloads"]["default"], co["memcached"]["workloads"]["default"]
-    device = f"{d['device']} ({d['machine']})"
-    rows = [HeadlineRow("Service, ~20-key gets (default workload), closed-loop peak",
-                        f"{g['peak']['keys_per_s'] / 1e6:.1f} M keys/s (cores {cores(g['peak'])})",
-                        f"{g['peak']['keys_per_s'] / m['peak']['keys_per_s']:.2f}x memcached's "
-                        f"{m['peak']['keys_per_s'] / 1e6:.1f} M (cores {cores(m['peak'])})",
-                        device, day_of(d["date"]), (path,))]
-    if g.get("best") and m.get("best"):
-        rows.append(HeadlineRow("Service, same load, highest rate with p99 < 1 ms",
-                                f"{g['best']['keys_per_s'] / 1e6:.2f} M keys/s",
-                                f"{g['best']['keys_per_s'] / m['best']['keys_per_s']:.2f}x memcached's "
-                                f"{m['best']['keys_per_s'] / 1e6:.2f} M", device, day_of(d["date"]), (path,)))
-    gs, ms = co["gphkv"]["sizes"][-1], co["memcached"]["sizes"][-1]
-    rows.append(HeadlineRow(f"Service, gets of {gs['keys_per_get']} keys, closed loop",
-                            f"{gs['keys_per_s'] / 1e6:.1f} M keys/s",
-                            f"{gs['keys_per_s'] / ms['keys_per_s']:.2f}x memcached's {ms['keys_per_s'] / 1e6:.1f} M",
-                            device, day_of(d["date"]), (path,)))
-    return rows
+    ds = [d for _, _, d in found]
+    paths = tuple(p for _, p, _ in found)
+    device = f"{ds[-1]['device']} ({ds[-1]['machine']})"
+    date = f"{day_of(ds[-1]['date'])} ({', '.join(run_time(d) for d in ds)} UTC)"
+    default = lambda d, t: suite_part(d, "coalesced")[t]["workloads"]["default"]
+    size = lambda d, t: suite_part(d, "coalesced")[t]["sizes"][-1]
+    and_ = " and ".join
+
+    def row(what, pick):
+        """pick(d, store) -> a run's figure (keys/s) or None."""
+        g = [pick(d, "gphkv") for d in ds]
+        m = [pick(d, "memcached") for d in ds]
+        result = and_(f"{x / 1e6:.2f} M keys/s" if x else "no rate passed" for x in g)
+        if len(ds) == 2 and all(g):
+            result += f": {agreement(*g)}"
+        ratio = and_(f"{x / y:.2f}x" if x and y else "-" for x, y in zip(g, m))
+        compared = f"{ratio} memcached's " + and_(f"{y / 1e6:.2f} M" if y else "no rate passed" for y in m)
+        return HeadlineRow(what, result, compared, device, date, paths)
+
+    return [row("Service, ~20-key gets (default workload), closed-loop peak",
+                lambda d, t: default(d, t)["peak"]["keys_per_s"]),
+            row("Service, same load, highest rate with p99 < 1 ms",
+                lambda d, t: (default(d, t).get("best") or {}).get("keys_per_s")),
+            row(f"Service, gets of {size(ds[-1], 'gphkv')['keys_per_get']} keys, closed loop",
+                lambda d, t: size(d, t)["keys_per_s"])]
+
 
 HEADLINE_ROWS = [engine_headline, bulk_build_headline, front_end_headline]
 

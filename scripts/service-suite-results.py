@@ -8,8 +8,9 @@ bench/results/service_suite_h100_<commit>.json: the four loadgen-compare
 reports of the run as they are (coalesced gphkv vs memcached, unary gphkv vs
 the null server, the null server with values, the null server on the callback
 API) and the light-load runs' overall figures with the cores each side used.
-Also draws docs/keys-per-request.svg (keys/s against keys per request,
-gphkv, memcached and the transport's ceiling) with gnuplot.
+Also redraws docs/keys-per-request.svg (keys/s against keys per request,
+gphkv, memcached and the null server answering values; every committed run)
+with gnuplot.
 scripts/perf-tables.py reads the JSON; bench/results/README.md indexes it.
 """
 import glob
@@ -44,28 +45,41 @@ def light_of(path):
             "loadgen_cores": cpu["loadgen_cores"], "server_cores": cpu["server_cores"]}
 
 
-def plot(result, svg):
-    sizes = {
-        "gphkv (coalesced)": result["parts"]["coalesced"]["results"]["gphkv"]["sizes"],
-        "memcached (pipelined)": result["parts"]["coalesced"]["results"]["memcached"]["sizes"],
-        "null server with 190-byte values (transport ceiling)": result["parts"]["null_values"]["results"]["null"]["sizes"],
-    }
+def plot(results, svg):
+    """Every suite run's sizes in one log-log plot: a colour per store, the newest run solid, older dashed."""
+    stores = [("gphkv (coalesced)", "coalesced", "gphkv", "#7b1fa2"),
+              ("memcached (pipelined)", "coalesced", "memcached", "#00897b"),
+              ("null server, 190-byte values", "null_values", "null", "#1e88e5")]
     with tempfile.TemporaryDirectory() as tmp:
         lines = []
-        for i, (title, rows) in enumerate(sizes.items()):
-            dat = os.path.join(tmp, f"{i}.dat")
-            with open(dat, "w") as f:
-                f.writelines(f"{r['keys_per_get']} {r['keys_per_s']}\n" for r in rows)
-            style = "dashtype 2 lw 1.5 pt 6" if "null" in title else "lw 2 pt 7"
-            lines.append(f"'{dat}' using 1:2 with linespoints {style} title '{title}'")
+        for age, result in enumerate(reversed(results)):  # newest first
+            for i, (title, part, store, colour) in enumerate(stores):
+                dat = os.path.join(tmp, f"{age}-{i}.dat")
+                with open(dat, "w") as f:
+                    f.writelines(f"{r['keys_per_get']} {r['keys_per_s']}\n"
+                                 for r in result["parts"][part]["results"][store]["sizes"])
+                style = f"lc rgb '{colour}' " + ("lw 2 pt 7" if age == 0 else "dashtype 2 lw 1 pt 6")
+                lines.append(f"'{dat}' using 1:2 with linespoints {style} "
+                             f"title '{title}, {result['date'][11:16]} UTC run, {result['commit']}'")
+        first = results[-1]
         gp = "\n".join([
-            "set terminal svg size 760,460 dynamic font 'sans,11'",
+            "set terminal svg size 800,480 dynamic font 'sans,11'",
             f"set output '{svg}'",
-            f"set title 'Gets: keys/s against keys per request ({result['device']}, 16-core host, commit {result['commit']})'",
+            f"set title 'Gets: keys/s against keys per request ({first['device']}, 16-core host, {first['date'][:10]})'",
             "set xlabel 'keys per get request'", "set ylabel 'keys/s (closed loop)'",
-            "set logscale xy", "set grid", "set format y '%.0s%c'", "set key top left",
+            "set logscale xy", "set grid", "set format y '%.0s%c'", "set key bottom right font 'sans,9'",
             "plot " + ", ".join(lines)])
         subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+
+
+def committed_runs():
+    found = []
+    for path in glob.glob(os.path.join(ROOT, "bench", "results", "service_suite_*.json")):
+        with open(path) as f:
+            d = json.load(f)
+        if d.get("benchmark") == "service-suite":
+            found.append(d)
+    return sorted(found, key=lambda d: d["date"])
 
 
 def main():
@@ -87,7 +101,7 @@ def main():
         f.write("\n")
     svg = os.path.join(ROOT, "docs", "keys-per-request.svg")
     os.makedirs(os.path.dirname(svg), exist_ok=True)
-    plot(result, svg)
+    plot(committed_runs(), svg)
     print(f"wrote {os.path.relpath(out, ROOT)} and {os.path.relpath(svg, ROOT)}")
 
 

@@ -5,7 +5,7 @@
 //     get KEY...            values of keys (--raw: value bytes only)
 //     put KEY VALUE         store VALUE; put KEY --file=F; put KEY - (stdin)
 //     del KEY...            remove keys
-//     stats                 the server's table, memory and batching state
+//     stats                 the server's table, memory, batching and data directory state
 //     shrink                rebuild the table for the keys stored now (after mass deletes)
 //     health                exit 0 when the server reports SERVING
 //
@@ -61,7 +61,7 @@ const char* kUsage =
     "  put KEY --file=F    store the contents of file F\n"
     "  put KEY -           store standard input\n"
     "  del KEY...          remove keys\n"
-    "  stats               the server's table, memory and batching state\n"
+    "  stats               the server's table, memory, batching and data directory state\n"
     "  shrink              rebuild the table for the keys stored now (after mass deletes)\n"
     "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
     "Keys are unsigned 64-bit integers (decimal or 0x hex). Several servers are shards: each key\n"
@@ -226,24 +226,82 @@ int cmd_del(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
   return 0;
 }
 
+// A JSON array of strings.
+std::string json_strings(const google::protobuf::RepeatedPtrField<std::string>& items) {
+  std::string out = "[";
+  for (const std::string& item : items) {
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", "\"", absl::CEscape(item), "\"");
+  }
+  return out + "]";
+}
+
+// The data directory's fields of `stats --json`, as one object.
+std::string data_dir_json(const gphkv::v1::DataDirStats& d) {
+  return absl::StrFormat(
+      R"({"dir":"%s","fsync":"%s","last_sequence":%d,"durable_sequence":%d,"log_segments":%d,"log_bytes":%d,)"
+      R"("log_written_bytes":%d,"fsyncs":%d,"fsyncs_behind":%d,"log_error":"%s","snapshot_sequence":%d,)"
+      R"("snapshot_bytes":%d,"snapshot_age_seconds":%.3f,"snapshots":%d,"last_snapshot_seconds":%.3f,)"
+      R"("snapshot_running":%s,"last_snapshot_error":"%s","recovery_seconds":%.3f,"recovered_snapshot":"%s",)"
+      R"("recovered_snapshot_pairs":%d,"recovered_batches":%d,"recovered_keys":%d,"torn_bytes_cut":%d,)"
+      R"("recovery_dropped":%s,"recovery_warnings":%s})",
+      absl::CEscape(d.dir()), d.fsync(), d.last_sequence(), d.durable_sequence(), d.log_segments(), d.log_bytes(),
+      d.log_written_bytes(), d.fsyncs(), d.fsyncs_behind(), absl::CEscape(d.log_error()), d.snapshot_sequence(),
+      d.snapshot_bytes(), d.snapshot_age_seconds(), d.snapshots(), d.last_snapshot_seconds(),
+      d.snapshot_running() ? "true" : "false", absl::CEscape(d.last_snapshot_error()), d.recovery_seconds(),
+      absl::CEscape(d.recovered_snapshot()), d.recovered_snapshot_pairs(), d.recovered_batches(), d.recovered_keys(),
+      d.torn_bytes_cut(), json_strings(d.recovery_dropped()), json_strings(d.recovery_warnings()));
+}
+
+// The data directory's lines of `stats`.
+std::string data_dir_text(const gphkv::v1::DataDirStats& d) {
+  std::string out = absl::StrFormat(
+      "data_dir           %s\nfsync              %s\nlog_sequence       %d (on disk: %d)\n"
+      "log                %d segments, %d bytes (%d written since start, %d fsyncs, %d fell behind)\n",
+      d.dir(), d.fsync(), d.last_sequence(), d.durable_sequence(), d.log_segments(), d.log_bytes(),
+      d.log_written_bytes(), d.fsyncs(), d.fsyncs_behind());
+  if (!d.log_error().empty()) absl::StrAppend(&out, "log_error          ", d.log_error(), "\n");
+  if (d.snapshot_sequence() == 0 && d.snapshot_age_seconds() < 0) {
+    absl::StrAppend(&out, "snapshot           none\n");
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("snapshot           of batch %d, %d bytes, %.1f s old\n", d.snapshot_sequence(),
+                                          d.snapshot_bytes(), d.snapshot_age_seconds()));
+  }
+  absl::StrAppend(&out, absl::StrFormat("snapshots          %d taken, the last in %.2f s%s\n", d.snapshots(),
+                                        d.last_snapshot_seconds(), d.snapshot_running() ? "; writing one now" : ""));
+  if (!d.last_snapshot_error().empty()) absl::StrAppend(&out, "snapshot_error     ", d.last_snapshot_error(), "\n");
+  absl::StrAppend(&out, absl::StrFormat("recovery           %.2f s: %s (%d pairs), then %d log batches: %d keys%s\n",
+                                        d.recovery_seconds(),
+                                        d.recovered_snapshot().empty() ? "no snapshot" : d.recovered_snapshot(),
+                                        d.recovered_snapshot_pairs(), d.recovered_batches(), d.recovered_keys(),
+                                        d.torn_bytes_cut() > 0 ? absl::StrCat("; a torn last record of ",
+                                                                              d.torn_bytes_cut(), " bytes cut")
+                                                               : ""));
+  for (const std::string& w : d.recovery_warnings()) absl::StrAppend(&out, "recovery_warning   ", w, "\n");
+  for (const std::string& x : d.recovery_dropped()) absl::StrAppend(&out, "recovery_dropped   ", x, "\n");
+  return out;
+}
+
 std::string stats_json(const gphkv::v1::StatsResponse& s) {
   return absl::StrFormat(
       R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
       R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
-      R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s"})",
+      R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s})",
       absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(), s.table_bytes(),
       s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds(),
-      absl::CEscape(s.version()));
+      absl::CEscape(s.version()), s.rebuilding() ? "true" : "false",
+      s.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(s.data_dir())) : "");
 }
 
 std::string stats_text(const gphkv::v1::StatsResponse& s) {
   return absl::StrFormat(
-      "version            %s\nbackend            %s\ndevice             %s\nkeys               %d\n"
-      "load_factor        %.4f\ntable_bytes        %d\nvalue_heap_bytes   %d\n"
-      "memory_limit_bytes %d\nrebuilds           %d\nbatches            %d\n"
-      "batched_keys       %d\nuptime_seconds     %.1f\n",
-      s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(), s.value_heap_bytes(),
-      s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds());
+             "version            %s\nbackend            %s\ndevice             %s\nkeys               %d\n"
+             "load_factor        %.4f\ntable_bytes        %d\nvalue_heap_bytes   %d\n"
+             "memory_limit_bytes %d\nrebuilds           %d\nrebuilding         %s\nbatches            %d\n"
+             "batched_keys       %d\nuptime_seconds     %.1f\n",
+             s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(), s.value_heap_bytes(),
+             s.memory_limit_bytes(), s.rebuilds(), s.rebuilding() ? "yes" : "no", s.batches(), s.batched_keys(),
+             s.uptime_seconds()) +
+         (s.has_data_dir() ? data_dir_text(s.data_dir()) : "data_dir           (none)\n");
 }
 
 std::string shrink_json(const gphkv::v1::ShrinkResponse& s) {

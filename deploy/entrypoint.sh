@@ -17,6 +17,9 @@
 #                           (Kubernetes' Downward API, limits.memory) or else
 #                           from the cgroup (docker/podman run --memory).
 #                           Ignored when GPHKV_MEMORY is set.
+#   GPHKV_DATA_DIR          --data_dir (the image sets /var/lib/gphkv, its
+#                           volume; empty: the server keeps nothing on disk)
+#   GPHKV_FSYNC             --fsync (always|everysec|never)
 #
 # exec keeps gphkv-server as the container's PID 1, so SIGTERM reaches it and
 # its exit status is the container's.
@@ -65,4 +68,6 @@ exec "$server" \
   ${GPHKV_TLS_KEY:+"--tls_key=$GPHKV_TLS_KEY"} \
   ${GPHKV_TLS_CLIENT_CA:+"--tls_client_ca=$GPHKV_TLS_CLIENT_CA"} \
   ${memory:+"--memory=$memory"} \
+  ${GPHKV_DATA_DIR:+"--data_dir=$GPHKV_DATA_DIR"} \
+  ${GPHKV_FSYNC:+"--fsync=$GPHKV_FSYNC"} \
   "$@"

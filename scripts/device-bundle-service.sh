@@ -2,7 +2,9 @@
 # Gathers what a service run on the device machine needs into one git-ignored
 # folder: gphkv-server, gphkv, gphkv-loadgen (with their shared libraries, by
 # deploy/bundle.sh), service_bench, cpu_table_bench and null_server beside them, and
-# memcached unpacked from Debian's packages for the side-by-side run.
+# memcached unpacked from Debian's packages for the side-by-side run; and the
+# data directory's run: durability-bench.sh with store_snapshot_bench and
+# durable_server_tests (docs/durability.md, "Measuring").
 # docs/gpu.md has the device command line.
 #
 #   scripts/device-bundle-service.sh [DEST]   (DEST defaults to .device-svc/; BUILD_DIR to build-cuda/)
@@ -15,14 +17,17 @@ dest=${1:-$repo/.device-svc}
 build=${BUILD_DIR:-$repo/build-cuda}
 
 cmake -S "$repo" -B "$build" -G Ninja >/dev/null
-ninja -C "$build" gphkv-server gphkv gphkv-loadgen service_bench cpu_table_bench null_server
+ninja -C "$build" gphkv-server gphkv gphkv-loadgen service_bench cpu_table_bench null_server store_snapshot_bench \
+  durable_server_tests
 if [ "${BUNDLE_TESTS:-0}" = 1 ]; then ninja -C "$build" server_unit_tests service_tests; fi
 bash "$repo/deploy/bundle.sh" "$build" "$dest"
 # The benchmarks load the same libraries as the server (run with LD_LIBRARY_PATH=DEST/lib).
-for b in service_bench cpu_table_bench null_server; do
+for b in service_bench cpu_table_bench null_server store_snapshot_bench; do
   install -m 0755 "$build/bench/$b" "$dest/bin/$b"
   strip --strip-debug "$dest/bin/$b"
 done
+install -m 0755 "$build/tests/server/durable_server_tests" "$dest/bin/durable_server_tests"
+strip --strip-debug "$dest/bin/durable_server_tests"
 if [ "${BUNDLE_TESTS:-0}" = 1 ]; then
   for t in server_unit_tests service_tests; do
     install -m 0755 "$build/tests/server/$t" "$dest/bin/$t"
@@ -38,7 +43,7 @@ debs=$(mktemp -d)
 mkdir -p "$dest/memcached"
 for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/memcached"; done
 rm -rf "$debs"
-cp "$repo/scripts/loadgen-compare.sh" "$dest/"
+cp "$repo/scripts/loadgen-compare.sh" "$repo/scripts/durability-bench.sh" "$dest/"
 # The commit the binaries were built from (the device's copy of the tree has no git).
 git -C "$repo" rev-parse --short=12 HEAD >"$dest/COMMIT"
 du -sh "$dest"

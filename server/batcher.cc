@@ -109,6 +109,12 @@ std::vector<Call> Batcher::next_batch() {
   return batch;
 }
 
+bool Batcher::wait_for_call(Clock::duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return closed_ || !queue_.empty(); });
+  return !closed_;
+}
+
 void Batcher::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -45,6 +45,10 @@ class Batcher {
   // arrive densely enough (mean gap below max_delay) for one to join.
   std::vector<Call> next_batch();
 
+  // Waits up to `timeout` for a call to be queued (the executor, while it
+  // has other work between batches). False once the batcher is closed.
+  bool wait_for_call(Clock::duration timeout);
+
   // Refuses new calls; next_batch() hands out what is queued, then returns empty.
   void close();
 

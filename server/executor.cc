@@ -3,6 +3,7 @@
 #include <sys/prctl.h>
 
 #include <chrono>
+#include <future>
 
 #include "absl/strings/str_cat.h"
 
@@ -13,11 +14,16 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// How long an idle executor with a snapshot export under way waits for the
+// writer to make room before it looks again (a call arriving ends the wait).
+constexpr auto kSnapshotRoomWait = std::chrono::milliseconds(1);
+
 }  // namespace
 
 Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
-                   unsigned completion_threads)
+                   unsigned completion_threads, ExecutorDataDir data_dir)
     : store_(std::move(store)),
+      data_dir_config_(std::move(data_dir)),
       batcher_(batcher),
       metrics_(metrics),
       completions_(completion_threads),
@@ -30,13 +36,28 @@ Executor::~Executor() {
   join();
 }
 
-void Executor::start() {
-  thread_ = std::thread([this] {
+absl::Status Executor::start() {
+  std::promise<absl::Status> started;
+  std::future<absl::Status> outcome = started.get_future();
+  thread_ = std::thread([this, started = std::move(started)]() mutable {
     // The batch delay is a timed wait: with the default 50 us timer slack a
     // 100 us delay lasts up to 150 us. Ask for exact wake-ups.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    // Recovery fills the store on the thread that owns it from then on.
+    if (!data_dir_config_.config.dir.empty()) {
+      auto durable = StoreDurability::open(data_dir_config_.config, *store_, data_dir_config_.metrics,
+                                           data_dir_config_.on_log_failed);
+      if (!durable.ok()) {
+        started.set_value(durable.status());
+        return;
+      }
+      durable_ = std::move(*durable);
+      publish();
+    }
+    started.set_value(absl::OkStatus());
     loop();
   });
+  return outcome.get();
 }
 
 void Executor::join() {
@@ -52,14 +73,44 @@ void Executor::loop() {
       finish_oldest_gets();
       continue;
     }
+    if (durable_ != nullptr && snapshot_step()) continue;
     // Shared: get runs still in flight after run_batch returns point into it.
     auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch());
     if (batch->empty()) {  // closed and drained
       finish_all_gets();
+      if (durable_ != nullptr) durable_->close(*store_);
       return;
     }
     run_batch(batch);
   }
+}
+
+bool Executor::snapshot_step() {
+  if (!durable_->snapshot_wanted(*store_)) return false;
+  finish_all_gets();  // the export reads the store
+  const bool exported = durable_->snapshot_step(*store_);
+  if (!durable_->exporting() || !batcher_->empty()) return false;
+  // Idle, with an export under way: go on with it; when the writer has no
+  // room, wait for room or for a call (false once the batcher closed).
+  return exported || batcher_->wait_for_call(kSnapshotRoomWait);
+}
+
+void Executor::commit_writes(bool end_of_batch) {
+  if (unlogged_.empty()) return;
+  if (absl::Status s = durable_->commit(); !s.ok()) {
+    // In the store but not in the log: a restart would lose them, so they
+    // are not acknowledged.
+    const absl::Status unlogged = absl::UnavailableError(absl::StrCat("applied but not logged: ", s.message()));
+    for (Unlogged& u : unlogged_) {
+      for (absl::Status& st : u.statuses) {
+        if (st.ok()) st = unlogged;
+      }
+    }
+  }
+  for (size_t i = 0; i < unlogged_.size(); ++i) {
+    answer(unlogged_[i].run, unlogged_[i].statuses, end_of_batch && i + 1 == unlogged_.size());
+  }
+  unlogged_.clear();
 }
 
 void Executor::answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch) {
@@ -165,6 +216,9 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     while (end < live.size() && live[end]->kind() == kind) keys += live[end++]->num_keys();
     const absl::Span<Call* const> run(live.data() + begin, end - begin);
     begin = end;
+    const bool write = kind == OpKind::kPut || kind == OpKind::kDelete;
+    // No read runs, and nothing is answered, past a write not yet logged.
+    if (!write) commit_writes(false);
     if (kind == OpKind::kGet && store_->can_pipeline_gets()) {
       if (static_cast<int>(in_flight_.size()) >= store_->pipeline_depth()) finish_oldest_gets();
       const Clock::time_point t0 = Clock::now();
@@ -180,6 +234,11 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     // A write (or a synchronous get) must not overtake a read in flight:
     // finish those first, so answers also go out in arrival order.
     finish_all_gets();
+    if (write && durable_ != nullptr && !durable_->log_error().ok()) {
+      statuses.assign(run.size(), durable_->log_error());
+      answer(run, statuses, begin == live.size());  // once the log failed, no run waits unlogged
+      continue;
+    }
     const Clock::time_point t0 = Clock::now();
     switch (kind) {
       case OpKind::kGet: store_->apply_gets(run, &statuses); break;
@@ -194,8 +253,18 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     ++batches_;
     batched_keys_ += keys;
     publish();  // before answering: Stats after an acknowledged write sees it
+    if (write && durable_ != nullptr) {
+      if (kind == OpKind::kPut) {
+        durable_->add_puts(run, statuses);
+      } else {
+        durable_->add_deletes(run, statuses);
+      }
+      unlogged_.push_back(Unlogged{run, std::move(statuses)});
+      continue;
+    }
     answer(run, statuses, begin == live.size());
   }
+  commit_writes(true);
 }
 
 void Executor::publish() {
@@ -206,6 +275,7 @@ void Executor::publish() {
   pub_rebuilds_.store(store_->counters().rebuilds, std::memory_order_relaxed);
   pub_batches_.store(batches_, std::memory_order_relaxed);
   pub_batched_keys_.store(batched_keys_, std::memory_order_relaxed);
+  pub_rebuilding_.store(store_->rebuilding(), std::memory_order_relaxed);
   if (metrics_ != nullptr) {
     metrics_->table_keys->Set(static_cast<double>(store_->keys()));
     metrics_->table_load_factor->Set(store_->load_factor());
@@ -237,6 +307,7 @@ ExecutorStats Executor::stats() const {
   s.rebuilds = pub_rebuilds_.load(std::memory_order_relaxed);
   s.batches = pub_batches_.load(std::memory_order_relaxed);
   s.batched_keys = pub_batched_keys_.load(std::memory_order_relaxed);
+  s.rebuilding = pub_rebuilding_.load(std::memory_order_relaxed);
   return s;
 }
 

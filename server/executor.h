@@ -17,21 +17,35 @@
 // run's answers are filled into the responses and sent by the completion
 // threads, in ranges, while the executor goes on (inline when it has
 // nothing else to do).
+//
+// With a data directory (server/store_durability.h) the executor thread
+// first recovers it into the store, before any call is taken. The put and
+// delete runs of a batch are then answered only once the batch's record is
+// in the log: their OK calls are gathered into one record, appended before
+// the batch's first get or shrink run (or at its end), so no read sees a
+// write that is not logged, and a batch costs one append (one fsync under
+// --fsync=always). If the log fails, the runs it held are answered
+// UNAVAILABLE (applied but not logged), every later write is refused, gets
+// go on, and the server is told (it reports NOT_SERVING, so an orchestrator
+// restarts it). Snapshots are exported between batches, a chunk at a time.
 #pragma once
 
 #include <atomic>
 #include <deque>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/batcher.h"
 #include "server/completion_pool.h"
 #include "server/run_order.h"
 #include "server/service_metrics.h"
 #include "server/store.h"
+#include "server/store_durability.h"
 
 namespace gphkv::server {
 
@@ -45,6 +59,15 @@ struct ExecutorStats {
   uint64_t rebuilds = 0;
   uint64_t batches = 0;
   uint64_t batched_keys = 0;
+  bool rebuilding = false;
+};
+
+// The data directory the executor keeps (server/store_durability.h).
+struct ExecutorDataDir {
+  DataDirConfig config;  // config.dir empty: none
+  durability::DurabilityMetrics* metrics = nullptr;
+  // Runs once, on the executor thread, when the log fails.
+  std::function<void(const absl::Status&)> on_log_failed;
 };
 
 class Executor {
@@ -52,18 +75,30 @@ class Executor {
   // metrics may be null (tests of the pipeline alone). completion_threads:
   // threads that answer calls (0 = answer on the executor thread).
   Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
-           unsigned completion_threads = 1);
+           unsigned completion_threads = 1, ExecutorDataDir data_dir = {});
   ~Executor();
 
-  void start();
-  // Returns once the batcher is closed and every queued call was answered.
+  // Starts the thread and, with a data directory, waits while it recovers
+  // the directory into the store: recovery's error, and then the thread has
+  // ended (close the batcher and join).
+  absl::Status start();
+  // Returns once the batcher is closed, every queued call was answered and
+  // the data directory (if any) took its final snapshot.
   void join();
 
   ExecutorStats stats() const;
+  // Null without a data directory; valid from start() to destruction.
+  const StoreDurability* data_dir() const { return durable_.get(); }
 
  private:
   void loop();
+  // Between batches: a chunk of a snapshot's export. True when the loop
+  // should come back here before waiting for a batch (an export goes on
+  // and no call waits).
+  bool snapshot_step();
   void run_batch(const std::shared_ptr<std::vector<Call>>& batch);
+  // Appends the batch's record, then answers the write runs it holds.
+  void commit_writes(bool end_of_batch);
   void publish();
   // Hands a run's answers over (inline when nothing else is waiting).
   void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch);
@@ -84,7 +119,16 @@ class Executor {
   };
   std::deque<InFlight> in_flight_;
 
+  // Write runs applied but not answered: their batch is not logged yet.
+  struct Unlogged {
+    absl::Span<Call* const> run;
+    std::vector<absl::Status> statuses;
+  };
+  std::vector<Unlogged> unlogged_;
+
   std::unique_ptr<Store> store_;
+  ExecutorDataDir data_dir_config_;
+  std::unique_ptr<StoreDurability> durable_;  // null without a data directory
   Batcher* batcher_;
   ServiceMetrics* metrics_;
   std::thread thread_;
@@ -97,6 +141,7 @@ class Executor {
   std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0},
       pub_batches_{0}, pub_batched_keys_{0};
   std::atomic<double> pub_load_factor_{0};
+  std::atomic<bool> pub_rebuilding_{false};
   uint64_t reported_relocations_ = 0;
   uint64_t memory_limit_bytes_;
   std::map<std::string, uint64_t> reported_rebuilds_;  // by cause: rebuilds already counted in metrics

@@ -10,8 +10,11 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 #include "server/byte_size.h"
+#include "server/durability/durability_options.h"
 #include "server/server.h"
 
 using gphkv::server::ByteSize;
@@ -63,6 +66,25 @@ ABSL_FLAG(int, gpu_pipeline_depth, 2,
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error or off");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, how long open Pipeline streams may take to end before they are cancelled");
+// The data directory (docs/durability.md).
+ABSL_FLAG(std::string, data_dir, "",
+          "directory for the log of every acknowledged write and the snapshots; recovered at start, before the "
+          "server listens (empty = keep nothing on disk)");
+ABSL_FLAG(std::string, fsync, "everysec",
+          "with --data_dir, when a logged write reaches the disk (Redis's appendfsync): always (before it is "
+          "acknowledged), everysec (within about a second), never (when the OS writes it back)");
+ABSL_FLAG(std::string, recover, "strict",
+          "with --data_dir, what a corrupt snapshot, a bad log record before the end or a gap in the log does at "
+          "start: strict (refuse to start, naming the file and offset) or skip-corrupt (start with what is intact, "
+          "the damaged files set aside as *.corrupt)");
+ABSL_FLAG(absl::Duration, snapshot_interval, absl::Hours(1),
+          "with --data_dir, a snapshot is taken this long after the last one once something was written (0 = "
+          "only for --snapshot_log_bytes and at shutdown)");
+ABSL_FLAG(ByteSize, snapshot_log_bytes, ByteSize{uint64_t{1} << 30},
+          "with --data_dir, a snapshot is also taken once the log holds this many bytes, which bounds the replay "
+          "at the next start (0 = never for size)");
+ABSL_FLAG(ByteSize, log_segment_bytes, ByteSize{uint64_t{64} << 20},
+          "with --data_dir, a log segment file is closed (and synced) and the next one started at this size");
 
 namespace {
 
@@ -131,11 +153,24 @@ int main(int argc, char** argv) {
   if (o.store.gpu_pipeline_depth < 0 || o.store.gpu_pipeline_depth > 8) {
     return fail("--gpu_pipeline_depth must be in [0, 8]");
   }
+  o.data_dir.dir = absl::GetFlag(FLAGS_data_dir);
+  auto fsync = gphkv::server::durability::parse_fsync_policy(absl::GetFlag(FLAGS_fsync));
+  if (!fsync.ok()) return fail(absl::StrCat("--fsync: ", fsync.status().message()));
+  o.data_dir.options.log.fsync = *fsync;
+  auto recover = gphkv::server::durability::parse_recover_mode(absl::GetFlag(FLAGS_recover));
+  if (!recover.ok()) return fail(absl::StrCat("--recover: ", recover.status().message()));
+  o.data_dir.options.recover = *recover;
+  const absl::Duration snapshot_interval = absl::GetFlag(FLAGS_snapshot_interval);
+  if (snapshot_interval < absl::ZeroDuration()) return fail("--snapshot_interval must not be negative");
+  o.data_dir.options.snapshot_interval_seconds = absl::ToDoubleSeconds(snapshot_interval);
+  o.data_dir.options.snapshot_log_bytes = absl::GetFlag(FLAGS_snapshot_log_bytes).bytes;
+  o.data_dir.options.log.segment_bytes = absl::GetFlag(FLAGS_log_segment_bytes).bytes;
+  if (o.data_dir.options.log.segment_bytes == 0) return fail("--log_segment_bytes must be at least 1");
 
   spdlog::info(
       "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpu={} memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
-      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={}",
+      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
       o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
       o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
@@ -144,7 +179,14 @@ int main(int argc, char** argv) {
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
       o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
-      o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth);
+      o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
+      o.data_dir.dir.empty()
+          ? std::string("(none)")
+          : absl::StrCat(o.data_dir.dir, " fsync=", absl::GetFlag(FLAGS_fsync),
+                         " recover=", absl::GetFlag(FLAGS_recover),
+                         " snapshot_interval=", absl::FormatDuration(snapshot_interval),
+                         " snapshot_log_bytes=", gphkv::server::format_byte_size(o.data_dir.options.snapshot_log_bytes),
+                         " log_segment_bytes=", gphkv::server::format_byte_size(o.data_dir.options.log.segment_bytes)));
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

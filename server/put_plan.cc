@@ -2,10 +2,22 @@
 
 namespace gphkv::server {
 
-PutPlan::PutPlan(absl::Span<Call* const> calls) : calls_(calls) {
+PutPlan::PutPlan(absl::Span<Call* const> calls) {
+  groups_.reserve(calls.size());
   for (Call* c : calls) {
-    for (uint64_t k : c->put().request->keys()) keys_.add(k);
+    const v1::PutRequest& req = *c->put().request;
+    groups_.push_back(Group{absl::MakeConstSpan(req.keys().data(), req.keys_size()),
+                            absl::MakeConstSpan(req.value_lengths().data(), req.value_lengths_size()), req.values(),
+                            {}, c->put().response});
+    for (uint64_t k : req.keys()) keys_.add(k);
   }
+}
+
+PutPlan::PutPlan(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
+  pair_lengths_.reserve(values.size());
+  for (std::string_view v : values) pair_lengths_.push_back(static_cast<uint32_t>(v.size()));
+  groups_.push_back(Group{keys, pair_lengths_, {}, values, nullptr});
+  for (uint64_t k : keys) keys_.add(k);
 }
 
 absl::Status PutPlan::find_stored(engine::ElasticTable& table) {
@@ -22,38 +34,37 @@ absl::Status PutPlan::find_stored(engine::ElasticTable& table) {
   return absl::OkStatus();
 }
 
-absl::Status PutPlan::admit(size_t ci, MemoryBudget& budget) {
-  const v1::PutRequest& req = *calls_[ci]->put().request;
-  const int n = req.keys_size();
-  uint64_t call_new = 0;
-  for (int i = 0; i < n; ++i) {
-    const uint32_t x = keys_.at(req.keys(i));
-    if (!present_[x] && counted_in_[x] != ci) {
-      counted_in_[x] = static_cast<uint32_t>(ci);
-      ++call_new;
+absl::Status PutPlan::admit(size_t gi, MemoryBudget& budget) {
+  const Group& g = groups_[gi];
+  const size_t n = g.keys.size();
+  uint64_t group_new = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t x = keys_.at(g.keys[i]);
+    if (!present_[x] && counted_in_[x] != gi) {
+      counted_in_[x] = static_cast<uint32_t>(gi);
+      ++group_new;
     }
   }
-  lengths_.assign(req.value_lengths().begin(), req.value_lengths().end());
-  if (absl::Status st = budget.admit_put(base_keys_ + new_keys_ + call_new, lengths_, &slots_); !st.ok()) return st;
+  if (absl::Status st = budget.admit_put(base_keys_ + new_keys_ + group_new, g.lengths, &slots_); !st.ok()) return st;
   // Admitted: created flags against the state before this call, then the
-  // call's values become the pending ones (the last occurrence wins).
-  v1::PutResponse* out = calls_[ci]->put().response;
-  out->mutable_created()->Resize(n, false);
-  for (int i = 0; i < n; ++i) out->set_created(i, !present_[keys_.at(req.keys(i))]);
-  for (int i = 0; i < n; ++i) {
-    const uint32_t x = keys_.at(req.keys(i));
+  // group's values become the pending ones (the last occurrence wins).
+  if (g.response != nullptr) {
+    g.response->mutable_created()->Resize(static_cast<int>(n), false);
+    for (size_t i = 0; i < n; ++i) g.response->set_created(static_cast<int>(i), !present_[keys_.at(g.keys[i])]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t x = keys_.at(g.keys[i]);
     present_[x] = 1;
     if (pending_[x] != kNoHandle) superseded_.push_back(pending_[x]);
     pending_[x] = slots_[i];
   }
   size_t off = 0;
-  for (int i = 0; i < n; ++i) {
-    const uint32_t len = req.value_lengths(i);
+  for (size_t i = 0; i < n; ++i) {
     written_handles_.push_back(slots_[i]);
-    written_bytes_.push_back(std::string_view(req.values()).substr(off, len));
-    off += len;
+    written_bytes_.push_back(g.values.empty() ? g.bytes.substr(off, g.lengths[i]) : g.values[i]);
+    off += g.lengths[i];
   }
-  new_keys_ += call_new;
+  new_keys_ += group_new;
   return absl::OkStatus();
 }
 

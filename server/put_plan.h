@@ -5,7 +5,8 @@
 // per key, the value its last admitted occurrence writes. The admitted values
 // then go to the value heap in one write and the keys to the table in one
 // batch, so a refused call changes nothing and an admitted run costs one
-// heap write and one table launch.
+// heap write and one table launch. A run of pairs that recovery restores
+// (Store::put_pairs) is planned the same way, as one group without a response.
 #pragma once
 
 #include <cstdint>
@@ -24,14 +25,18 @@ namespace gphkv::server {
 
 class PutPlan {
  public:
+  // One group per call; admit() fills each admitted call's created flags.
   explicit PutPlan(absl::Span<Call* const> calls);
+  // One group: values[i] is keys[i]'s. The views must outlive the plan.
+  PutPlan(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
 
   // Looks the run's distinct keys up in the table (their old handles).
   absl::Status find_stored(engine::ElasticTable& table);
-  // Admits calls[ci] or says why not (then nothing changed for it). Called
-  // for each call in order, after find_stored; fills an admitted call's
+  size_t groups() const { return groups_.size(); }
+  // Admits group gi or says why not (then nothing changed for it). Called
+  // for each group in order, after find_stored; fills an admitted call's
   // created flags and takes its value slots.
-  absl::Status admit(size_t ci, MemoryBudget& budget);
+  absl::Status admit(size_t gi, MemoryBudget& budget);
 
   // Every admitted value, in the order the calls carry them.
   absl::Span<const ValueHandle> written_handles() const { return written_handles_; }
@@ -51,7 +56,17 @@ class PutPlan {
  private:
   static constexpr ValueHandle kNoHandle = ~ValueHandle{0};
 
-  absl::Span<Call* const> calls_;
+  // The keys and values of a call, or of a run of pairs.
+  struct Group {
+    absl::Span<const uint64_t> keys;
+    absl::Span<const uint32_t> lengths;
+    std::string_view bytes;                     // a call's: the values back to back
+    absl::Span<const std::string_view> values;  // pairs': each value (then bytes is unused)
+    v1::PutResponse* response = nullptr;        // a call's, for the created flags
+  };
+
+  std::vector<Group> groups_;
+  std::vector<uint32_t> pair_lengths_;  // the lengths of a run of pairs
   DistinctKeys keys_;
   // Per distinct key: in the table before the run, and its handle there.
   std::vector<uint8_t> found_;
@@ -65,9 +80,8 @@ class PutPlan {
   std::vector<ValueHandle> written_handles_;
   std::vector<std::string_view> written_bytes_;
   uint64_t base_keys_ = 0;  // keys stored before the run
-  uint64_t new_keys_ = 0;   // keys the admitted calls add
+  uint64_t new_keys_ = 0;   // keys the admitted groups add
   // Scratch of admit().
-  std::vector<uint32_t> lengths_;
   std::vector<ValueHandle> slots_;
 };
 

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
+#include "server/data_dir_metrics.h"
 #include "server/executor.h"
 #include "server/grpc/key_value_service.h"
 #include "server/grpc/unary_front_end.h"
@@ -94,6 +96,7 @@ engine::Backend resolve_backend(BackendChoice choice) {
 struct Server::Impl {
   ServerOptions options;
   ServiceMetrics metrics;
+  std::unique_ptr<DataDirMetrics> data_dir_metrics;  // with --data_dir
   std::unique_ptr<Batcher> batcher;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Intake> intake;
@@ -105,6 +108,19 @@ struct Server::Impl {
   int metrics_port = 0;
   std::string backend;
   bool stopped = false;
+
+  // The health service says SERVING once the server listens, unless the
+  // data directory's log failed (the executor's thread says so, at any
+  // time): then NOT_SERVING, so an orchestrator restarts the server.
+  std::mutex health_mu;
+  bool listening = false;
+  bool log_failed = false;
+  void set_health(bool now_listening, bool now_log_failed) {
+    std::lock_guard<std::mutex> lock(health_mu);
+    listening |= now_listening;
+    log_failed |= now_log_failed;
+    if (listening) grpc_server->GetHealthCheckService()->SetServingStatus(!log_failed);
+  }
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -124,6 +140,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   }
   if (options.batcher.max_batch_keys == 0) {
     return absl::InvalidArgumentError("--max_batch_keys must be at least 1");
+  }
+  if (!options.data_dir.dir.empty()) {
+    if (absl::Status s = check_log_record_bound(options.batcher.max_queue_bytes, options.max_message_bytes,
+                                                options.batcher.max_queue_keys);
+        !s.ok()) {
+      return s;
+    }
   }
   auto credentials = server_credentials(options.tls);
   if (!credentials.ok()) return credentials.status();
@@ -165,11 +188,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
                  impl->backend);
   }
   impl->batcher = std::make_unique<Batcher>(options.batcher);
+  ExecutorDataDir data_dir{options.data_dir, nullptr, nullptr};
+  if (!options.data_dir.dir.empty()) {
+    impl->data_dir_metrics = std::make_unique<DataDirMetrics>(*impl->metrics.registry());
+    data_dir.metrics = impl->data_dir_metrics.get();
+    data_dir.on_log_failed = [s = impl.get()](const absl::Status&) { s->set_health(false, true); };
+  }
   impl->executor = std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
                                               options.completion_threads >= 0
                                                   ? static_cast<unsigned>(options.completion_threads)
-                                                  : static_cast<unsigned>(default_completion_threads()));
-  impl->executor->start();
+                                                  : static_cast<unsigned>(default_completion_threads()),
+                                              std::move(data_dir));
+  if (absl::Status s = impl->executor->start(); !s.ok()) {
+    impl->batcher->close();
+    impl->executor->join();
+    return absl::Status(s.code(), absl::StrCat("cannot recover --data_dir=", options.data_dir.dir, ": ", s.message()));
+  }
+  if (impl->data_dir_metrics != nullptr) {
+    // The gauges (the snapshot's age above all) as of each scrape, not of the last batch.
+    impl->metrics.on_collect(
+        [s = impl.get()] { s->data_dir_metrics->refresh(s->executor->data_dir()->status().state); });
+  }
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
   impl->intake = std::make_unique<Intake>(impl->batcher.get(), options.limits);
   impl->service = std::make_unique<grpcfe::KeyValueService>(
@@ -197,7 +236,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   }
   impl->front_end->start();
   spdlog::info("unary Get/Put/Delete on {} completion-queue threads", fe.threads);
-  impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
+  impl->set_health(true, false);
 
   if (!options.metrics_address.empty()) {
     auto endpoint = MetricsEndpoint::start(options.metrics_address, impl->metrics.registry());

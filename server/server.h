@@ -11,6 +11,7 @@
 #include "server/batcher.h"
 #include "server/request_validation.h"
 #include "server/store.h"
+#include "server/store_durability.h"
 
 namespace gphkv::server {
 
@@ -53,6 +54,9 @@ struct ServerOptions {
   // How long shutdown waits for open streams before cancelling them.
   int shutdown_grace_ms = 5000;
   ServerTls tls{};
+  // The data directory (--data_dir, --fsync, --recover, the snapshot and
+  // segment sizes): recovered before the server listens; dir empty: none.
+  DataDirConfig data_dir{};
 };
 
 // The unary front end's threads when not set: a quarter of the cores, at least 2.

@@ -1,7 +1,7 @@
 #include "server/service_metrics.h"
 
 #include <algorithm>
-
+#include <mutex>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
@@ -41,6 +41,26 @@ prometheus::Family<prometheus::Histogram>& histogram(prometheus::Registry& r, co
 
 }  // namespace
 
+// A registry that runs a hook before it is collected.
+class RefreshedRegistry final : public prometheus::Registry {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (refresh_) refresh_();
+    }
+    return prometheus::Registry::Collect();
+  }
+  void set_refresh(std::function<void()> refresh) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refresh_ = std::move(refresh);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::function<void()> refresh_;
+};
+
 const char* op_label_name(OpLabel op) {
   switch (op) {
     case OpLabel::kGet: return "get";
@@ -59,7 +79,10 @@ const char* code_label_name(absl::StatusCode code) {
   return (c >= 0 && c < 17) ? kCodeNames[c] : "UNKNOWN";
 }
 
-ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+ServiceMetrics::ServiceMetrics() {
+  auto registry = std::make_shared<RefreshedRegistry>();
+  refreshed_ = registry.get();
+  registry_ = std::move(registry);
   prometheus::Registry& r = *registry_;
   auto& requests = counter(r, "gphkv_requests_total",
                            "Requests (and pipelined operations) answered, by op and status code.");
@@ -112,6 +135,8 @@ std::string ServiceMetrics::render() const {
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
   return out.str();
 }
+
+void ServiceMetrics::on_collect(std::function<void()> refresh) { refreshed_->set_refresh(std::move(refresh)); }
 
 void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys,
                                      double seconds) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,8 @@ const char* op_label_name(OpLabel op);
 // The status-code label: gRPC's code names (OK, INVALID_ARGUMENT, ...).
 const char* code_label_name(absl::StatusCode code);
 
+class RefreshedRegistry;
+
 class ServiceMetrics {
  public:
   ServiceMetrics();
@@ -35,6 +38,10 @@ class ServiceMetrics {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
   // Every series now, in the text exposition format (for tools that embed a server).
   std::string render() const;
+  // Runs `refresh` (on the scraping thread) before every collection of the
+  // registry: for gauges that change with time rather than with batches,
+  // such as the age of the last snapshot.
+  void on_collect(std::function<void()> refresh);
 
   // One finished request (or pipelined op) of `keys` keys with its end-to-end time.
   void record_request(OpLabel op, absl::StatusCode code, uint64_t keys, double seconds) {
@@ -72,6 +79,7 @@ class ServiceMetrics {
   static constexpr int kCodes = 17;
   static constexpr int kOps = static_cast<int>(OpLabel::kCount);
   std::shared_ptr<prometheus::Registry> registry_;
+  RefreshedRegistry* refreshed_;  // registry_, with its refresh hook
   prometheus::Family<prometheus::Gauge>* build_info_;
   prometheus::Family<prometheus::Counter>* requests_family_;
   prometheus::Family<prometheus::Counter>* keys_family_;

@@ -77,13 +77,17 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
-  statuses->assign(calls.size(), absl::OkStatus());
   PutPlan plan(calls);
+  apply_plan(plan, statuses);
+}
+
+void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
+  statuses->assign(plan.groups(), absl::OkStatus());
   if (absl::Status s = plan.find_stored(*table_); !s.ok()) {
-    statuses->assign(calls.size(), s);
+    statuses->assign(plan.groups(), s);
     return;
   }
-  for (size_t ci = 0; ci < calls.size(); ++ci) (*statuses)[ci] = plan.admit(ci, budget_);
+  for (size_t gi = 0; gi < plan.groups(); ++gi) (*statuses)[gi] = plan.admit(gi, budget_);
   // Every admitted value, written to the heap in one go before the table
   // learns the handles (one upload + scatter kernel on a device).
   auto refuse_admitted = [&](absl::Status why) {
@@ -146,17 +150,13 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
   for (Call* c : calls) {
     for (uint64_t k : c->del().request->keys()) unique.add(k);
   }
-  const size_t u = unique.size();
-  std::vector<uint64_t> handles(u);
-  std::vector<uint8_t> found(u), erased(u);
-  absl::Status s = table_->find(unique.keys, absl::MakeSpan(handles), absl::MakeSpan(found));
-  if (s.ok()) s = table_->erase(unique.keys, absl::MakeSpan(erased));
-  if (!s.ok()) {
+  std::vector<uint8_t> erased;
+  if (absl::Status s = erase_distinct(unique, &erased); !s.ok()) {
     statuses->assign(calls.size(), s);
     return;
   }
   // The first occurrence of a stored key deletes it; later ones find it gone.
-  std::vector<uint8_t> gone(u, 0);
+  std::vector<uint8_t> gone(unique.size(), 0);
   for (Call* c : calls) {
     const v1::DeleteRequest& req = *c->del().request;
     v1::DeleteResponse* out = c->del().response;
@@ -170,11 +170,22 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
       }
     }
   }
+}
+
+absl::Status Store::erase_distinct(const DistinctKeys& unique, std::vector<uint8_t>* erased) {
+  const size_t u = unique.size();
+  std::vector<uint64_t> handles(u);
+  std::vector<uint8_t> found(u);
+  erased->assign(u, 0);
+  absl::Status s = table_->find(unique.keys, absl::MakeSpan(handles), absl::MakeSpan(found));
+  if (s.ok()) s = table_->erase(unique.keys, absl::MakeSpan(*erased));
+  if (!s.ok()) return s;
   for (size_t x = 0; x < u; ++x) {
-    if (erased[x] && found[x]) heap_->release(handles[x]);
+    if ((*erased)[x] && found[x]) heap_->release(handles[x]);
   }
   budget_.fit_table_to_heap();
   budget_.fit_heap_to_table();
+  return absl::OkStatus();
 }
 
 void Store::apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,6 +38,9 @@
 #include "server/value_path.h"
 
 namespace gphkv::server {
+
+struct DistinctKeys;
+class PutPlan;
 
 class Store {
  public:
@@ -89,12 +94,36 @@ class Store {
   // Waits for a rebuild in flight and swaps it in (tests, shutdown).
   absl::Status finish_rebuild();
 
+  // The data directory's side (server/store_recovery.h,
+  // server/snapshot_export.h): the same rules as the runs above, on pairs
+  // instead of Calls, on the owner thread, with no get in flight.
+  //
+  // Stores values[i] under keys[i] (a key repeated: the last wins), admitted
+  // as one call: RESOURCE_EXHAUSTED, and nothing changed, past --memory.
+  absl::Status put_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
+  // Removes the keys that are stored.
+  absl::Status erase_keys(absl::Span<const uint64_t> keys);
+  // Removes every key (a rebuild in flight is finished first).
+  absl::Status clear();
+  // Every key stored now. FAILED_PRECONDITION while a rebuild runs: the
+  // serving table then misses the writes in the rebuild's overlay.
+  absl::StatusOr<std::vector<uint64_t>> stored_keys();
+  // Of `keys`, those stored now: appends each one to *found, its length to
+  // *lengths and its bytes to *bytes (one gather).
+  absl::Status read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found,
+                          std::vector<uint32_t>* lengths, std::string* bytes);
+
  private:
   Store(const StoreOptions& options, std::unique_ptr<engine::ElasticTable> table, ValuePath values);
   // The entry of every apply_*: the owner thread, and no get in flight.
   void begin_run(const char* method);
+  // The admitted groups of a planned run go to the heap and the table:
+  // statuses[g] says how group g went (a call, or put_pairs' one group).
+  void apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses);
   // After a put run: counts its relocations and swaps in a small rebuild it started.
   void after_puts();
+  // Erases the distinct keys; erased[x]: keys.keys[x] was stored.
+  absl::Status erase_distinct(const DistinctKeys& keys, std::vector<uint8_t>* erased);
 
   ThreadOwner owner_{"Store"};
   StoreOptions options_;

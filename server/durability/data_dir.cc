@@ -198,7 +198,11 @@ absl::Status DataDir::end_snapshot(const absl::StatusOr<SnapshotInfo>& written) 
     spdlog::info("data dir: snapshot {} written in {:.2f} s: {} pairs, {} value bytes, {} bytes", written->path,
                  written->seconds, written->header.pairs, written->header.value_bytes, written->file_bytes);
   }
-  if (!s.ok()) spdlog::error("data dir: snapshot failed: {}", s.ToString());
+  if (!s.ok()) {
+    spdlog::error("data dir: snapshot failed: {}", s.ToString());
+    // Counted once: a snapshot made durable whose cleanup failed counted as taken above.
+    if (metrics_ != nullptr && !written.ok()) metrics_->on_snapshot_failed();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (written.ok()) {
     snapshot_sequence_ = written->header.sequence;

@@ -66,6 +66,8 @@ class DurabilityMetrics {
   virtual void on_log_fsync(double seconds) { (void)seconds; }
   // A snapshot of `bytes` was made durable in `seconds` (from its start).
   virtual void on_snapshot(double seconds, uint64_t bytes) { (void)seconds, (void)bytes; }
+  // A snapshot failed (nothing of it was kept).
+  virtual void on_snapshot_failed() {}
 };
 
 }  // namespace gphkv::server::durability

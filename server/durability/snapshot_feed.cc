@@ -2,6 +2,16 @@
 
 namespace gphkv::server::durability {
 
+Pairs PairChunk::as_pairs(std::vector<std::string_view>* values) const {
+  values->resize(keys.size());
+  size_t off = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    (*values)[i] = std::string_view(bytes).substr(off, lengths[i]);
+    off += lengths[i];
+  }
+  return Pairs{keys, *values};
+}
+
 bool SnapshotFeed::wants_more() const {
   std::lock_guard<std::mutex> lock(mu_);
   return !abandoned_ && !finished_ && queued_bytes_ < max_queued_bytes_;
@@ -55,14 +65,7 @@ absl::StatusOr<bool> SnapshotFeed::next(Pairs* out) {
   queue_.pop_front();
   queued_bytes_ -= current_.bytes.size() + 12 * current_.keys.size();
   lock.unlock();
-  current_values_.resize(current_.keys.size());
-  size_t off = 0;
-  for (size_t i = 0; i < current_.keys.size(); ++i) {
-    current_values_[i] = std::string_view(current_.bytes).substr(off, current_.lengths[i]);
-    off += current_.lengths[i];
-  }
-  out->keys = current_.keys;
-  out->values = current_values_;
+  *out = current_.as_pairs(&current_values_);
   return true;
 }
 

@@ -25,6 +25,10 @@ struct PairChunk {
   std::vector<uint64_t> keys;
   std::vector<uint32_t> lengths;
   std::string bytes;
+
+  // The chunk as Pairs, each value a view into `bytes` kept in *values
+  // (valid while the chunk and *values are unchanged).
+  Pairs as_pairs(std::vector<std::string_view>* values) const;
 };
 
 class SnapshotFeed final : public PairSource {

@@ -13,6 +13,36 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+void fill_data_dir_stats(const DataDirStatus& status, v1::DataDirStats* out) {
+  const durability::DataDirState& s = status.state;
+  out->set_dir(s.dir);
+  out->set_fsync(durability::fsync_policy_name(s.fsync));
+  out->set_last_sequence(s.log.last_sequence);
+  out->set_durable_sequence(s.log.durable_sequence);
+  out->set_log_segments(s.log.segments);
+  out->set_log_bytes(s.log.log_bytes);
+  out->set_log_written_bytes(s.log.appended_bytes);
+  out->set_fsyncs(s.log.fsyncs);
+  out->set_fsyncs_behind(s.log.syncs_fell_behind);
+  out->set_log_error(status.log_error);
+  out->set_snapshot_sequence(s.snapshot_sequence);
+  out->set_snapshot_bytes(s.snapshot_bytes);
+  out->set_snapshot_age_seconds(s.snapshot_age_seconds);
+  out->set_snapshots(s.snapshots_taken);
+  out->set_last_snapshot_seconds(s.last_snapshot_seconds);
+  out->set_snapshot_running(s.snapshot_running);
+  out->set_last_snapshot_error(s.last_snapshot_error);
+  const durability::RecoveryReport& r = s.recovery;
+  out->set_recovery_seconds(r.seconds);
+  out->set_recovered_snapshot(r.snapshot_path);
+  out->set_recovered_snapshot_pairs(r.snapshot_pairs);
+  out->set_recovered_batches(r.log_batches);
+  out->set_recovered_keys(status.recovered_keys);
+  out->set_torn_bytes_cut(r.torn_bytes_cut);
+  for (const std::string& d : r.dropped) out->add_recovery_dropped(d);
+  for (const std::string& w : r.warnings) out->add_recovery_warnings(w);
+}
+
 // One unary get, put or delete while it is queued: its parsed request and
 // the response the executor fills.
 template <class Req, class Resp>
@@ -108,6 +138,10 @@ grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ct
   out.set_batched_keys(st.batched_keys);
   out.set_uptime_seconds(seconds_since(started_));
   out.set_version(info_.version);
+  out.set_rebuilding(st.rebuilding);
+  if (const StoreDurability* data_dir = executor_->data_dir(); data_dir != nullptr) {
+    fill_data_dir_stats(data_dir->status(), out.mutable_data_dir());
+  }
   *resp = wire::serialize(out);
   metrics_->record_request(OpLabel::kStats, absl::StatusCode::kOk, 0, seconds_since(t0));
   reactor->Finish(grpc::Status::OK);

@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
 # The gphkv CLI against a real gphkv-server process on loopback: every
-# command, text and --json output, exit codes, and SIGTERM -> exit 0.
+# command, text and --json output, exit codes, and SIGTERM -> exit 0; the
+# server keeps a data directory, so a second server on it has the keys.
 # Usage: cli_test.sh SERVER_BINARY CLI_BINARY
 set -uo pipefail
 server_bin=$1
 cli=$2
 dir=$(mktemp -d)
 log=$dir/server.log
-"$server_bin" --listen_address=127.0.0.1:0 --metrics_address= --backend=cpu --initial_capacity=1000 \
-  --memory=64MiB >"$log" 2>&1 &
-pid=$!
+start_server() {
+  "$server_bin" --listen_address=127.0.0.1:0 --metrics_address= --backend=cpu --initial_capacity=1000 \
+    --memory=64MiB --data_dir="$dir/data" >"$log" 2>&1 &
+  pid=$!
+  port=""
+  for _ in $(seq 100); do  # bounded: 10 s
+    port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log" | head -1)
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || fail "server did not report its port"
+}
 cleanup() { kill -9 "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- server log"; cat "$log"; exit 1; }
-
-port=""
-for _ in $(seq 100); do  # bounded: 10 s
-  port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log" | head -1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || fail "server did not report its port"
+start_server
 g() { "$cli" --server=127.0.0.1:"$port" --timeout=5s "$@"; }
 
 g health >/dev/null || fail "health should exit 0 on a serving server"
@@ -41,6 +44,10 @@ json=$(g --json get 7 10)
 [ "$(g --json del 7 10)" = '{"results":[{"key":"7","deleted":true},{"key":"10","deleted":false}]}' ] || fail "del --json"
 g stats | grep -q '^backend *cpu$' || fail "stats text"
 g --json stats | grep -q '"keys":2,' || fail "stats --json: $(g --json stats)"
+g stats | grep -q "^data_dir *$dir/data$" || fail "stats shows the data directory: $(g stats)"
+g stats | grep -q '^fsync *everysec$' || fail "stats shows the fsync setting: $(g stats)"
+g --json stats | grep -q "\"data_dir\":{\"dir\":\"$dir/data\",\"fsync\":\"everysec\"" \
+  || fail "stats --json shows the data directory: $(g --json stats)"
 # The table is at its initial size: nothing to shrink.
 g --json shrink | grep -q '^{"started":false,"keys":2,' || fail "shrink --json: $(g --json shrink)"
 g shrink | grep -q '^nothing to do' || fail "shrink text: $(g shrink)"
@@ -52,6 +59,12 @@ for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 wait "$pid"; rc=$?
 [ $rc -eq 0 ] || fail "server should exit 0 on SIGTERM, got $rc"
 grep -q "exit 0" "$log" || fail "server log lacks its shutdown"
+grep -q "data dir: snapshot .* 2 pairs" "$log" || fail "the server should take a final snapshot of its 2 keys"
+# A second server on the data directory has the keys.
+start_server
+[ "$(g --raw get 8)" = $'from\nstdin' ] || fail "a restarted server should have key 8: $(g get 8)"
+g stats | grep -q '^recovery .*: 2 keys$' || fail "stats shows what recovery found: $(g stats)"
+kill -TERM "$pid"; wait "$pid"
 # A stopped server is not healthy.
 "$cli" --server=127.0.0.1:"$port" --timeout=1s health >/dev/null 2>&1 && fail "health should fail with no server"
 echo "PASS"

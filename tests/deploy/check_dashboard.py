@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """deploy/grafana/gphkv.json against a real server:
 
-  1. starts two gphkv-server shards (CPU backend) on loopback ports and sends
-     them traffic through the CLI, which routes each key to its shard: puts,
-     gets (hits and misses), deletes, and a put over --max_value_bytes (an
-     INVALID_ARGUMENT, so error series exist);
+  1. starts two gphkv-server shards (CPU backend, each with a data directory
+     snapshotted every second) on loopback ports and sends them traffic through
+     the CLI, which routes each key to its shard: puts, gets (hits and misses),
+     deletes, and a put over --max_value_bytes (an INVALID_ARGUMENT, so error
+     series exist);
   2. scrapes /metrics and checks every metric name of every dashboard query,
      and of the recording rules the dashboard uses, against the scrape; label
      matchers against the labels the scraped series carry;
@@ -177,10 +178,13 @@ def main():
             targets.append((f"variable {v['name']}", q))
     print(f"dashboard: {len(targets)} queries in {sum(1 for p in panels_of(dash) if p.get('type') != 'row')} panels")
 
-    shard_flags = ("--backend=cpu", "--memory=64MiB", "--max_value_bytes=64", "--initial_capacity=1024")
+    shard_flags = ("--backend=cpu", "--memory=64MiB", "--max_value_bytes=64", "--initial_capacity=1024",
+                   "--snapshot_interval=1s")
     with tempfile.TemporaryDirectory(prefix="gphkv-dashboard-") as tmp, \
-            d.LocalServer(server_bin, *shard_flags, log_path=os.path.join(tmp, "server.log")) as server, \
-            d.LocalServer(server_bin, *shard_flags, log_path=os.path.join(tmp, "server2.log")) as server2:
+            d.LocalServer(server_bin, *shard_flags, f"--data_dir={os.path.join(tmp, 'data')}",
+                          log_path=os.path.join(tmp, "server.log")) as server, \
+            d.LocalServer(server_bin, *shard_flags, f"--data_dir={os.path.join(tmp, 'data2')}",
+                          log_path=os.path.join(tmp, "server2.log")) as server2:
         traffic = Traffic(cli_bin, f"{server.address},{server2.address}")
         traffic.call("put", "1", "x" * 100, expect=(2, 3))  # over --max_value_bytes
         traffic.start()

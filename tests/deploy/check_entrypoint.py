@@ -45,6 +45,16 @@ def main():
                                  "--max_delay_us=50", "--backend=cuda"],
             f"every variable, then arguments last (so they win): {rc} {argv}")
 
+    # The data directory: the image's default, and turned off by an empty value.
+    rc, argv, _ = run({"GPHKV_DATA_DIR": "/var/lib/gphkv", "GPHKV_FSYNC": "always"})
+    f.check(rc == 0 and argv[-2:] == ["--data_dir=/var/lib/gphkv", "--fsync=always"],
+            f"GPHKV_DATA_DIR and GPHKV_FSYNC: {rc} {argv}")
+    rc, argv, _ = run({"GPHKV_DATA_DIR": ""})
+    f.check(rc == 0 and not any(a.startswith("--data_dir") for a in argv), f"GPHKV_DATA_DIR= turns it off: {argv}")
+    text = open(os.path.join(d.DEPLOY, "Containerfile")).read()
+    f.check("GPHKV_DATA_DIR=/var/lib/gphkv" in text and "VOLUME /var/lib/gphkv" in text,
+            "the image turns the data directory on, on its volume")
+
     # 75% of a 32 GiB limit (the Downward API hands over bytes).
     rc, argv, err = run({"GPHKV_MEMORY_PERCENT": "75", "GPHKV_MEMORY_LIMIT_BYTES": str(32 << 30)})
     f.check(rc == 0 and f"--memory={(32 << 30) // 100 * 75}" in argv, f"percent of the limit: {rc} {argv} {err}")

@@ -12,8 +12,12 @@
      limit; --memory is derived from that limit by the entrypoint;
   5. from the host: health, put, get through the CLI; the HEALTHCHECK through
      `podman healthcheck run`; /metrics scraped and checked;
-  6. SIGTERM; the container must exit 0 within the drain bound;
-  7. the same image under mutual TLS, certificates (deploy/tls-certs.sh)
+  6. SIGTERM; the container must exit 0 within the drain bound, after its
+     final snapshot into the data directory (the image's volume, here a named
+     one);
+  7. a new container on the same volume finds the keys (the snapshot); a put,
+     then kill -9, and a third container finds that key too (the log).
+  8. the same image under mutual TLS, certificates (deploy/tls-certs.sh)
      mounted read-only and named by the entrypoint's GPHKV_TLS_* variables:
      the host's CLI with a client certificate reads and writes, without one
      (or without TLS) it is refused and changes nothing, the HEALTHCHECK
@@ -156,6 +160,8 @@ def main():
     timings = {}
     start = time.monotonic()
     name = f"gphkv-ctest-{os.getpid()}"
+    volume = f"gphkv-ctest-data-{os.getpid()}"
+    restarted = []  # the containers started on the volume after the first
     with tempfile.TemporaryDirectory(prefix="gphkv-container-") as tmp:
         podman = Podman(tmp)
         try:
@@ -210,17 +216,23 @@ def main():
             grpc_port, metrics_port = d.free_port(), d.free_port()
             server = f"127.0.0.1:{grpc_port}"
             t = time.monotonic()
-            podman("run", "-d", "--name", name, "--network=host", f"--memory={MEMORY_LIMIT}",
-                   "-e", f"GPHKV_LISTEN_ADDRESS={server}",
-                   "-e", f"GPHKV_METRICS_ADDRESS=127.0.0.1:{metrics_port}",
-                   "-e", f"GPHKV_MEMORY_PERCENT={MEMORY_PERCENT}",
-                   IMAGE, "--backend=cpu", "--initial_capacity=4096")
+            def run_container(container):
+                # The data directory is the image's default (GPHKV_DATA_DIR, VOLUME
+                # /var/lib/gphkv); a named volume keeps it across containers.
+                podman("run", "-d", "--name", container, "--network=host", f"--memory={MEMORY_LIMIT}",
+                       "-v", f"{volume}:/var/lib/gphkv",
+                       "-e", f"GPHKV_LISTEN_ADDRESS={server}",
+                       "-e", f"GPHKV_METRICS_ADDRESS=127.0.0.1:{metrics_port}",
+                       "-e", f"GPHKV_MEMORY_PERCENT={MEMORY_PERCENT}",
+                       IMAGE, "--backend=cpu", "--initial_capacity=4096")
 
-            def healthy():
-                rc, out = podman("inspect", name, "--format", "{{.State.Running}}", check=False, quiet=True)
+            def healthy(container=name):
+                rc, out = podman("inspect", container, "--format", "{{.State.Running}}", check=False, quiet=True)
                 if out.strip() != "true":
-                    raise RuntimeError("the container is not running")
+                    raise RuntimeError(f"the container {container} is not running")
                 return d.run_cli(cli_bin, server, "health", timeout=10).returncode == 0
+
+            run_container(name)
 
             try:
                 d.wait_for(healthy, 60, "the containerized server to report SERVING")
@@ -269,13 +281,57 @@ def main():
             logs = p.stdout + p.stderr
             f.check("SIGTERM" in logs, "the server logged the SIGTERM it drained on")
             f.check("--memory=" in logs and "% of the" in logs, "the entrypoint logged the --memory it derived")
+            f.check("data dir: snapshot /var/lib/gphkv/snapshot-" in logs,
+                    "the server took its final snapshot into the volume on SIGTERM")
+
+            # A new container on the volume: the keys are back (from the snapshot).
+            t = time.monotonic()
+            second = f"{name}-2"
+            restarted.append(second)
+            run_container(second)
+            try:
+                d.wait_for(lambda: healthy(second), 60, "the restarted container to report SERVING")
+            except (TimeoutError, RuntimeError) as e:
+                f.check(False, f"restart on the volume: {e}")
+                podman("logs", second, check=False)
+                raise
+            timings["restart on the volume to SERVING"] = time.monotonic() - t
+            p = d.run_cli(cli_bin, server, "--raw", "get", "42")
+            f.check(p.returncode == 0 and p.stdout == value,
+                    f"after a restart on the same volume, get 42 returns the value put: {p.returncode} {p.stdout!r} {p.stderr}")
+            p = d.run_cli(cli_bin, server, "--json", "stats")
+            try:
+                dd = json.loads(p.stdout).get("data_dir", {})
+            except json.JSONDecodeError:
+                dd = {}
+            f.check(dd.get("dir") == "/var/lib/gphkv" and dd.get("recovered_keys") == 1 and dd.get("recovered_snapshot"),
+                    f"stats shows the data directory and what recovery found: {p.stdout!r}")
+
+            # kill -9 after a put: the third container replays it from the log.
+            later = f"written before a kill -9 {os.getpid()}"
+            p = d.run_cli(cli_bin, server, "put", "43", later)
+            f.check(p.returncode == 0, f"put 43: {p.returncode} {p.stderr}")
+            podman("kill", "--signal", "KILL", second)
+            podman("wait", second, timeout=60, check=False, quiet=True)
+            third = f"{name}-3"
+            restarted.append(third)
+            run_container(third)
+            d.wait_for(lambda: healthy(third), 60, "the container after kill -9 to report SERVING")
+            p = d.run_cli(cli_bin, server, "--raw", "get", "43")
+            f.check(p.returncode == 0 and p.stdout == later, f"after kill -9, get 43 (from the log): {p.returncode} {p.stdout!r}")
+            p = d.run_cli(cli_bin, server, "--raw", "get", "42")
+            f.check(p.returncode == 0 and p.stdout == value, f"after kill -9, get 42 still there: {p.returncode} {p.stdout!r}")
+            podman("kill", "--signal", "TERM", third)
+            rc, out = podman("wait", third, timeout=60)
+            f.check(out.strip() == "0", f"the third container exits 0 after SIGTERM, not {out.strip()!r}")
 
             t = time.monotonic()
             run_under_mtls(f, podman, cli_bin, tmp, f"{name}-tls")
             timings["mTLS run"] = time.monotonic() - t
         finally:
-            podman("rm", "-f", "--time", "5", name, check=False, quiet=True)
-            podman("rm", "-f", "--time", "5", f"{name}-tls", check=False, quiet=True)
+            for c in [name, *restarted, f"{name}-tls"]:
+                podman("rm", "-f", "--time", "5", c, check=False, quiet=True)
+            podman("volume", "rm", "-f", volume, check=False, quiet=True)
             podman("rmi", "-f", IMAGE, check=False, quiet=True)
 
     timings["total"] = time.monotonic() - start

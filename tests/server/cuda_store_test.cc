@@ -11,19 +11,12 @@
 #include "gphkv/engine/table.h"
 #include "gtest/gtest.h"
 #include "server/store.h"
+#include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
 namespace {
 
-struct Owned {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
-  Call call;
-};
+using Owned = OwnedCall;
 
 // Points o->call at o's request and response of `kind`.
 void bind(Owned* o, OpKind kind) {

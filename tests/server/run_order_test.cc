@@ -7,19 +7,12 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
 namespace {
 
-struct Owned {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
-  Call call;
-};
+using Owned = OwnedCall;
 
 std::unique_ptr<Owned> make(OpKind kind, std::vector<uint64_t> keys) {
   auto o = std::make_unique<Owned>();

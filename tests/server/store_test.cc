@@ -8,61 +8,16 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/server/owned_calls.h"
+#include "tests/server/store_fixtures.h"
 
 namespace gphkv::server {
 namespace {
-
-// Owns a call's request and response.
-struct OwnedCall {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
-  Call call;
-};
-
-std::unique_ptr<OwnedCall> make_get(const std::vector<uint64_t>& keys) {
-  auto c = std::make_unique<OwnedCall>();
-  c->get.mutable_keys()->Add(keys.begin(), keys.end());
-  c->call.op = GetOp{&c->get, &c->get_out};
-  return c;
-}
-
-std::unique_ptr<OwnedCall> make_put(const std::vector<uint64_t>& keys, const std::vector<std::string>& values) {
-  auto c = std::make_unique<OwnedCall>();
-  c->put.mutable_keys()->Add(keys.begin(), keys.end());
-  for (const auto& v : values) {
-    c->put.add_value_lengths(static_cast<uint32_t>(v.size()));
-    c->put.mutable_values()->append(v);
-  }
-  c->call.op = PutOp{&c->put, &c->put_out};
-  return c;
-}
-
-std::unique_ptr<OwnedCall> make_del(const std::vector<uint64_t>& keys) {
-  auto c = std::make_unique<OwnedCall>();
-  c->del.mutable_keys()->Add(keys.begin(), keys.end());
-  c->call.op = DeleteOp{&c->del, &c->del_out};
-  return c;
-}
 
 std::string value_at(const v1::GetResponse& r, int i) {
   size_t off = 0;
   for (int j = 0; j < i; ++j) off += r.value_lengths(j);
   return r.values().substr(off, r.value_lengths(i));
-}
-
-std::unique_ptr<Store> small_store(uint64_t memory = 64 << 20, uint64_t capacity = 64) {
-  StoreOptions o;
-  o.initial_capacity = capacity;
-  o.memory_limit_bytes = memory;
-  o.max_value_bytes = 4096;
-  o.table.cpu_threads = 2;
-  auto s = Store::create(o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(*s);
 }
 
 TEST(Store, RunsMatchAModelThroughGrowth) {

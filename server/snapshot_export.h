@@ -1,0 +1,61 @@
+// The store's pairs for a snapshot, read a chunk at a time by the thread
+// that owns the store. A snapshot may be fuzzy (docs/durability.md, "Fuzzy
+// is enough"): it must hold the value of every key that no batch after its
+// sequence number writes. So the export takes the keys stored when the
+// snapshot starts (one pass over the table, the only stall), then looks up
+// their values chunk by chunk between batches, each chunk as the store is
+// then: a key written since has a newer value or is gone, which the log
+// after the snapshot sets right, and a key not written since has the value
+// it had. No value is copied ahead, and reading goes through the table's
+// find, so a rebuild in flight (its overlay) may run alongside.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/durability/pairs.h"
+#include "server/durability/snapshot_feed.h"
+#include "server/store.h"
+
+namespace gphkv::server {
+
+class StoreExport {
+ public:
+  // Keys looked up per chunk: a find and a gather of this many keys costs
+  // the executor a fraction of a millisecond between two batches
+  // (docs/durability.md, "Snapshots while serving").
+  static constexpr size_t kChunkKeys = 4096;
+
+  // The keys stored now. FAILED_PRECONDITION while a table rebuild runs
+  // (Store::stored_keys): start again once it is done.
+  static absl::StatusOr<StoreExport> start(Store& store);
+
+  uint64_t keys() const { return keys_.size(); }
+  bool done() const { return next_ == keys_.size(); }
+  // The next chunk's keys that are still stored, with their values now.
+  absl::Status next_chunk(Store& store, durability::PairChunk* chunk);
+
+ private:
+  explicit StoreExport(std::vector<uint64_t> keys) : keys_(std::move(keys)) {}
+
+  std::vector<uint64_t> keys_;
+  size_t next_ = 0;
+};
+
+// A whole export as a PairSource, pulled on the thread that owns the store
+// (the final snapshot at shutdown: DataDir::snapshot on the executor thread).
+class StorePairSource final : public durability::PairSource {
+ public:
+  StorePairSource(Store& store, StoreExport export_) : store_(store), export_(std::move(export_)) {}
+  absl::StatusOr<bool> next(durability::Pairs* out) override;
+
+ private:
+  Store& store_;
+  StoreExport export_;
+  durability::PairChunk chunk_;
+  std::vector<std::string_view> values_;
+};
+
+}  // namespace gphkv::server

@@ -1,0 +1,202 @@
+#include "server/store_durability.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "server/byte_size.h"
+#include "server/durability/record_format.h"
+#include "server/store_recovery.h"
+#include "spdlog/spdlog.h"
+
+namespace gphkv::server {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// What one key can add to a record beyond its value bytes: a put entry's key
+// and length (12 bytes), or a delete's key (8), plus a run header (5) when
+// every call starts a run of its own.
+constexpr uint64_t kRecordBytesPerKey = 12 + 5;
+constexpr uint64_t kRecordSequenceBytes = 8;
+
+}  // namespace
+
+absl::Status check_log_record_bound(uint64_t max_queue_bytes, uint64_t max_message_bytes, uint64_t max_queue_keys) {
+  const uint64_t values = std::max(max_queue_bytes, max_message_bytes);
+  const uint64_t record = kRecordSequenceBytes + values + kRecordBytesPerKey * max_queue_keys;
+  if (record <= durability::kMaxRecordPayloadBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "with --data_dir, a batch is one log record, which holds less than 4 GiB; a batch may hold ",
+      format_byte_size(values), " of values (--max_queue_bytes, or one call up to the gRPC message limit) and ",
+      max_queue_keys, " keys (--max_queue_keys), up to ", record, " bytes: lower --max_queue_bytes"));
+}
+
+absl::StatusOr<std::unique_ptr<StoreDurability>> StoreDurability::open(
+    const DataDirConfig& config, Store& store, durability::DurabilityMetrics* metrics,
+    std::function<void(const absl::Status&)> on_log_failed) {
+  StoreRecovery sink(store);
+  auto dir = durability::DataDir::open(config.dir, config.options, sink, metrics);
+  if (!dir.ok()) return dir.status();
+  // Beside the module's line (what was read): what the store holds now.
+  spdlog::info("data dir {}: the store holds {} keys ({} bytes of value heap) after recovery, fsync={}", config.dir,
+               store.keys(), store.value_heap_bytes(), durability::fsync_policy_name(config.options.log.fsync));
+  return std::unique_ptr<StoreDurability>(new StoreDurability(std::move(*dir), store.keys(), std::move(on_log_failed)));
+}
+
+StoreDurability::~StoreDurability() {
+  if (feed_ != nullptr) feed_->fail(absl::CancelledError("the server stopped before the snapshot was fed whole"));
+}
+
+void StoreDurability::add_puts(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!statuses[i].ok()) continue;  // refused: nothing changed, nothing to log
+    const v1::PutRequest& req = *run[i]->put().request;
+    batch_.add_puts(absl::MakeConstSpan(req.keys().data(), req.keys_size()),
+                    absl::MakeConstSpan(req.value_lengths().data(), req.value_lengths_size()), req.values());
+  }
+}
+
+void StoreDurability::add_deletes(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!statuses[i].ok()) continue;
+    const v1::DeleteRequest& req = *run[i]->del().request;
+    batch_.add_deletes(absl::MakeConstSpan(req.keys().data(), req.keys_size()));
+  }
+}
+
+absl::Status StoreDurability::commit() {
+  if (batch_.empty()) return absl::OkStatus();
+  absl::StatusOr<uint64_t> appended = dir_->append(batch_);
+  batch_.clear();
+  if (!appended.ok()) fail_log(appended.status());
+  return log_error_;
+}
+
+void StoreDurability::fail_log(const absl::Status& s) {
+  if (!log_error_.ok()) return;
+  log_error_ =
+      absl::UnavailableError(absl::StrCat("writes are refused: the data directory's log failed (", s.ToString(),
+                                          "); the server must be restarted, and recovers what the log holds"));
+  spdlog::error("data dir: {}", std::string(log_error_.message()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    published_log_error_ = std::string(log_error_.message());
+  }
+  if (on_log_failed_) on_log_failed_(log_error_);
+}
+
+bool StoreDurability::snapshot_wanted(const Store& store) const {
+  return export_.has_value() || (log_error_.ok() && !store.rebuilding() && dir_->snapshot_due());
+}
+
+bool StoreDurability::snapshot_step(Store& store) {
+  if (!export_) {
+    if (!snapshot_wanted(store)) return false;
+    start_snapshot(store);
+    if (!export_) return false;
+  }
+  return export_chunk(store);
+}
+
+void StoreDurability::start_snapshot(Store& store) {
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<StoreExport> keys = StoreExport::start(store);
+  if (!keys.ok()) {
+    spdlog::error("data dir: cannot list the store's keys for a snapshot: {}", keys.status().ToString());
+    return;
+  }
+  const double list_seconds = seconds_since(t0);
+  auto feed = std::make_shared<durability::SnapshotFeed>(kFeedBytes);
+  absl::StatusOr<uint64_t> sequence = dir_->start_snapshot(feed);
+  if (!sequence.ok()) {
+    spdlog::error("data dir: cannot start a snapshot: {}", sequence.status().ToString());
+    return;
+  }
+  spdlog::info(
+      "data dir: snapshot of batch {} started: {} keys listed in {:.3f} s, their values exported between "
+      "batches",
+      *sequence, keys->keys(), list_seconds);
+  export_ = std::move(*keys);
+  feed_ = std::move(feed);
+}
+
+bool StoreDurability::export_chunk(Store& store) {
+  if (!dir_->snapshot_running()) {
+    // The writer stopped (its error is logged and in the state): nobody reads the feed.
+    drop_export();
+    return false;
+  }
+  if (!feed_->wants_more()) return false;
+  if (!export_->done()) {
+    durability::PairChunk chunk;
+    if (absl::Status s = export_->next_chunk(store, &chunk); !s.ok()) {
+      feed_->fail(s);
+      drop_export();
+      return false;
+    }
+    if (!chunk.keys.empty()) feed_->push(std::move(chunk));
+  }
+  if (export_->done()) finish_export();
+  return true;
+}
+
+void StoreDurability::finish_export() {
+  // The chunks read values up to the batch just appended, newer than the
+  // snapshot's sequence number. Before the snapshot can become durable, the
+  // log must hold those batches durably too: otherwise a machine crash under
+  // --fsync=everysec|never could keep the snapshot and lose the batches
+  // before its newer values, a state that no prefix of the log gives.
+  if (absl::Status s = dir_->sync(); !s.ok()) {
+    fail_log(s);
+    feed_->fail(s);
+  } else {
+    feed_->finish();
+  }
+  drop_export();
+}
+
+void StoreDurability::drop_export() {
+  export_.reset();
+  feed_.reset();
+}
+
+void StoreDurability::close(Store& store) {
+  while (export_) {
+    if (!export_chunk(store)) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the writer drains
+  }
+  dir_->wait_snapshot().IgnoreError();  // its outcome is logged and in the state
+  if (!log_error_.ok()) {
+    spdlog::warn("data dir: no final snapshot: the log failed; the next start recovers what the log holds");
+    return;
+  }
+  const durability::DataDirState st = dir_->state();
+  if (st.log.last_sequence == st.snapshot_sequence) {
+    spdlog::info("data dir: nothing appended since snapshot {}: no final snapshot", st.snapshot_sequence);
+    return;
+  }
+  // The key list needs the table whole: a rebuild in flight is waited for.
+  if (absl::Status s = store.finish_rebuild(); !s.ok()) spdlog::error("table rebuild failed: {}", s.ToString());
+  absl::StatusOr<StoreExport> keys = StoreExport::start(store);
+  if (!keys.ok()) {
+    spdlog::error("data dir: no final snapshot: cannot list the store's keys: {}", keys.status().ToString());
+    return;
+  }
+  spdlog::info("data dir: final snapshot of {} keys", keys->keys());
+  StorePairSource source(store, std::move(*keys));
+  dir_->snapshot(source).IgnoreError();  // logged by the data dir; the log keeps every batch if it failed
+}
+
+DataDirStatus StoreDurability::status() const {
+  DataDirStatus s;
+  s.state = dir_->state();
+  s.recovered_keys = recovered_keys_;
+  std::lock_guard<std::mutex> lock(mu_);
+  s.log_error = published_log_error_;
+  return s;
+}
+
+}  // namespace gphkv::server

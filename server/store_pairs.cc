@@ -1,0 +1,78 @@
+// The store's operations on pairs rather than Calls: what recovery restores
+// and what a snapshot reads (server/store_recovery.h, server/snapshot_export.h).
+// They keep the runs' rules: the owner thread, no get in flight, --memory.
+#include "server/store.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/distinct_keys.h"
+#include "server/put_plan.h"
+
+namespace gphkv::server {
+
+absl::Status Store::put_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
+  begin_run("put_pairs");
+  if (keys.size() != values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(keys.size(), " keys but ", values.size(), " values"));
+  }
+  PutPlan plan(keys, values);
+  std::vector<absl::Status> statuses;
+  apply_plan(plan, &statuses);
+  return statuses.front();
+}
+
+absl::Status Store::erase_keys(absl::Span<const uint64_t> keys) {
+  begin_run("erase_keys");
+  DistinctKeys unique;
+  for (uint64_t k : keys) unique.add(k);
+  std::vector<uint8_t> erased;
+  return erase_distinct(unique, &erased);
+}
+
+absl::Status Store::clear() {
+  begin_run("clear");
+  if (absl::Status s = finish_rebuild(); !s.ok()) return s;
+  auto pairs = table_->serving_table().export_pairs();
+  if (!pairs.ok()) return pairs.status();
+  std::vector<uint64_t> keys;
+  keys.reserve(pairs->size());
+  for (const engine::KeyValue& kv : *pairs) keys.push_back(kv.key);
+  std::vector<uint8_t> erased(keys.size());
+  if (absl::Status s = table_->erase(keys, absl::MakeSpan(erased)); !s.ok()) return s;
+  for (const engine::KeyValue& kv : *pairs) heap_->release(kv.value);
+  budget_.fit_table_to_heap();
+  budget_.fit_heap_to_table();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> Store::stored_keys() {
+  begin_run("stored_keys");
+  if (table_->rebuilding()) {
+    return absl::FailedPreconditionError("a table rebuild is running: its overlay is not in the serving table");
+  }
+  auto pairs = table_->serving_table().export_pairs();
+  if (!pairs.ok()) return pairs.status();
+  std::vector<uint64_t> keys;
+  keys.reserve(pairs->size());
+  for (const engine::KeyValue& kv : *pairs) keys.push_back(kv.key);
+  return keys;
+}
+
+absl::Status Store::read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found,
+                               std::vector<uint32_t>* lengths, std::string* bytes) {
+  begin_run("read_pairs");
+  std::vector<uint64_t> handles(keys.size());
+  std::vector<uint8_t> hit(keys.size());
+  // The ElasticTable's find: the serving table and a rebuild's overlay.
+  if (absl::Status s = table_->find(keys, absl::MakeSpan(handles), absl::MakeSpan(hit)); !s.ok()) return s;
+  std::vector<ValueHandle> stored;
+  stored.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!hit[i]) continue;
+    found->push_back(keys[i]);
+    lengths->push_back(heap_->length(handles[i]));
+    stored.push_back(handles[i]);
+  }
+  return heap_->gather(stored, bytes);
+}
+
+}  // namespace gphkv::server

@@ -1,0 +1,49 @@
+// Calls that own their request and response, for tests that drive the store
+// (or its durability) with runs of calls the way the executor does.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/call.h"
+
+namespace gphkv::server {
+
+// Owns a call's request and response.
+struct OwnedCall {
+  v1::GetRequest get;
+  v1::GetResponse get_out;
+  v1::PutRequest put;
+  v1::PutResponse put_out;
+  v1::DeleteRequest del;
+  v1::DeleteResponse del_out;
+  Call call;
+};
+
+inline std::unique_ptr<OwnedCall> make_get(const std::vector<uint64_t>& keys) {
+  auto c = std::make_unique<OwnedCall>();
+  c->get.mutable_keys()->Add(keys.begin(), keys.end());
+  c->call.op = GetOp{&c->get, &c->get_out};
+  return c;
+}
+
+inline std::unique_ptr<OwnedCall> make_put(const std::vector<uint64_t>& keys, const std::vector<std::string>& values) {
+  auto c = std::make_unique<OwnedCall>();
+  c->put.mutable_keys()->Add(keys.begin(), keys.end());
+  for (const auto& v : values) {
+    c->put.add_value_lengths(static_cast<uint32_t>(v.size()));
+    c->put.mutable_values()->append(v);
+  }
+  c->call.op = PutOp{&c->put, &c->put_out};
+  return c;
+}
+
+inline std::unique_ptr<OwnedCall> make_del(const std::vector<uint64_t>& keys) {
+  auto c = std::make_unique<OwnedCall>();
+  c->del.mutable_keys()->Add(keys.begin(), keys.end());
+  c->call.op = DeleteOp{&c->del, &c->del_out};
+  return c;
+}
+
+}  // namespace gphkv::server

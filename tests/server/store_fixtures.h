@@ -1,0 +1,50 @@
+// A small CPU store and its whole contents, for the tests that drive the
+// store directly (store_test, store_pairs_test, store_durability_test).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/store.h"
+
+namespace gphkv::server {
+
+using StoreModel = std::map<uint64_t, std::string>;
+
+// A CPU store with a first table of `capacity` keys that grows.
+inline std::unique_ptr<Store> small_store(uint64_t memory = 64 << 20, uint64_t capacity = 64) {
+  StoreOptions o;
+  o.initial_capacity = capacity;
+  o.memory_limit_bytes = memory;
+  o.max_value_bytes = 4096;
+  o.table.cpu_threads = 2;
+  auto s = Store::create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+// Every pair the store holds (a rebuild in flight finished first), read
+// back through stored_keys and read_pairs.
+inline StoreModel contents(Store& store) {
+  EXPECT_TRUE(store.finish_rebuild().ok());
+  auto keys = store.stored_keys();
+  EXPECT_TRUE(keys.ok()) << keys.status();
+  std::vector<uint64_t> found;
+  std::vector<uint32_t> lengths;
+  std::string bytes;
+  EXPECT_TRUE(store.read_pairs(*keys, &found, &lengths, &bytes).ok());
+  StoreModel m;
+  size_t off = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    m[found[i]] = bytes.substr(off, lengths[i]);
+    off += lengths[i];
+  }
+  EXPECT_EQ(off, bytes.size());
+  return m;
+}
+
+}  // namespace gphkv::server

@@ -179,7 +179,14 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
 
 void Store::apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_shrinks");
-  absl::StatusOr<v1::ShrinkResponse> answer = start_shrink(*table_);
+  // The value heap first: it gives back the chunks deletes emptied, and the table may take them.
+  absl::StatusOr<uint64_t> released = heap_->trim();
+  if (released.ok()) {
+    spdlog::info("shrink requested: the value heap gave back {} bytes (holds {})", *released, heap_->reserved_bytes());
+    budget_.fit_table_to_heap();
+  }
+  absl::StatusOr<v1::ShrinkResponse> answer =
+      released.ok() ? start_shrink(*table_) : absl::StatusOr<v1::ShrinkResponse>(released.status());
   statuses->assign(calls.size(), answer.status());
   if (!answer.ok()) return;
   for (Call* c : calls) *c->shrink().response = *answer;

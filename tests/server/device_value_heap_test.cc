@@ -60,20 +60,8 @@ TEST(DeviceValueHeap, AdversarialLengthsAreRefusedAndChangeNothing) {
 TEST(DeviceValueHeap, FreedMemoryServesValuesOfAnotherSize) {
   SKIP_WITHOUT_DEVICE();
   SEEDED_RNG(rng);
-  struct Case {
-    uint64_t limit;
-    uint32_t first, second;
-    int batch;
-  };
-  for (const Case& c : {Case{72 << 20, 60000, 12000, 16}, Case{72 << 20, 12000, 60000, 1},
-                        Case{32 << 20, 100, 5000, 64}}) {
-    SCOPED_TRACE(::testing::Message() << c.first << " B -> " << c.second << " B under " << c.limit);
-    auto heap = make_heap(1 << 20);
-    ASSERT_NE(heap, nullptr);
-    const double share = testing::refill_share(*heap, c.limit, c.first, c.second, c.batch, rng);
-    EXPECT_GE(share, 0.90) << "moved " << heap->moved_bytes() << " bytes";
-    EXPECT_LE(heap->reserved_bytes(), c.limit);
-  }
+  testing::expect_refills([] { return make_heap(1 << 20); },
+                          {{72 << 20, 60000, 12000, 16}, {72 << 20, 12000, 60000, 1}, {32 << 20, 100, 5000, 64}}, rng);
 }
 
 TEST(DeviceValueHeap, TrimMovesValuesAndGivesChunksBack) {
@@ -81,27 +69,7 @@ TEST(DeviceValueHeap, TrimMovesValuesAndGivesChunksBack) {
   SEEDED_RNG(rng);
   auto heap = make_heap(64 * 1024);
   ASSERT_NE(heap, nullptr);
-  HeapModel model;
-  for (int i = 0; i < 100; ++i) {
-    std::vector<std::string> values(200);
-    for (auto& v : values) v = random_bytes(rng, static_cast<uint32_t>(rng() % 2000));
-    ASSERT_TRUE(testing::put_values(*heap, model, values).ok());
-  }
-  for (auto it = model.begin(); it != model.end();) {
-    if (rng() % 4 != 0) {
-      heap->release(it->first);
-      it = model.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  const uint64_t before = heap->reserved_bytes();
-  auto released = heap->trim();
-  ASSERT_TRUE(released.ok()) << released.status();
-  EXPECT_GT(*released, 0u);
-  EXPECT_EQ(heap->reserved_bytes(), before - *released);
-  EXPECT_GT(heap->moved_bytes(), 0u);
-  testing::expect_heap_matches(*heap, model, rng);
+  testing::check_trim(*heap, rng);
 }
 
 TEST(DeviceValueHeap, LengthsTravelInTheHandleAndTheLargestLiveExtentBoundsThem) {

@@ -69,18 +69,21 @@ uint32_t random_length(std::mt19937_64& rng, uint32_t max_value) {
   }
 }
 
-void release_random(ValueHeap& heap, HeapModel& model, std::mt19937_64& rng, double share) {
+}  // namespace
+
+uint64_t release_share(ValueHeap& heap, HeapModel& model, std::mt19937_64& rng, double share) {
+  uint64_t bytes = 0;
   for (auto it = model.begin(); it != model.end();) {
     if (std::uniform_real_distribution<double>(0, 1)(rng) < share) {
+      bytes += it->second.size();
       heap.release(it->first);
       it = model.erase(it);
     } else {
       ++it;
     }
   }
+  return bytes;
 }
-
-}  // namespace
 
 void run_random_ops(ValueHeap& heap, uint32_t max_value, uint64_t limit, std::mt19937_64& rng) {
   HeapModel model;
@@ -89,7 +92,7 @@ void run_random_ops(ValueHeap& heap, uint32_t max_value, uint64_t limit, std::mt
   // Random rounds, then batches until one is refused: the limit is met.
   for (int round = 0; round < 1000 && (round < 200 || refused == 0); ++round) {
     if (round < 200 && rng() % 5 == 0) {
-      release_random(heap, model, rng, std::uniform_real_distribution<double>(0, 0.5)(rng));
+      release_share(heap, model, rng, std::uniform_real_distribution<double>(0, 0.5)(rng));
     } else {
       std::vector<std::string> values(1 + rng() % 64);
       for (auto& v : values) v = random_bytes(rng, random_length(rng, max_value));
@@ -114,7 +117,7 @@ void run_random_ops(ValueHeap& heap, uint32_t max_value, uint64_t limit, std::mt
   }
   EXPECT_GT(refused, 0) << "the limit was never met: the refusal path went untested";
   expect_heap_matches(heap, model, rng);
-  release_random(heap, model, rng, 1.0);
+  release_share(heap, model, rng, 1.0);
   EXPECT_EQ(heap.used_bytes(), 0u);
   auto released = heap.trim();
   ASSERT_TRUE(released.ok()) << released.status();
@@ -143,6 +146,33 @@ void check_adversarial_lengths(ValueHeap& heap, uint32_t max_value, std::mt19937
   expect_heap_matches(heap, model, rng);
 }
 
+void check_trim(ExtentValueHeap& heap, std::mt19937_64& rng) {
+  HeapModel model;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<std::string> values(200);
+    for (auto& v : values) v = random_bytes(rng, static_cast<uint32_t>(rng() % 2000));
+    ASSERT_TRUE(put_values(heap, model, values).ok());
+  }
+  release_share(heap, model, rng, 0.75);
+  const uint64_t before = heap.reserved_bytes();
+  auto released = heap.trim();
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_GT(*released, 0u);
+  EXPECT_EQ(heap.reserved_bytes(), before - *released);
+  EXPECT_GT(heap.moved_bytes(), 0u);
+  // About a quarter stays live: the chunks left hold little more than that.
+  EXPECT_LE(heap.reserved_bytes(), heap.used_bytes() * 5 / 4 + heap.chunk_bytes()) << "used " << heap.used_bytes();
+  expect_heap_matches(heap, model, rng);
+  const uint64_t moved = heap.moved_bytes();
+  released = heap.trim();
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(*released, 0u);
+  EXPECT_EQ(heap.moved_bytes(), moved);
+}
+
+namespace {
+
+// The bytes of second_size values stored as a share of the bytes released.
 double refill_share(ValueHeap& heap, uint64_t limit, uint32_t first_size, uint32_t second_size, int batch,
                     std::mt19937_64& rng) {
   heap.set_limit(limit);
@@ -150,16 +180,7 @@ double refill_share(ValueHeap& heap, uint64_t limit, uint32_t first_size, uint32
   absl::Status s;
   while (s.ok()) s = put_values(heap, model, {random_bytes(rng, first_size)});
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  uint64_t freed = 0;
-  for (auto it = model.begin(); it != model.end();) {
-    if (rng() % 2 == 0) {
-      freed += it->second.size();
-      heap.release(it->first);
-      it = model.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  const uint64_t freed = release_share(heap, model, rng, 0.5);
   uint64_t refilled = 0;
   for (s = absl::OkStatus(); s.ok();) {
     std::vector<std::string> values(batch);
@@ -170,6 +191,20 @@ double refill_share(ValueHeap& heap, uint64_t limit, uint32_t first_size, uint32
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   expect_heap_matches(heap, model, rng);
   return freed == 0 ? 0.0 : static_cast<double>(refilled) / static_cast<double>(freed);
+}
+
+}  // namespace
+
+void expect_refills(const std::function<std::unique_ptr<ExtentValueHeap>()>& make_heap,
+                    std::initializer_list<RefillCase> cases, std::mt19937_64& rng) {
+  for (const RefillCase& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.first << " B -> " << c.second << " B under " << c.limit);
+    std::unique_ptr<ExtentValueHeap> heap = make_heap();
+    ASSERT_NE(heap, nullptr);
+    const double share = refill_share(*heap, c.limit, c.first, c.second, c.batch, rng);
+    EXPECT_GE(share, 0.90) << "moved " << heap->moved_bytes() << " bytes";
+    EXPECT_LE(heap->reserved_bytes(), c.limit);
+  }
 }
 
 }  // namespace gphkv::server::testing

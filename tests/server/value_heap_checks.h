@@ -3,11 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "server/extent_value_heap.h"
 #include "server/value_heap.h"
 
 namespace gphkv::server::testing {
@@ -32,15 +36,32 @@ void expect_heap_matches(const ValueHeap& heap, const HeapModel& model, std::mt1
 // bytes and every stored value as they were.
 void run_random_ops(ValueHeap& heap, uint32_t max_value, uint64_t limit, std::mt19937_64& rng);
 
+// Releases each live value with probability `share`; returns the value
+// bytes released.
+uint64_t release_share(ValueHeap& heap, HeapModel& model, std::mt19937_64& rng, double share);
+
+// Stores 20000 values of 0 .. 2 KB, releases three in four at random (no
+// chunk is left wholly free), and checks that trim() moves values, gives
+// chunks back (what stays holds little more than the live values) and keeps
+// every value; a second trim finds nothing more to do.
+void check_trim(ExtentValueHeap& heap, std::mt19937_64& rng);
+
 // Lengths 0, 1, max_value and max_value + 1 (INVALID_ARGUMENT, in a batch
 // with valid ones: nothing taken).
 void check_adversarial_lengths(ValueHeap& heap, uint32_t max_value, std::mt19937_64& rng);
 
-// The scenario: fill `limit` bytes with values of first_size until a
-// batch is refused, release a random half, fill with values of second_size
-// in batches of `batch` until refused. Returns the bytes of second_size
-// values stored as a share of the bytes released (and checks every value).
-double refill_share(ValueHeap& heap, uint64_t limit, uint32_t first_size, uint32_t second_size, int batch,
-                    std::mt19937_64& rng);
+// The scenario: fill `limit` bytes with values of `first` bytes until
+// a batch is refused, release a random half, fill with values of `second`
+// bytes in batches of `batch` until refused.
+struct RefillCase {
+  uint64_t limit;
+  uint32_t first, second;
+  int batch;
+};
+// Runs each case on a fresh heap from make_heap and expects the bytes of the
+// second size stored to be at least 90% of the bytes released, every value
+// intact and the limit kept.
+void expect_refills(const std::function<std::unique_ptr<ExtentValueHeap>()>& make_heap,
+                    std::initializer_list<RefillCase> cases, std::mt19937_64& rng);
 
 }  // namespace gphkv::server::testing

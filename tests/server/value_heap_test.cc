@@ -50,20 +50,10 @@ TEST(HostValueHeap, AdversarialLengthsAreRefusedAndChangeNothing) {
 // bytes serve them, and the other way round (compaction), and for other pairs.
 TEST(HostValueHeap, FreedMemoryServesValuesOfAnotherSize) {
   SEEDED_RNG(rng);
-  struct Case {
-    uint64_t limit;
-    uint32_t first, second;
-    int batch;
-  };
-  for (const Case& c : {Case{72 << 20, 60000, 12000, 16}, Case{72 << 20, 12000, 60000, 1},
-                        Case{16 << 20, 100, 5000, 64}, Case{16 << 20, 5000, 100, 64},
-                        Case{64 << 20, 1000, 1 << 20, 1}}) {
-    SCOPED_TRACE(::testing::Message() << c.first << " B -> " << c.second << " B under " << c.limit);
-    auto heap = make_heap(1 << 20);
-    const double share = testing::refill_share(*heap, c.limit, c.first, c.second, c.batch, rng);
-    EXPECT_GE(share, 0.90) << "moved " << heap->moved_bytes() << " bytes";
-    EXPECT_LE(heap->reserved_bytes(), c.limit);
-  }
+  testing::expect_refills([] { return make_heap(1 << 20); },
+                          {{72 << 20, 60000, 12000, 16}, {72 << 20, 12000, 60000, 1}, {16 << 20, 100, 5000, 64},
+                           {16 << 20, 5000, 100, 64}, {64 << 20, 1000, 1 << 20, 1}},
+                          rng);
 }
 
 TEST(HostValueHeap, AccountingIsExact) {
@@ -88,34 +78,7 @@ TEST(HostValueHeap, AccountingIsExact) {
 TEST(HostValueHeap, TrimMovesValuesOutOfSparseChunksAndGivesThemBack) {
   SEEDED_RNG(rng);
   auto heap = make_heap(64 * 1024);
-  HeapModel model;
-  for (int i = 0; i < 20000; ++i) {
-    ASSERT_TRUE(testing::put_values(*heap, model, {random_bytes(rng, static_cast<uint32_t>(rng() % 2000))}).ok());
-  }
-  // Release three in four at random: no chunk is left wholly free.
-  for (auto it = model.begin(); it != model.end();) {
-    if (rng() % 4 != 0) {
-      heap->release(it->first);
-      it = model.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  const uint64_t before = heap->reserved_bytes();
-  auto released = heap->trim();
-  ASSERT_TRUE(released.ok()) << released.status();
-  EXPECT_EQ(heap->reserved_bytes(), before - *released);
-  EXPECT_GT(heap->moved_bytes(), 0u);
-  // About a quarter stays live: the chunks left hold little more than that.
-  EXPECT_LE(heap->reserved_bytes(), heap->used_bytes() * 5 / 4 + heap->chunk_bytes())
-      << "used " << heap->used_bytes();
-  testing::expect_heap_matches(*heap, model, rng);
-  // A second trim finds nothing more worth moving.
-  const uint64_t moved = heap->moved_bytes();
-  released = heap->trim();
-  ASSERT_TRUE(released.ok());
-  EXPECT_EQ(*released, 0u);
-  EXPECT_EQ(heap->moved_bytes(), moved);
+  testing::check_trim(*heap, rng);
 }
 
 TEST(HostValueHeap, ARefusedBatchLeavesNoChunkMapped) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/fuzz/structured_requests.h"
+#include "tests/server/call_messages.h"
 
 namespace gphkv::fuzz {
 namespace {
@@ -64,12 +65,7 @@ StoreHarness::StoreHarness() {
 void StoreHarness::handle(Message message, std::string_view bytes) {
   std::vector<Run> runs;
   // Requests and responses live until the runs are applied.
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
+  server::testing::CallMessages unary;
   v1::PipelineRequest pipe;
   v1::PipelineResponse pipe_out;
   v1::BatchRequest batch;
@@ -77,18 +73,18 @@ void StoreHarness::handle(Message message, std::string_view bytes) {
   bool parsed = false;
   switch (message) {
     case Message::kGet:
-      if ((parsed = get.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(server::GetOp{&get, &get_out}, &runs);
+      if ((parsed = unary.get.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
+        admit(server::GetOp{&unary.get, &unary.get_out}, &runs);
       }
       break;
     case Message::kPut:
-      if ((parsed = put.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(server::PutOp{&put, &put_out}, &runs);
+      if ((parsed = unary.put.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
+        admit(server::PutOp{&unary.put, &unary.put_out}, &runs);
       }
       break;
     case Message::kDelete:
-      if ((parsed = del.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(server::DeleteOp{&del, &del_out}, &runs);
+      if ((parsed = unary.del.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
+        admit(server::DeleteOp{&unary.del, &unary.del_out}, &runs);
       }
       break;
     case Message::kPipeline:

@@ -11,17 +11,12 @@
 #include "gphkv/engine/table.h"
 #include "gtest/gtest.h"
 #include "server/store.h"
+#include "tests/server/call_messages.h"
 
 namespace gphkv::server {
 namespace {
 
-struct Owned {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
+struct Owned : testing::CallMessages {
   Call call;
 };
 

@@ -19,18 +19,13 @@
 #include "server/service_metrics.h"
 #include "server/store.h"
 #include "tests/engine/table_checks.h"
+#include "tests/server/call_messages.h"
 
 namespace gphkv::server {
 namespace {
 
 // One call's request, response and answer, owned by the client thread.
-struct Pending {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
+struct Pending : testing::CallMessages {
   std::promise<absl::Status> answer;
   std::atomic<int> answers{0};
 };

@@ -7,17 +7,12 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "tests/server/call_messages.h"
 
 namespace gphkv::server {
 namespace {
 
-struct Owned {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
+struct Owned : testing::CallMessages {
   Call call;
 };
 

@@ -10,19 +10,14 @@
 
 #include "gtest/gtest.h"
 #include "tests/engine/table_checks.h"
+#include "tests/server/call_messages.h"
 #include "tests/server/value_heap_checks.h"
 
 namespace gphkv::server {
 namespace {
 
 // Owns a call's request and response.
-struct OwnedCall {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
+struct OwnedCall : testing::CallMessages {
   Call call;
 };
 
@@ -402,7 +397,6 @@ TEST(Store, EveryKeyIsValidIncludingTheSentinel) {
   EXPECT_EQ(value_at(get->get_out, 1), "max");
   EXPECT_EQ(value_at(get->get_out, 2), "max-1");
 }
-
 
 // Puts one call of `n` fresh keys from *next, each with random bytes of
 // `len`; on success adds them to the model. Returns the call's status.

@@ -85,7 +85,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
   }
   for (size_t ci = 0; ci < calls.size(); ++ci) (*statuses)[ci] = plan.admit(ci, budget_);
   // Every admitted value, written to the heap in one go before the table
-  // learns the handles (one upload + scatter kernel on a device).
+  // learns the handles (one upload + place kernel on a device).
   auto refuse_admitted = [&](absl::Status why) {
     for (auto& s : *statuses) {
       if (s.ok()) s = why;

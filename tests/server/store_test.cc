@@ -142,7 +142,7 @@ TEST(Store, ExistsModeReturnsFlagsWithoutValues) {
 }
 
 TEST(Store, APutPastTheMemoryCapIsRefusedAndChangesNothing) {
-  // 2 MiB: the first table plus a few 256 KiB slabs of the 4 KiB class.
+  // 2 MiB: the first table plus a few 256 KiB chunks of values.
   auto store = small_store(2 << 20, 64);
   const std::string big(4000, 'b');
   uint64_t next = 0;
@@ -367,7 +367,7 @@ TEST(Store, APutRefusedAtTheCapWhileARebuildRunsChangesNothing) {
   const bool refused_during_rebuild = store->rebuilding();
   EXPECT_EQ(store->keys(), keys_before);
   EXPECT_LE(store->table_bytes() + store->value_heap_bytes(), store->memory_limit_bytes());
-  // A refused call may leave a slab reserved, never a live value.
+  // A refused call may leave a chunk reserved, never a live value.
   EXPECT_GE(store->value_heap_bytes(), heap_before);
   // Nothing changed: the refused call's keys keep their old values or stay absent.
   std::vector<uint64_t> check(keys.begin(), keys.end());

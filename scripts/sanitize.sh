@@ -25,9 +25,11 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPHKV_CUDA=OFF
   -DGPHKV_SANITIZE="$sanitize" >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target $suites $tools
 # A report ends the process with a failing status, so its test fails.
-# LeakSanitizer runs at exit (ASan's default on Linux).
+# LeakSanitizer runs at exit (ASan's default on Linux); its suppressions
+# (scripts/lsan-suppressions.txt) name leaks of Debian's libraries only.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 labels=$(echo $suites | tr ' ' '|')
 ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" --timeout 1800 -L "^($labels)\$"

@@ -24,7 +24,7 @@ absl::Status MemoryBudget::admit_put(uint64_t projected_keys, absl::Span<const u
   }
   heap_->set_limit(limit_ - table_need);
   slots->clear();
-  // All or nothing: a refusal takes no slot and reserves no slab.
+  // All or nothing: a refusal takes no slot and maps no chunk.
   if (absl::Status st = heap_->allocate_slots(lengths, slots); !st.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("put refused: ", st.message(), " (table ", table_need,
                                                      " bytes, value heap ", heap_->reserved_bytes(),

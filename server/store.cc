@@ -89,7 +89,7 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
   }
   for (size_t gi = 0; gi < plan.groups(); ++gi) (*statuses)[gi] = plan.admit(gi, budget_);
   // Every admitted value, written to the heap in one go before the table
-  // learns the handles (one upload + scatter kernel on a device).
+  // learns the handles (one upload + place kernel on a device).
   auto refuse_admitted = [&](absl::Status why) {
     for (auto& s : *statuses) {
       if (s.ok()) s = why;
@@ -190,7 +190,14 @@ absl::Status Store::erase_distinct(const DistinctKeys& unique, std::vector<uint8
 
 void Store::apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_shrinks");
-  absl::StatusOr<v1::ShrinkResponse> answer = start_shrink(*table_);
+  // The value heap first: it gives back the chunks deletes emptied, and the table may take them.
+  absl::StatusOr<uint64_t> released = heap_->trim();
+  if (released.ok()) {
+    spdlog::info("shrink requested: the value heap gave back {} bytes (holds {})", *released, heap_->reserved_bytes());
+    budget_.fit_table_to_heap();
+  }
+  absl::StatusOr<v1::ShrinkResponse> answer =
+      released.ok() ? start_shrink(*table_) : absl::StatusOr<v1::ShrinkResponse>(released.status());
   statuses->assign(calls.size(), answer.status());
   if (!answer.ok()) return;
   for (Call* c : calls) *c->shrink().response = *answer;

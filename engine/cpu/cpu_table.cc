@@ -298,7 +298,9 @@ absl::Status CpuTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t
         uint64_t* slots = bucket_keys(at.bucket);
         erased[i] = 0;
         for (uint32_t s = 0; s < M; ++s) {
-          if (slots[s] == key) {
+          // Atomic: owners split the keys by cell, and cells share buckets,
+          // so another owner may be clearing a slot of this bucket.
+          if (load_key(&slots[s]) == key) {
             // No tombstone: the key has no other bucket a lookup could miss.
             __atomic_store_n(&slots[s], gph::kEmptyKey, __ATOMIC_RELAXED);
             erased[i] = 1;

@@ -130,7 +130,7 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   }
   // The download: total, then found+length per key, then the values. The
   // gather's room holds what the values can take (n times the largest live
-  // class: exact for uniform sizes) or, with mixed sizes whose largest class
+  // extent: exact for uniform sizes) or, with mixed sizes whose largest class
   // is far above the mean (TaoBench's 1 B .. 64 KiB), eight times what they
   // likely take: sizing every batch for its worst case grew each slot's
   // pinned and device buffers to hundreds of MB, and every growth stalled
@@ -140,7 +140,7 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   // gathered per call). The download covers what the values likely take.
   const uint64_t head = 8 + ((4 * n + 15) & ~uint64_t{15});
   const uint64_t mean_slot = heap_->live_values() == 0 ? 0 : heap_->used_bytes() / heap_->live_values();
-  const uint64_t copied = std::min({n_values * heap_->max_live_slot_bytes(),
+  const uint64_t copied = std::min({n_values * heap_->max_live_extent_bytes(),
                                     std::max(std::max(kMinStagingBytes, head) - head, 8 * n_values * mean_slot), kMaxDownloadBytes});
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   // The buffers start at their floors (init), which a busy server's batches
@@ -317,7 +317,7 @@ absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, boo
     size_t temp = s.temp_bytes;
     GPHKV_CUDA_TRY(cuda::exclusive_scan(s.d_temp.at(), &temp, s.d_lens.at<uint64_t>(), d_offsets, n + 1, st));
   }
-  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_slabs(), d_handles, d_offsets, n, s.d_out.at(s.head), s.copied,
+  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_locations(), d_handles, d_offsets, n, s.d_out.at(s.head), s.copied,
                                      d_total, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.downloaded, cudaMemcpyDeviceToHost, st));

@@ -3,19 +3,28 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/numeric/bits.h"
 #include "absl/strings/str_cat.h"
 #include "gphkv/cuda/status.h"
 #include "server/cuda/value_kernels.h"
 
 namespace gphkv::server {
+namespace {
 
-namespace dh = device_handle;
+// Staged per value for the place kernel: its handle, source and destination.
+constexpr uint64_t kHeadBytes = 3 * sizeof(uint64_t);
+
+uint64_t pages_for(uint64_t ids) { return (ids + DeviceLocations::kPageIds - 1) / DeviceLocations::kPageIds; }
+// The directory grows by doubling from 64 entries (it is tiny: 8 bytes a page).
+uint64_t directory_entries(uint64_t pages) { return pages == 0 ? 0 : std::max<uint64_t>(64, absl::bit_ceil(pages)); }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceValueHeap>> DeviceValueHeap::create(uint32_t max_value_bytes, int device) {
-  if (max_value_bytes > dh::kMaxLength) {
+  if (max_value_bytes > value_handle::kMaxLength) {
     return absl::InvalidArgumentError(absl::StrCat("--max_value_bytes=", max_value_bytes,
-                                                   " is over the device value heap's limit of ", dh::kMaxLength,
-                                                   " bytes (the length field of a handle)"));
+                                                   " is over the device value heap's limit of ",
+                                                   value_handle::kMaxLength, " bytes (the length field of a handle)"));
   }
   std::unique_ptr<DeviceValueHeap> h(new DeviceValueHeap(max_value_bytes, device));
   if (auto s = h->init(); !s.ok()) return s;
@@ -23,17 +32,9 @@ absl::StatusOr<std::unique_ptr<DeviceValueHeap>> DeviceValueHeap::create(uint32_
 }
 
 DeviceValueHeap::DeviceValueHeap(uint32_t max_value_bytes, int device)
-    : max_value_bytes_(max_value_bytes), device_(device) {
-  for (uint32_t bytes : value_size_classes(max_value_bytes)) {
-    SizeClass c;
-    c.slot_bytes = bytes;
-    c.slots_per_slab = static_cast<uint32_t>(std::max<uint64_t>(1, kMinSlabBytes / bytes));
-    classes_.push_back(std::move(c));
-  }
-}
+    : ExtentValueHeap(max_value_bytes, kMinChunkBytes), device_(device) {}
 
 absl::Status DeviceValueHeap::init() {
-  static_assert(kMinSlabBytes / kMinClassBytes <= dh::kMaxSlotsPerSlab, "slot index must fit its handle field");
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   // The greatest priority, as the table's stream: gets gather values here
   // while a background rebuild (least priority) may be running.
@@ -44,145 +45,150 @@ absl::Status DeviceValueHeap::init() {
 }
 
 DeviceValueHeap::~DeviceValueHeap() {
+  // Destructor path: nothing useful to do with an error.
   cudaSetDevice(device_);
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
   }
-  for (const DeviceSlab& s : slabs_) cudaFree(s.base);
+  unmap_all();
+  for (char** page : pages_) cudaFree(page);
 }
 
-uint32_t DeviceValueHeap::class_of(uint32_t length) const { return size_classes::class_of(classes_, length); }
-
-uint32_t DeviceValueHeap::max_live_slot_bytes() const {
-  for (size_t i = classes_.size(); i-- > 0;) {
-    if (classes_[i].live > 0) return classes_[i].slot_bytes;
-  }
-  return 0;
-}
-
-absl::Status DeviceValueHeap::add_slab(uint32_t size_class) {
-  SizeClass& c = classes_[size_class];
-  if (slabs_.size() >= dh::kMaxSlabs) return absl::ResourceExhaustedError("device value heap: out of slab ids");
-  const uint64_t bytes = static_cast<uint64_t>(c.slot_bytes) * c.slots_per_slab;
+absl::StatusOr<char*> DeviceValueHeap::map_chunk() {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   void* p = nullptr;
-  GPHKV_CUDA_TRY(cudaMalloc(&p, bytes));
-  const uint64_t id = slabs_.size();
-  slabs_.push_back(DeviceSlab{static_cast<char*>(p), c.slot_bytes, size_class});
-  reserved_ += bytes;
-  // The device copy of the slab table: grown by doubling, the new entry
-  // copied synchronously (a slab is added rarely; kernels that use the
-  // handle run after this returns).
-  if (slabs_.size() > d_slabs_capacity_) {
-    const uint64_t cap = std::max<uint64_t>(64, 2 * d_slabs_capacity_);
-    cuda::DeviceBytes grown;
-    GPHKV_RETURN_IF_ERROR(grown.reserve(cap * sizeof(DeviceSlab)));
-    GPHKV_CUDA_TRY(cudaMemcpy(grown.at(), slabs_.data(), slabs_.size() * sizeof(DeviceSlab), cudaMemcpyHostToDevice));
-    std::swap(grown, d_slabs_);
-    d_slabs_capacity_ = cap;
+  GPHKV_CUDA_TRY(cudaMalloc(&p, chunk_bytes()));  // 256-byte aligned
+  return static_cast<char*>(p);
+}
+
+void DeviceValueHeap::unmap_chunk(char* base) {
+  // cudaFree waits for the device: trim() and a refused put's undo are the
+  // only callers, neither on the path of a served get. An error here means
+  // the device is lost; the next CUDA call reports it.
+  cudaSetDevice(device_);
+  cudaFree(base);
+}
+
+uint64_t DeviceValueHeap::id_table_bytes(uint64_t ids) const {
+  const uint64_t pages = pages_for(ids);
+  return pages * DeviceLocations::kPageBytes + directory_entries(pages) * sizeof(char**);
+}
+
+absl::Status DeviceValueHeap::reserve_ids(uint64_t ids) {
+  const uint64_t want = pages_for(ids);
+  if (want <= pages_.size()) return absl::OkStatus();
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  const uint64_t had = pages_.size();
+  while (pages_.size() < want) {
+    void* p = nullptr;
+    GPHKV_CUDA_TRY(cudaMalloc(&p, DeviceLocations::kPageBytes));
+    pages_.push_back(static_cast<char**>(p));
+  }
+  if (directory_entries(want) != directory_.size()) {
+    // A larger directory: the old one is freed once the kernels that read it
+    // are done (DeviceArray's cudaFree waits for them).
+    gphkv::cuda::DeviceArray<char**> grown;
+    GPHKV_RETURN_IF_ERROR(grown.allocate(directory_entries(want)));
+    GPHKV_CUDA_TRY(cudaMemcpy(grown.get(), pages_.data(), pages_.size() * sizeof(char**), cudaMemcpyHostToDevice));
+    directory_ = std::move(grown);
   } else {
-    GPHKV_CUDA_TRY(cudaMemcpy(d_slabs_.at<DeviceSlab>() + id, &slabs_[id], sizeof(DeviceSlab), cudaMemcpyHostToDevice));
-  }
-  // Reverse order: the lowest slot is handed out first.
-  for (uint64_t s = c.slots_per_slab; s-- > 0;) c.free_slots.push_back(dh::make(0, id, s));
-  return absl::OkStatus();
-}
-
-absl::Status DeviceValueHeap::allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) {
-  // Checked first, so that a refusal changes nothing (no slab reserved either).
-  auto plan = size_classes::plan(classes_, lengths, max_value_bytes_);
-  if (!plan.ok()) return plan.status();
-  const std::vector<uint64_t>& need = plan->need;
-  const uint64_t grow = plan->new_bytes, new_slabs = plan->new_slabs;
-  if (grow > 0 && reserved_ + grow > limit_) {
-    return absl::ResourceExhaustedError(absl::StrCat("value heap needs ", grow, " more bytes of device memory for ",
-                                                     lengths.size(), " values but holds ", reserved_, " of the ",
-                                                     limit_, " bytes that --memory leaves it"));
-  }
-  if (slabs_.size() + new_slabs > dh::kMaxSlabs) {
-    return absl::ResourceExhaustedError("device value heap: out of slab ids");
-  }
-  for (size_t ci = 0; ci < classes_.size(); ++ci) {
-    while (need[ci] > classes_[ci].free_slots.size()) {
-      // A failed cudaMalloc leaves the slabs added so far reserved (usable
-      // by later puts) and refuses this batch before any slot is taken.
-      GPHKV_RETURN_IF_ERROR(add_slab(static_cast<uint32_t>(ci)));
-    }
-  }
-  for (uint32_t len : lengths) {
-    SizeClass& c = classes_[class_of(len)];
-    const uint64_t id = c.free_slots.back();
-    c.free_slots.pop_back();
-    ++c.live;
-    used_ += c.slot_bytes;
-    ++live_;
-    handles->push_back(id | (static_cast<uint64_t>(len) << dh::kLengthShift));
+    GPHKV_CUDA_TRY(cudaMemcpy(directory_.get() + had, pages_.data() + had, (want - had) * sizeof(char**),
+                              cudaMemcpyHostToDevice));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<ValueHandle> DeviceValueHeap::allocate(std::string_view bytes) {
-  if (bytes.size() > max_value_bytes_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("value of ", bytes.size(), " bytes is over the limit of ", max_value_bytes_, " bytes"));
-  }
-  std::vector<ValueHandle> h;
-  const uint32_t len = static_cast<uint32_t>(bytes.size());
-  GPHKV_RETURN_IF_ERROR(allocate_slots({&len, 1}, &h));
-  if (auto s = write(h, {&bytes, 1}); !s.ok()) {
-    release(h[0]);
-    return s;
-  }
-  return h[0];
-}
-
-void DeviceValueHeap::release(ValueHandle handle) {
-  const DeviceSlab& s = slabs_[dh::slab(handle)];
-  SizeClass& c = classes_[s.size_class];
-  c.free_slots.push_back(handle & dh::kSlotIdMask);
-  --c.live;
-  used_ -= c.slot_bytes;
-  --live_;
+absl::Status DeviceValueHeap::place_staged(uint64_t n, uint64_t payload) {
+  const uint64_t head = kHeadBytes * n;
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), head + payload, cudaMemcpyHostToDevice, stream_));
+  GPHKV_CUDA_TRY(cuda::launch_place(device_locations(), d_stage_.at<uint64_t>(), d_stage_.at<const char*>(8 * n),
+                                    d_stage_.at<char*>(16 * n), n, stream_));
+  // The staging buffers are reused by the next round, and the caller
+  // acknowledges the put (or writes into the vacated space) once this
+  // returns: wait for the kernel.
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
 }
 
 absl::Status DeviceValueHeap::write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) {
   if (handles.size() != bytes.size()) return absl::InvalidArgumentError("write: handles and values differ in count");
+  for (size_t i = 0; i < handles.size(); ++i) {
+    if (bytes[i].size() != length(handles[i])) return absl::InvalidArgumentError("write: value length differs from its slot's");
+  }
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
-  // Chunks of at most kStageBytes: [handles | source offsets | bytes].
+  // Rounds of at most kStageBytes: [handles | sources | destinations | bytes],
+  // the sources pointing into the staged bytes' device copy.
   size_t begin = 0;
   while (begin < handles.size()) {
     size_t end = begin;
     uint64_t payload = 0;
     while (end < handles.size()) {
       const uint64_t len = bytes[end].size();
-      if (len != dh::length(handles[end])) return absl::InvalidArgumentError("write: value length differs from its slot's");
-      if (end > begin && 16 * (end - begin + 1) + payload + len > kStageBytes) break;
+      if (end > begin && kHeadBytes * (end - begin + 1) + payload + len > kStageBytes) break;
       payload += len;
       ++end;
     }
     const uint64_t n = end - begin;
-    const uint64_t head = 16 * n;
+    const uint64_t head = kHeadBytes * n;
     GPHKV_RETURN_IF_ERROR(stage_.reserve(head + payload));
     GPHKV_RETURN_IF_ERROR(d_stage_.reserve(head + payload));
-    char* p = stage_.data();
-    uint64_t* h = reinterpret_cast<uint64_t*>(p);
-    uint64_t* off = h + n;
-    char* data = p + head;
+    uint64_t* h = reinterpret_cast<uint64_t*>(stage_.data());
+    const char** from = reinterpret_cast<const char**>(h + n);
+    char** to = reinterpret_cast<char**>(h + 2 * n);
+    char* data = stage_.data() + head;
     uint64_t at = 0;
     for (uint64_t i = 0; i < n; ++i) {
-      h[i] = handles[begin + i];
-      off[i] = at;
-      if (!bytes[begin + i].empty()) std::memcpy(data + at, bytes[begin + i].data(), bytes[begin + i].size());
-      at += bytes[begin + i].size();
+      const ValueHandle handle = handles[begin + i];
+      h[i] = handle;
+      from[i] = d_stage_.at(head + at);
+      to[i] = address(handle);
+      const std::string_view b = bytes[begin + i];
+      if (!b.empty()) std::memcpy(data + at, b.data(), b.size());
+      at += b.size();
     }
-    GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), p, head + payload, cudaMemcpyHostToDevice, stream_));
-    GPHKV_CUDA_TRY(cuda::launch_scatter(device_slabs(), d_stage_.at<uint64_t>(), d_stage_.at<uint64_t>(8 * n),
-                                        d_stage_.at(head), n, stream_));
-    // The staging buffer is reused by the next chunk, and the caller
-    // acknowledges the put once this returns: wait for the scatter.
-    GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+    GPHKV_RETURN_IF_ERROR(place_staged(n, payload));
     begin = end;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceValueHeap::move(absl::Span<const Move> moves, bool overlapping) {
+  if (moves.empty()) return absl::OkStatus();
+  if (!overlapping) return place_moves(moves);
+  // The place kernel copies all values at once: values whose ranges overlap
+  // go through scratch memory, each first to a place of its own there, then
+  // on to its destination.
+  uint64_t total = 0;
+  for (const Move& m : moves) total += extent_bytes(length(m.handle));
+  GPHKV_RETURN_IF_ERROR(d_out_.reserve(total));
+  std::vector<Move> in(moves.begin(), moves.end()), out(moves.begin(), moves.end());
+  uint64_t at = 0;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    in[i].to = d_out_.at(at);
+    out[i].from = d_out_.at(at);
+    at += extent_bytes(length(moves[i].handle));
+  }
+  GPHKV_RETURN_IF_ERROR(place_moves(in));
+  return place_moves(out);
+}
+
+absl::Status DeviceValueHeap::place_moves(absl::Span<const Move> moves) {
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  const uint64_t per_round = kStageBytes / kHeadBytes;
+  for (size_t begin = 0; begin < moves.size(); begin += per_round) {
+    const uint64_t n = std::min<uint64_t>(per_round, moves.size() - begin);
+    GPHKV_RETURN_IF_ERROR(stage_.reserve(kHeadBytes * n));
+    GPHKV_RETURN_IF_ERROR(d_stage_.reserve(kHeadBytes * n));
+    uint64_t* h = reinterpret_cast<uint64_t*>(stage_.data());
+    const char** from = reinterpret_cast<const char**>(h + n);
+    char** to = reinterpret_cast<char**>(h + 2 * n);
+    for (uint64_t i = 0; i < n; ++i) {
+      h[i] = moves[begin + i].handle;
+      from[i] = moves[begin + i].from;
+      to[i] = moves[begin + i].to;
+    }
+    GPHKV_RETURN_IF_ERROR(place_staged(n, 0));
   }
   return absl::OkStatus();
 }
@@ -201,13 +207,13 @@ absl::Status DeviceValueHeap::gather(absl::Span<const ValueHandle> handles, std:
   for (uint64_t i = 0; i < n; ++i) {
     h[i] = handles[i];
     off[i] = total;
-    total += dh::length(handles[i]);
+    total += value_handle::length(handles[i]);
   }
   off[n] = total;
   GPHKV_RETURN_IF_ERROR(d_stage_.reserve(staged));
   GPHKV_RETURN_IF_ERROR(d_out_.reserve(total));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), staged, cudaMemcpyHostToDevice, stream_));
-  GPHKV_CUDA_TRY(cuda::launch_gather(device_slabs(), d_stage_.at<uint64_t>(), d_stage_.at<uint64_t>(8 * n), n,
+  GPHKV_CUDA_TRY(cuda::launch_gather(device_locations(), d_stage_.at<uint64_t>(), d_stage_.at<uint64_t>(8 * n), n,
                                      d_out_.at(), total, nullptr, stream_));
   const size_t pos = out->size();
   out->resize(pos + total);

@@ -17,7 +17,7 @@ unsigned blocks_for(uint64_t items, uint64_t per_block) {
 
 // One warp copies one value. Values of 64 bytes at 64-byte offsets (the
 // benchmark's) take the 16-byte path: 4 lanes, one load and one store each.
-// Slots are 8-byte aligned (every size class is a multiple of 8), the
+// Values sit at 16-byte granules of 256-byte aligned chunks, the
 // destination offsets are whatever the prefix sum gives, so the widest
 // access that src, dst and len all allow is chosen per value.
 __device__ void warp_copy(char* dst, const char* src, uint64_t len, int lane) {
@@ -39,18 +39,14 @@ __device__ void warp_copy(char* dst, const char* src, uint64_t len, int lane) {
   }
 }
 
-__device__ char* slot_address(const DeviceSlab* slabs, uint64_t h) {
-  const DeviceSlab s = slabs[device_handle::slab(h)];
-  return s.base + device_handle::slot(h) * s.slot_bytes;
-}
-
-__global__ void scatter_kernel(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* src_offsets,
-                               const char* src, uint64_t n) {
+__global__ void place_kernel(DeviceLocations locations, const uint64_t* handles, const char* const* from,
+                             char* const* to, uint64_t n) {
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
   for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
     const uint64_t h = handles[i];
-    warp_copy(slot_address(slabs, h), src + src_offsets[i], device_handle::length(h), lane);
+    warp_copy(to[i], from[i], value_handle::length(h), lane);
+    if (lane == 0) locations.set(value_handle::id(h), to[i]);
   }
 }
 
@@ -64,7 +60,7 @@ __global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, co
     }
     const bool hit = found[i] != 0;
     // A miss's handle slot was never written by the lookup: read it only on a hit.
-    const uint32_t len = hit && (want == nullptr || want[i]) ? device_handle::length(handles[i]) : 0;
+    const uint32_t len = hit && (want == nullptr || want[i]) ? value_handle::length(handles[i]) : 0;
     meta[i] = hit ? (0x80000000u | len) : 0u;
     lens[i] = len;
   }
@@ -85,7 +81,7 @@ __global__ void __launch_bounds__(kScanThreads)
     uint32_t len = 0;
     if (i < n) {
       const bool hit = found[i] != 0;
-      len = hit && (want == nullptr || want[i]) ? device_handle::length(handles[i]) : 0;
+      len = hit && (want == nullptr || want[i]) ? value_handle::length(handles[i]) : 0;
       meta[i] = hit ? (0x80000000u | len) : 0u;
     }
     uint64_t off = 0, tile_total = 0;
@@ -100,7 +96,7 @@ __global__ void __launch_bounds__(kScanThreads)
   }
 }
 
-__global__ void gather_kernel(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+__global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
                               char* dst, uint64_t capacity, uint64_t* total_out) {
   if (total_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *total_out = offsets[n];
   const int lane = threadIdx.x & 31;
@@ -110,16 +106,16 @@ __global__ void gather_kernel(const DeviceSlab* slabs, const uint64_t* handles, 
     const uint64_t len = offsets[i + 1] - at;
     // A miss's handle slot was never written by the lookup: read it only for a value.
     if (len == 0 || at + len > capacity) continue;
-    warp_copy(dst + at, slot_address(slabs, handles[i]), len, lane);
+    warp_copy(dst + at, locations.at(value_handle::id(handles[i])), len, lane);
   }
 }
 
 }  // namespace
 
-cudaError_t launch_scatter(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* src_offsets,
-                           const char* src, uint64_t n, cudaStream_t stream) {
+cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from,
+                         char* const* to, uint64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  scatter_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(slabs, handles, src_offsets, src, n);
+  place_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, from, to, n);
   return cudaGetLastError();
 }
 
@@ -141,9 +137,9 @@ cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, c
   return cudaGetLastError();
 }
 
-cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
                           char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream) {
-  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(slabs, handles, offsets, n, dst, dst_capacity,
+  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, offsets, n, dst, dst_capacity,
                                                                           total_out);
   return cudaGetLastError();
 }

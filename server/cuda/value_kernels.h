@@ -1,7 +1,8 @@
 // Kernels of the device value heap and of the CUDA get path (issue 5's data
-// path, not part of the GPH paper): scatter a put batch's bytes into slots,
-// turn a lookup's handles into lengths, prefix-sum them (CUB), and gather the
-// values into one contiguous buffer. Host-callable launchers; every one
+// path, not part of the GPH paper): place values (a put batch's bytes, or
+// values compaction moves) and record where they are, turn a lookup's handles
+// into lengths, prefix-sum them (CUB), and gather the values into one
+// contiguous buffer. Host-callable launchers; every one
 // returns the launch's cudaError_t (cudaGetLastError after <<<>>>).
 #pragma once
 
@@ -10,13 +11,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "server/cuda/device_handle.h"
+#include "server/cuda/device_locations.h"
 
 namespace gphkv::server::cuda {
 
-// dst slot of handles[i] <- src[src_offsets[i], + length(handles[i])).
-cudaError_t launch_scatter(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* src_offsets,
-                           const char* src, uint64_t n, cudaStream_t stream);
+// to[i][0, length(handles[i])) <- from[i][...], then records to[i] as the
+// place of handles[i]'s id. The n ranges of `to` must not overlap any of
+// `from`. All pointers are device addresses (from may point into staged bytes).
+cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from,
+                         char* const* to, uint64_t n, cudaStream_t stream);
 
 // For each key of a lookup: meta[i] = found ? 1u << 31 | len : 0 and
 // lens[i] = len, where len = length(handles[i]) if found[i] and (want ==
@@ -40,12 +43,12 @@ constexpr uint64_t kFusedScanMaxKeys = 65536;
 cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
                                 uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream);
 
-// dst[offsets[i], offsets[i + 1]) <- the slot of handles[i] (offsets holds
+// dst[offsets[i], offsets[i + 1]) <- the value of handles[i] (offsets holds
 // n + 1 entries; an empty range copies nothing and reads no handle), for
 // every value that ends within dst_capacity; one that would not fit is
 // skipped (the caller sees total > capacity and takes its slow path). With
 // total_out, also writes *total_out = offsets[n].
-cudaError_t launch_gather(const DeviceSlab* slabs, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
+cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
                           char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream);
 
 }  // namespace gphkv::server::cuda

@@ -1,6 +1,9 @@
-// DeviceValueHeap against a model (the bytes each handle must hold): random
-// sizes including 0, 1, every class boundary and max_value_bytes, reuse of
-// released slots, and the --memory cap. Needs a CUDA device; skips without.
+// DeviceValueHeap against a model (the bytes each handle must hold), with the
+// checks the host heap runs (value_heap_checks.h): random batches and
+// releases under a limit, adversarial lengths, fill / delete half / refill
+// with another size (compaction moves values on the device), trim; plus the
+// length in the handle and the device's table of value places. Needs a CUDA
+// device; skips without.
 #include "server/cuda/device_value_heap.h"
 
 #include <random>
@@ -9,13 +12,16 @@
 
 #include "gphkv/engine/table.h"
 #include "gtest/gtest.h"
+#include "tests/engine/table_checks.h"
+#include "tests/server/value_heap_checks.h"
 
 namespace gphkv::server {
 namespace {
 
-constexpr uint32_t kMaxValue = 1 << 20;
+using testing::HeapModel;
+using testing::random_bytes;
 
-std::unique_ptr<DeviceValueHeap> make_heap(uint32_t max_value = kMaxValue) {
+std::unique_ptr<DeviceValueHeap> make_heap(uint32_t max_value) {
   auto h = DeviceValueHeap::create(max_value, 0);
   EXPECT_TRUE(h.ok()) << h.status();
   return h.ok() ? std::move(*h) : nullptr;
@@ -24,159 +30,89 @@ std::unique_ptr<DeviceValueHeap> make_heap(uint32_t max_value = kMaxValue) {
 #define SKIP_WITHOUT_DEVICE() \
   if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the device value heap needs one"
 
-std::string random_bytes(std::mt19937_64& rng, uint32_t len) {
-  std::string s(len, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
+#define SEEDED_RNG(rng)                                              \
+  const uint64_t seed = engine::testing::test_seed();                \
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);  \
+  std::mt19937_64 rng(seed)
 
-// Sizes that stress the classes: 0, 1, each boundary and its neighbours, the max.
-std::vector<uint32_t> edge_sizes(const DeviceValueHeap& heap) {
-  std::vector<uint32_t> sizes = {0, 1, 7, 8, 9, kMaxValue - 1, kMaxValue};
-  for (uint32_t c = 0; c < heap.num_classes(); ++c) {
-    const uint32_t b = heap.class_bytes(c);
-    for (uint32_t s : {b - 1, b, b + 1}) {
-      if (s <= kMaxValue) sizes.push_back(s);
-    }
-  }
-  return sizes;
-}
-
-// Checks every live handle's bytes with one gather, in a shuffled order.
-void expect_matches(const DeviceValueHeap& heap, const std::vector<ValueHandle>& handles,
-                    const std::vector<std::string>& model, std::mt19937_64& rng) {
-  std::vector<size_t> order(handles.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<ValueHandle> hs;
-  std::string expected;
-  for (size_t i : order) {
-    hs.push_back(handles[i]);
-    expected += model[i];
-    ASSERT_EQ(heap.length(handles[i]), model[i].size());
-  }
-  std::string got = "prefix";  // gather appends
-  ASSERT_TRUE(heap.gather(hs, &got).ok());
-  ASSERT_EQ(got.size(), 6 + expected.size());
-  EXPECT_TRUE(got.compare(6, std::string::npos, expected) == 0) << "gathered bytes differ from the model";
-}
-
-TEST(DeviceValueHeap, AllocateWriteGatherReleaseMatchAModel) {
+TEST(DeviceValueHeap, RandomBatchesAndReleasesMatchAModel) {
   SKIP_WITHOUT_DEVICE();
-  auto heap = make_heap();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(64 * 1024);
   ASSERT_NE(heap, nullptr);
-  std::mt19937_64 rng(std::random_device{}());
-  std::vector<ValueHandle> handles;
-  std::vector<std::string> model;
-  auto add = [&](const std::vector<uint32_t>& sizes) {
-    std::vector<std::string> values;
-    for (uint32_t s : sizes) values.push_back(random_bytes(rng, s));
-    std::vector<ValueHandle> hs;
-    ASSERT_TRUE(heap->allocate_slots(sizes, &hs).ok());
-    ASSERT_EQ(hs.size(), sizes.size());
-    std::vector<std::string_view> views(values.begin(), values.end());
-    ASSERT_TRUE(heap->write(hs, views).ok());
-    handles.insert(handles.end(), hs.begin(), hs.end());
-    model.insert(model.end(), values.begin(), values.end());
-  };
-  add(edge_sizes(*heap));
-  for (int round = 0; round < 4; ++round) {
-    std::vector<uint32_t> sizes;
-    for (int i = 0; i < 3000; ++i) {
-      // Mostly small values, some up to 64 KiB.
-      sizes.push_back(rng() % 4 == 0 ? static_cast<uint32_t>(rng() % 65536) : static_cast<uint32_t>(rng() % 300));
-    }
-    add(sizes);
-    expect_matches(*heap, handles, model, rng);
-    // Release a random half; the next round reuses their slots.
-    for (size_t i = 0; i < handles.size();) {
-      if (rng() % 2 == 0) {
-        heap->release(handles[i]);
-        handles[i] = handles.back();
-        model[i] = std::move(model.back());
-        handles.pop_back();
-        model.pop_back();
-      } else {
-        ++i;
-      }
-    }
-    expect_matches(*heap, handles, model, rng);
-    EXPECT_EQ(heap->live_values(), handles.size());
-  }
-  // Distinct live handles name distinct slots.
-  std::vector<uint64_t> ids;
-  for (ValueHandle h : handles) ids.push_back(h & device_handle::kSlotIdMask);
-  std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+  // 8 chunks of 2 MiB plus the table of places: batches meet the limit often.
+  testing::run_random_ops(*heap, 64 * 1024, 8 * heap->chunk_bytes() + (1 << 20), rng);
 }
 
-TEST(DeviceValueHeap, AllocateOneAtATimeAndLengthsTravelInTheHandle) {
+TEST(DeviceValueHeap, AdversarialLengthsAreRefusedAndChangeNothing) {
   SKIP_WITHOUT_DEVICE();
-  auto heap = make_heap();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(1 << 20);
   ASSERT_NE(heap, nullptr);
-  std::mt19937_64 rng(std::random_device{}());
-  std::vector<ValueHandle> handles;
-  std::vector<std::string> model;
-  for (uint32_t s : edge_sizes(*heap)) {
-    model.push_back(random_bytes(rng, s));
-    auto h = heap->allocate(model.back());
-    ASSERT_TRUE(h.ok()) << h.status();
-    EXPECT_EQ(device_handle::length(*h), s);
-    handles.push_back(*h);
-  }
-  expect_matches(*heap, handles, model, rng);
-  EXPECT_GE(heap->max_live_slot_bytes(), kMaxValue);
-  EXPECT_FALSE(heap->allocate(std::string(kMaxValue + 1, 'x')).ok());
-}
-
-TEST(DeviceValueHeap, RefusesAMaxValueTheHandleCannotCarry) {
-  SKIP_WITHOUT_DEVICE();
-  EXPECT_EQ(DeviceValueHeap::create(device_handle::kMaxLength + 1, 0).status().code(),
+  testing::check_adversarial_lengths(*heap, 1 << 20, rng);
+  EXPECT_EQ(DeviceValueHeap::create(value_handle::kMaxLength + 1, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(DeviceValueHeap, ARefusalAtTheMemoryCapChangesNothing) {
+// The numbers (as the host heap's test): 60 KB values fill the
+// limit, half are released, 12 KB values take the freed bytes back; and the
+// other way round, which needs compaction's moves on the device.
+TEST(DeviceValueHeap, FreedMemoryServesValuesOfAnotherSize) {
   SKIP_WITHOUT_DEVICE();
-  auto heap = make_heap();
+  SEEDED_RNG(rng);
+  testing::expect_refills([] { return make_heap(1 << 20); },
+                          {{72 << 20, 60000, 12000, 16}, {72 << 20, 12000, 60000, 1}, {32 << 20, 100, 5000, 64}}, rng);
+}
+
+TEST(DeviceValueHeap, TrimMovesValuesAndGivesChunksBack) {
+  SKIP_WITHOUT_DEVICE();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(64 * 1024);
   ASSERT_NE(heap, nullptr);
-  std::mt19937_64 rng(std::random_device{}());
-  heap->set_limit(3 * DeviceValueHeap::kMinSlabBytes);
-  std::vector<ValueHandle> handles;
-  std::vector<std::string> model;
-  // Fill until a batch is refused.
-  absl::Status refused;
-  for (int i = 0; i < 100 && refused.ok(); ++i) {
-    std::vector<uint32_t> sizes;
-    std::vector<std::string> values;
-    for (int j = 0; j < 500; ++j) {
-      sizes.push_back(static_cast<uint32_t>(rng() % 2000));
-      values.push_back(random_bytes(rng, sizes.back()));
-    }
-    const uint64_t reserved = heap->reserved_bytes(), used = heap->used_bytes(), live = heap->live_values();
-    const uint64_t slabs = heap->slabs();
-    std::vector<ValueHandle> hs;
-    refused = heap->allocate_slots(sizes, &hs);
-    if (!refused.ok()) {
-      EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
-      EXPECT_TRUE(hs.empty());
-      EXPECT_EQ(heap->reserved_bytes(), reserved);
-      EXPECT_EQ(heap->used_bytes(), used);
-      EXPECT_EQ(heap->live_values(), live);
-      EXPECT_EQ(heap->slabs(), slabs);
-      break;
-    }
-    std::vector<std::string_view> views(values.begin(), values.end());
-    ASSERT_TRUE(heap->write(hs, views).ok());
-    handles.insert(handles.end(), hs.begin(), hs.end());
-    model.insert(model.end(), values.begin(), values.end());
-    EXPECT_LE(heap->reserved_bytes(), heap->limit());
+  testing::check_trim(*heap, rng);
+}
+
+TEST(DeviceValueHeap, LengthsTravelInTheHandleAndTheLargestLiveExtentBoundsThem) {
+  SKIP_WITHOUT_DEVICE();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(1 << 20);
+  ASSERT_NE(heap, nullptr);
+  HeapModel model;
+  // Lengths around the granule and the extent-size bins, and the largest.
+  std::vector<uint32_t> sizes = {0, 1, 7, 8, 9, 15, 16, 17, 4095, 4096, 4097, (1 << 20) - 1, 1 << 20};
+  for (uint32_t s : sizes) {
+    const std::string bytes = random_bytes(rng, s);
+    auto h = heap->allocate(bytes);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(value_handle::length(*h), s);
+    EXPECT_EQ(heap->length(*h), s);
+    std::string got;
+    ASSERT_TRUE(heap->gather({&*h, 1}, &got).ok());
+    EXPECT_TRUE(got == bytes) << "a value of " << s << " bytes came back different";
+    heap->release(*h);
   }
-  ASSERT_FALSE(refused.ok()) << "the cap was never reached";
-  expect_matches(*heap, handles, model, rng);
-  // Freed slots are reused under the same cap.
-  for (ValueHandle h : handles) heap->release(h);
-  std::vector<ValueHandle> again;
-  EXPECT_TRUE(heap->allocate_slots(std::vector<uint32_t>(100, 100), &again).ok());
+  ASSERT_TRUE(testing::put_values(*heap, model, {random_bytes(rng, 5000), random_bytes(rng, 100)}).ok());
+  EXPECT_GE(heap->max_live_extent_bytes(), 5000u);
+  EXPECT_LE(heap->max_live_extent_bytes(), 5000u * 9 / 8 + 8);
+  testing::expect_heap_matches(*heap, model, rng);
+}
+
+// Past 2^16 values the table of places takes a second page (and the heap
+// counts it): values on both pages gather right.
+TEST(DeviceValueHeap, TheTableOfPlacesGrowsByPages) {
+  SKIP_WITHOUT_DEVICE();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(4096);
+  ASSERT_NE(heap, nullptr);
+  HeapModel model;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> values(DeviceLocations::kPageIds / 2 + 7);
+    for (auto& v : values) v = random_bytes(rng, static_cast<uint32_t>(rng() % 64));
+    ASSERT_TRUE(testing::put_values(*heap, model, values).ok());
+  }
+  EXPECT_EQ(heap->reserved_bytes(),
+            heap->mapped_chunks() * heap->chunk_bytes() + 2 * DeviceLocations::kPageBytes + 64 * sizeof(char**));
+  testing::expect_heap_matches(*heap, model, rng);
 }
 
 }  // namespace

@@ -7,17 +7,12 @@
 #include <vector>
 
 #include "server/call.h"
+#include "tests/server/call_messages.h"
 
 namespace gphkv::server {
 
 // Owns a call's request and response.
-struct OwnedCall {
-  v1::GetRequest get;
-  v1::GetResponse get_out;
-  v1::PutRequest put;
-  v1::PutResponse put_out;
-  v1::DeleteRequest del;
-  v1::DeleteResponse del_out;
+struct OwnedCall : testing::CallMessages {
   Call call;
 };
 

@@ -97,21 +97,19 @@ int main(int argc, char** argv) {
     no_room = static_cast<uint64_t>(std::count(outcomes.begin(), outcomes.end(), UpsertOutcome::kNoRoom));
   };
   std::vector<Result> results;
-  results.push_back(measure("insert", n, reps, [&] { check(table.clear()); },
-                            [&] { fill(); }));
+  results.push_back(measure(
+      "insert", n, reps, [&] { check(table.clear()); }, [&] { fill(); }));
   const double lf = table.load_factor();
-  results.push_back(measure("find_50pct_hits", n, reps, [] {}, [&] {
-    check(table.find(queries, absl::MakeSpan(got), absl::MakeSpan(flags)));
-  }));
-  results.push_back(measure("erase", n, reps, fill, [&] {
-    check(table.erase(keys, absl::MakeSpan(flags)));
-  }));
+  results.push_back(measure(
+      "find_50pct_hits", n, reps, [] {},
+      [&] { check(table.find(queries, absl::MakeSpan(got), absl::MakeSpan(flags))); }));
+  results.push_back(measure("erase", n, reps, fill, [&] { check(table.erase(keys, absl::MakeSpan(flags))); }));
   {
     std::vector<gphkv::engine::KeyValue> pairs(n);
     for (uint64_t i = 0; i < n; ++i) pairs[i] = {keys[i], values[i]};
-    results.push_back(measure("bulk_build", n, reps, [] {}, [&] {
-      check(gphkv::engine::bulk_build(gphkv::engine::Backend::kCpu, options, pairs, {}).status());
-    }));
+    results.push_back(measure(
+        "bulk_build", n, reps, [] {},
+        [&] { check(gphkv::engine::bulk_build(gphkv::engine::Backend::kCpu, options, pairs, {}).status()); }));
   }
 
   // Bursts into a table that already holds half the keys: the insert path
@@ -128,18 +126,18 @@ int main(int argc, char** argv) {
     for (uint64_t i = 0; i < b; ++i) ops[i] = {bk[i], bv[i], false};
     auto load_resident = [&] {
       check(table.clear());
-      check(table.insert_or_assign(absl::MakeSpan(keys.data(), resident),
-                                   absl::MakeSpan(values.data(), resident),
+      check(table.insert_or_assign(absl::MakeSpan(keys.data(), resident), absl::MakeSpan(values.data(), resident),
                                    absl::MakeSpan(outcomes.data(), resident)));
     };
-    Result insert_path = measure("burst_insert", b, reps, load_resident, [&] {
-      check(table.insert_or_assign(bk, bv, absl::MakeSpan(outcomes.data(), b)));
-    });
-    Result rebuild_path = measure("burst_rebuild", b, reps, [] {}, [&] {
-      auto exported = table.export_pairs();  // the rebuild starts from the live table
-      check(exported.status());
-      check(gphkv::engine::bulk_build(gphkv::engine::Backend::kCpu, options, *exported, ops).status());
-    });
+    Result insert_path = measure("burst_insert", b, reps, load_resident,
+                                 [&] { check(table.insert_or_assign(bk, bv, absl::MakeSpan(outcomes.data(), b))); });
+    Result rebuild_path = measure(
+        "burst_rebuild", b, reps, [] {},
+        [&] {
+          auto exported = table.export_pairs();  // the rebuild starts from the live table
+          check(exported.status());
+          check(gphkv::engine::bulk_build(gphkv::engine::Backend::kCpu, options, *exported, ops).status());
+        });
     bursts.push_back({fraction, b, gphkv::bench::median(insert_path.mops), gphkv::bench::median(rebuild_path.mops)});
   }
 
@@ -158,8 +156,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(resident));
   for (const Burst& b : bursts) {
     std::printf("%6.1f%% (%9llu keys)        %12.2f        %12.2f        %8.2fx\n", b.fraction * 100,
-                static_cast<unsigned long long>(b.keys), b.insert_mops, b.rebuild_mops,
-                b.insert_mops / b.rebuild_mops);
+                static_cast<unsigned long long>(b.keys), b.insert_mops, b.rebuild_mops, b.insert_mops / b.rebuild_mops);
   }
 
   const std::string path = absl::GetFlag(FLAGS_json);

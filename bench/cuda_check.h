@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CK(x)                                                                                              \
-  do {                                                                                                     \
-    cudaError_t e_ = (x);                                                                                  \
-    if (e_ != cudaSuccess) {                                                                               \
-      std::fprintf(stderr, "CUDA error %s: %s at %s:%d\n", cudaGetErrorName(e_), cudaGetErrorString(e_), \
-                   __FILE__, __LINE__);                                                                    \
-      std::exit(2);                                                                                        \
-    }                                                                                                      \
+#define CK(x)                                                                                                      \
+  do {                                                                                                             \
+    cudaError_t e_ = (x);                                                                                          \
+    if (e_ != cudaSuccess) {                                                                                       \
+      std::fprintf(stderr, "CUDA error %s: %s at %s:%d\n", cudaGetErrorName(e_), cudaGetErrorString(e_), __FILE__, \
+                   __LINE__);                                                                                      \
+      std::exit(2);                                                                                                \
+    }                                                                                                              \
   } while (0)

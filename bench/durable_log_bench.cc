@@ -99,7 +99,8 @@ nlohmann::ordered_json run_append(const std::string& policy) {
   std::vector<double> latency;
   durability::WriteBatch batch;
   const auto t0 = Clock::now();
-  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  const auto end =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
   uint64_t batches = 0, bytes = 0;
   for (auto now = t0; now < end; ++batches) {
     for (auto& k : keys) k = rng();
@@ -128,10 +129,12 @@ nlohmann::ordered_json run_append(const std::string& policy) {
     r["fsyncs"] = st.log.fsyncs;
     r["syncs_fell_behind"] = st.log.syncs_fell_behind;
   }
-  std::printf("%-9s %8u keys x %5u B  %10.0f batches/s  %12.0f keys/s  %8.1f MB/s  append p50 %8.1f us  p99 %8.1f us  p999 %8.1f us\n",
-              policy.c_str(), n, vb, r["batches_per_s"].get<double>(), r["keys_per_s"].get<double>(),
-              r["mb_per_s"].get<double>(), r["append_us_p50"].get<double>(), r["append_us_p99"].get<double>(),
-              r["append_us_p999"].get<double>());
+  std::printf(
+      "%-9s %8u keys x %5u B  %10.0f batches/s  %12.0f keys/s  %8.1f MB/s  append p50 %8.1f us  p99 %8.1f us  p999 "
+      "%8.1f us\n",
+      policy.c_str(), n, vb, r["batches_per_s"].get<double>(), r["keys_per_s"].get<double>(),
+      r["mb_per_s"].get<double>(), r["append_us_p50"].get<double>(), r["append_us_p99"].get<double>(),
+      r["append_us_p999"].get<double>());
   dir.reset();
   std::filesystem::remove_all(path);
   return r;

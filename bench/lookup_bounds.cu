@@ -40,13 +40,16 @@
 
 namespace {
 
-
 __device__ __forceinline__ uint32_t fmix32(uint32_t h) {
-  h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   return h;
 }
 
-constexpr int kGroup = 4;  // threads per bucket, as the lookup's default |g|
+constexpr int kGroup = 4;    // threads per bucket, as the lookup's default |g|
 constexpr int kVectors = 2;  // 16-byte vectors per thread: 4 x 2 x 16 = 128 bytes
 
 // One pass over nq queries, one group of kGroup threads per query (one
@@ -54,9 +57,9 @@ constexpr int kVectors = 2;  // 16-byte vectors per thread: 4 x 2 x 16 = 128 byt
 // cells == nullptr: the bucket comes straight from the query's hash.
 // value_every > 0: every value_every-th query then reads values[bucket*16 + s]
 // where s comes from the loaded bucket (a dependent read).
-__global__ void __launch_bounds__(256) probe(const int4* buckets, uint64_t nb, const uint8_t* cells,
-                                             uint64_t ncells, const uint64_t* values, int value_every,
-                                             uint64_t nq, uint32_t seed, unsigned long long* sink) {
+__global__ void __launch_bounds__(256)
+    probe(const int4* buckets, uint64_t nb, const uint8_t* cells, uint64_t ncells, const uint64_t* values,
+          int value_every, uint64_t nq, uint32_t seed, unsigned long long* sink) {
   const uint64_t q = (blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x) / kGroup;
   const int member = threadIdx.x % kGroup;
   if (q >= nq) return;
@@ -190,8 +193,8 @@ int main(int argc, char** argv) {
     return static_cast<double>(nq) / (ms[ms.size() / 2] * 1e-3) / 1e9;
   };
 
-  std::printf("lookup_bounds on %s (%d SMs, %d MB L2, persisting max %zu MB), %llu queries, median of %d\n",
-              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, prop.persistingL2CacheMaxSize >> 20,
+  std::printf("lookup_bounds on %s (%d SMs, %d MB L2, persisting max %zu MB), %llu queries, median of %d\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, prop.persistingL2CacheMaxSize >> 20,
               static_cast<unsigned long long>(nq), args.reps);
   std::vector<Row> rows;
   const double ceiling = run(nb16, nullptr, 0, 0, false);
@@ -208,13 +211,13 @@ int main(int argc, char** argv) {
   };
   for (const Shape& sh : shapes) {
     for (bool pinned : {false, true}) {
-      rows.push_back({std::string("cell+bucket, ") + sh.layout, sh.ncells / 1e6, pinned,
-                      run(sh.nb, cells, sh.ncells, 0, pinned)});
+      rows.push_back(
+          {std::string("cell+bucket, ") + sh.layout, sh.ncells / 1e6, pinned, run(sh.nb, cells, sh.ncells, 0, pinned)});
     }
   }
   for (bool pinned : {false, true}) {
-    rows.push_back({"cell+bucket+value dependent (every 2nd), keys|values M=16, 4 cells/bucket", nb16 * 4 / 1e6,
-                    pinned, run(nb16, cells, nb16 * 4, 2, pinned)});
+    rows.push_back({"cell+bucket+value dependent (every 2nd), keys|values M=16, 4 cells/bucket", nb16 * 4 / 1e6, pinned,
+                    run(nb16, cells, nb16 * 4, 2, pinned)});
   }
 
   std::printf("%-80s %8s %6s %8s %8s\n", "pattern", "cells MB", "pinned", "G/s", "/ceiling");

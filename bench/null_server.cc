@@ -159,11 +159,10 @@ using StreamsRaw = v1::KeyValue::WithRawCallbackMethod_Pipeline<v1::KeyValue::Wi
 
 // Unary calls through gphkv-server's completion-queue front end, answered on
 // the queue's thread.
-class AsyncNullService final
-    : public NullCommon<v1::KeyValue::WithRawMethod_Get<
-          v1::KeyValue::WithRawMethod_Put<v1::KeyValue::WithRawMethod_Delete<StreamsRaw>>>>,
-      public grpcfe::UnaryRequester,
-      public grpcfe::UnaryHandler {
+class AsyncNullService final : public NullCommon<v1::KeyValue::WithRawMethod_Get<
+                                   v1::KeyValue::WithRawMethod_Put<v1::KeyValue::WithRawMethod_Delete<StreamsRaw>>>>,
+                               public grpcfe::UnaryRequester,
+                               public grpcfe::UnaryHandler {
  public:
   void request(grpcfe::UnaryMethod method, grpc::ServerContext* ctx, grpc::ByteBuffer* request,
                grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer, grpc::ServerCompletionQueue* cq,

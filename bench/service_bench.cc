@@ -18,11 +18,11 @@
 // Prints a table and writes JSON (--json).
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -34,15 +34,15 @@
 #include <sys/resource.h>
 
 #include "absl/flags/flag.h"
-#include "bench/bench_report.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_report.h"
 #include "gphkv/client/client.h"
-#include "server/server.h"
 #include "server/get_stages.h"
+#include "server/server.h"
 #include "server/store.h"
 #include "spdlog/spdlog.h"
 
@@ -154,8 +154,8 @@ void add_breakdown(const Totals& a, const Totals& b, double wall, Result* r) {
   r->server_us = mean_us(a.server, b.server);
   r->engine_busy = (b.engine.first - a.engine.first) / wall;
   for (int st = 0; st < gphkv::server::kNumGetStages; ++st) r->stage_us[st] = mean_us(a.stages[st], b.stages[st]);
-  r->stage_batches = static_cast<uint64_t>(b.stages[gphkv::server::kStageWait].second -
-                                           a.stages[gphkv::server::kStageWait].second);
+  r->stage_batches =
+      static_cast<uint64_t>(b.stages[gphkv::server::kStageWait].second - a.stages[gphkv::server::kStageWait].second);
 }
 
 double percentile(std::vector<double>& v, double p) {
@@ -170,7 +170,7 @@ std::unique_ptr<gphkv::server::Server> start(uint64_t max_batch_keys, uint32_t m
   o.listen_address = "127.0.0.1:0";
   o.metrics_address = "";
   const std::string b = absl::GetFlag(FLAGS_backend);
-  o.backend = b == "cuda" ? gphkv::server::BackendChoice::kCuda
+  o.backend = b == "cuda"  ? gphkv::server::BackendChoice::kCuda
               : b == "cpu" ? gphkv::server::BackendChoice::kCpu
                            : gphkv::server::BackendChoice::kAuto;
   o.store.initial_capacity = absl::GetFlag(FLAGS_keys) + 1024;
@@ -253,9 +253,9 @@ Result batched_get(gphkv::server::Server& server, int clients) {
   r.name = "batched_get";
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.process_cores = (process_cpu_seconds() - cpu0) / r.seconds;
-  r.config = absl::StrFormat("variant=%s clients=%d batch=%d value_bytes=%d completion_threads=%d",
-                             current_variant.name, clients, batch, absl::GetFlag(FLAGS_value_bytes),
-                             absl::GetFlag(FLAGS_completion_threads));
+  r.config =
+      absl::StrFormat("variant=%s clients=%d batch=%d value_bytes=%d completion_threads=%d", current_variant.name,
+                      clients, batch, absl::GetFlag(FLAGS_value_bytes), absl::GetFlag(FLAGS_completion_threads));
   r.calls = calls;
   r.keys = calls * batch;
   r.errors = errors;
@@ -414,7 +414,8 @@ std::string engine_breakdown() {
     (void)store->finish_rebuild();
     // Each round's responses live until its run is finished.
     const int depth = store->can_pipeline_gets() ? store->pipeline_depth() : 0;
-    std::vector<std::vector<gphkv::v1::GetResponse>> resp(std::max(depth, 1), std::vector<gphkv::v1::GetResponse>(kCalls));
+    std::vector<std::vector<gphkv::v1::GetResponse>> resp(std::max(depth, 1),
+                                                          std::vector<gphkv::v1::GetResponse>(kCalls));
     std::vector<std::vector<gphkv::server::Call>> calls(std::max(depth, 1), std::vector<gphkv::server::Call>(kCalls));
     std::vector<std::vector<gphkv::server::Call*>> ptrs(std::max(depth, 1));
     for (size_t d = 0; d < calls.size(); ++d) {
@@ -464,11 +465,12 @@ std::string engine_breakdown() {
     const auto t0 = Clock::now();
     run(kRounds, true);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kRounds;
-    std::printf("engine       variant=%s store get path, %d calls x %u keys, %u-byte values: %.1f us per launch = "
-                "%.1f M keys/s on the executor",
-                v.c_str(), kCalls, batch, absl::GetFlag(FLAGS_value_bytes), us, keys.size() / us);
-    absl::StrAppendFormat(&json, ",\"%s\":{\"us_per_launch\":%.2f,\"keys_per_launch\":%d,\"M_keys_per_s\":%.2f",
-                          v, us, static_cast<int>(keys.size()), keys.size() / us);
+    std::printf(
+        "engine       variant=%s store get path, %d calls x %u keys, %u-byte values: %.1f us per launch = "
+        "%.1f M keys/s on the executor",
+        v.c_str(), kCalls, batch, absl::GetFlag(FLAGS_value_bytes), us, keys.size() / us);
+    absl::StrAppendFormat(&json, ",\"%s\":{\"us_per_launch\":%.2f,\"keys_per_launch\":%d,\"M_keys_per_s\":%.2f", v, us,
+                          static_cast<int>(keys.size()), keys.size() / us);
     if (timed > 0) {
       std::printf("; per run, us:");
       json += ",\"stage_us\":{";
@@ -486,14 +488,16 @@ std::string engine_breakdown() {
 }
 
 void print(const Result& r) {
-  std::printf("%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
-              "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  cores %.1f  errors %llu\n",
-              r.name.c_str(), r.config.c_str(), r.calls / r.seconds, r.keys / r.seconds, r.p50_us, r.p99_us,
-              r.server_batches ? static_cast<double>(r.server_batched_keys) / r.server_batches : 0.0,
-              r.queue_wait_us, r.engine_us_per_launch, r.server_us, 100 * r.engine_busy, r.process_cores,
-              static_cast<unsigned long long>(r.errors));
+  std::printf(
+      "%-12s %-40s %8.0f calls/s %10.0f keys/s  p50 %8.1f us  p99 %8.1f us  keys/launch %7.1f  "
+      "queue %7.1f us  engine %7.1f us/launch  in-server %7.1f us  engine busy %4.1f%%  cores %.1f  errors %llu\n",
+      r.name.c_str(), r.config.c_str(), r.calls / r.seconds, r.keys / r.seconds, r.p50_us, r.p99_us,
+      r.server_batches ? static_cast<double>(r.server_batched_keys) / r.server_batches : 0.0, r.queue_wait_us,
+      r.engine_us_per_launch, r.server_us, 100 * r.engine_busy, r.process_cores,
+      static_cast<unsigned long long>(r.errors));
   if (r.stage_batches > 0) {
-    std::printf("             per pipelined batch (%llu batches), us:", static_cast<unsigned long long>(r.stage_batches));
+    std::printf("             per pipelined batch (%llu batches), us:",
+                static_cast<unsigned long long>(r.stage_batches));
     for (int st = 0; st < gphkv::server::kNumGetStages; ++st) {
       std::printf(" %s %.1f", gphkv::server::get_stage_name(st), r.stage_us[st]);
     }
@@ -508,12 +512,13 @@ std::string to_json(const Result& r) {
       R"("calls_per_s":%.1f,"keys_per_s":%.1f,"p50_us":%.1f,"p99_us":%.1f,"server_batches":%d,"server_batched_keys":%d,)"
       R"("queue_wait_us":%.1f,"engine_us_per_launch":%.1f,"in_server_us":%.1f,"engine_busy":%.4f,)"
       R"("process_cores":%.2f,"pipelined_batches":%d,"stage_us_per_batch":{%s}})",
-      r.name, r.config, r.seconds, r.calls, r.keys, r.errors, r.calls / r.seconds, r.keys / r.seconds,
-      r.p50_us, r.p99_us, r.server_batches, r.server_batched_keys, r.queue_wait_us,
-      r.engine_us_per_launch, r.server_us, r.engine_busy, r.process_cores, r.stage_batches, [&] {
+      r.name, r.config, r.seconds, r.calls, r.keys, r.errors, r.calls / r.seconds, r.keys / r.seconds, r.p50_us,
+      r.p99_us, r.server_batches, r.server_batched_keys, r.queue_wait_us, r.engine_us_per_launch, r.server_us,
+      r.engine_busy, r.process_cores, r.stage_batches, [&] {
         std::string out;
         for (int st = 0; st < gphkv::server::kNumGetStages; ++st) {
-          absl::StrAppendFormat(&out, "%s\"%s\":%.2f", st ? "," : "", gphkv::server::get_stage_name(st), r.stage_us[st]);
+          absl::StrAppendFormat(&out, "%s\"%s\":%.2f", st ? "," : "", gphkv::server::get_stage_name(st),
+                                r.stage_us[st]);
         }
         return out;
       }());
@@ -541,7 +546,8 @@ int main(int argc, char** argv) {
     using gphkv::bench::json_quote;
     out << "{\n  \"benchmark\": \"service_bench\",\n"
         << "  \"backend\": " << json_quote(absl::GetFlag(FLAGS_backend)) << ",\n"
-        << "  \"device\": " << json_quote(absl::GetFlag(FLAGS_backend) == "cuda" ? gphkv::engine::cuda_device_name(0) : "") << ",\n"
+        << "  \"device\": "
+        << json_quote(absl::GetFlag(FLAGS_backend) == "cuda" ? gphkv::engine::cuda_device_name(0) : "") << ",\n"
         << "  \"host\": " << json_quote(gphkv::bench::cpu_model()) << ",\n"
         << "  \"commit\": " << json_quote(gphkv::bench::git_commit()) << ",\n"
         << "  \"command\": " << json_quote(gphkv::bench::command_line(argc, argv)) << ",\n"
@@ -570,8 +576,8 @@ int main(int argc, char** argv) {
           // Off: every call is its own engine launch (max_batch_keys=1).
           auto server = batching ? start(mbk, delay) : start(1, 0);
           preload(*gphkv::Client::Connect(absl::StrCat("127.0.0.1:", server->port())));
-          results.push_back(single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay)
-                                                         : "batching=off"));
+          results.push_back(
+              single_get(*server, batching ? absl::StrCat("batching=on max_delay_us=", delay) : "batching=off"));
           print(results.back());
           write_json();
         }

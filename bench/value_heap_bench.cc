@@ -148,17 +148,20 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::printf("churn: %llu live TaoBench-like values (half objects 1 B..64 KiB, half associations 8..158 B), "
-              "%llu replaced\n",
-              static_cast<unsigned long long>(absl::GetFlag(FLAGS_live)),
-              static_cast<unsigned long long>(absl::GetFlag(FLAGS_churn)));
+  std::printf(
+      "churn: %llu live TaoBench-like values (half objects 1 B..64 KiB, half associations 8..158 B), "
+      "%llu replaced\n",
+      static_cast<unsigned long long>(absl::GetFlag(FLAGS_live)),
+      static_cast<unsigned long long>(absl::GetFlag(FLAGS_churn)));
   std::printf("| allocator | ns per allocation | ns per release | reserved / live bytes |\n|---|---:|---:|---:|\n");
   for (const Churn& c : churns) {
-    std::printf("| %s | %.0f | %.0f | %.3f |\n", c.allocator.c_str(), c.alloc_ns, c.release_ns, c.reserved_per_live_byte);
+    std::printf("| %s | %.0f | %.0f | %.3f |\n", c.allocator.c_str(), c.alloc_ns, c.release_ns,
+                c.reserved_per_live_byte);
   }
   std::printf("\nreuse under a %llu MiB cap: fill with one size, release a random half, refill with another\n",
               static_cast<unsigned long long>(absl::GetFlag(FLAGS_cap_mib)));
-  std::printf("| allocator | first -> second (batch) | freed MB | taken back | copied MB |\n|---|---|---:|---:|---:|\n");
+  std::printf(
+      "| allocator | first -> second (batch) | freed MB | taken back | copied MB |\n|---|---|---:|---:|---:|\n");
   for (const Reuse& r : reuses) {
     std::printf("| %s | %u -> %u (%d) | %.1f | %.1f%% | %.1f |\n", r.allocator.c_str(), r.first, r.second, r.batch,
                 r.freed / 1e6, r.freed == 0 ? 0.0 : 100.0 * r.refilled / r.freed, r.moved / 1e6);

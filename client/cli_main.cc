@@ -75,8 +75,8 @@ int usage_error(const std::string& msg) {
 
 int rpc_error(const absl::Status& s, bool json) {
   if (json) {
-    std::cout << absl::StrFormat(R"({"error":{"code":"%s","message":"%s"}})",
-                                 absl::StatusCodeToString(s.code()), absl::CEscape(s.message()))
+    std::cout << absl::StrFormat(R"({"error":{"code":"%s","message":"%s"}})", absl::StatusCodeToString(s.code()),
+                                 absl::CEscape(s.message()))
               << "\n";
   }
   std::cerr << "gphkv: " << absl::StatusCodeToString(s.code()) << ": " << s.message() << "\n";
@@ -90,8 +90,7 @@ bool parse_key(const std::string& text, uint64_t* key) {
   return absl::SimpleAtoi(text, key);
 }
 
-bool parse_keys(const std::vector<std::string>& args, size_t from, std::vector<uint64_t>* keys,
-                std::string* bad) {
+bool parse_keys(const std::vector<std::string>& args, size_t from, std::vector<uint64_t>* keys, std::string* bad) {
   for (size_t i = from; i < args.size(); ++i) {
     uint64_t k;
     if (!parse_key(args[i], &k)) {
@@ -115,10 +114,14 @@ bool printable(std::string_view v) {
 std::string json_string(std::string_view v) {
   std::string out = "\"";
   for (char c : v) {
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\t') out += "\\t";
-    else out += c;
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\t')
+      out += "\\t";
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -140,8 +143,7 @@ int cmd_get(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
     std::cout << "{\"results\":[";
     for (size_t i = 0; i < keys.size(); ++i) {
       all_found &= r->found(i);
-      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"found\":"
-                << (r->found(i) ? "true" : "false");
+      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"found\":" << (r->found(i) ? "true" : "false");
       if (r->found(i)) {
         const std::string_view v = r->value(i);
         std::cout << ",\"length\":" << v.size() << ",\"value_base64\":\""
@@ -200,8 +202,7 @@ int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
     std::cout << "{\"key\":\"" << key << "\",\"created\":" << (created ? "true" : "false")
               << ",\"length\":" << value.size() << "}\n";
   } else {
-    std::cout << key << "\t" << (created ? "created" : "replaced") << " (" << value.size()
-              << " bytes)\n";
+    std::cout << key << "\t" << (created ? "created" : "replaced") << " (" << value.size() << " bytes)\n";
   }
   return 0;
 }
@@ -216,8 +217,8 @@ int cmd_del(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
   if (json) std::cout << "{\"results\":[";
   for (size_t i = 0; i < keys.size(); ++i) {
     if (json) {
-      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"deleted\":"
-                << ((*r)[i] ? "true" : "false") << "}";
+      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"deleted\":" << ((*r)[i] ? "true" : "false")
+                << "}";
     } else {
       std::cout << keys[i] << "\t" << ((*r)[i] ? "deleted" : "(not found)") << "\n";
     }
@@ -263,33 +264,33 @@ std::string data_dir_text(const gphkv::v1::DataDirStats& d) {
   if (d.snapshot_sequence() == 0 && d.snapshot_age_seconds() < 0) {
     absl::StrAppend(&out, "snapshot           none\n");
   } else {
-    absl::StrAppend(&out, absl::StrFormat("snapshot           of batch %d, %d bytes, %.1f s old\n", d.snapshot_sequence(),
-                                          d.snapshot_bytes(), d.snapshot_age_seconds()));
+    absl::StrAppend(&out, absl::StrFormat("snapshot           of batch %d, %d bytes, %.1f s old\n",
+                                          d.snapshot_sequence(), d.snapshot_bytes(), d.snapshot_age_seconds()));
   }
   absl::StrAppend(&out, absl::StrFormat("snapshots          %d taken, the last in %.2f s%s\n", d.snapshots(),
                                         d.last_snapshot_seconds(), d.snapshot_running() ? "; writing one now" : ""));
   if (!d.last_snapshot_error().empty()) absl::StrAppend(&out, "snapshot_error     ", d.last_snapshot_error(), "\n");
-  absl::StrAppend(&out, absl::StrFormat("recovery           %.2f s: %s (%d pairs), then %d log batches: %d keys%s\n",
-                                        d.recovery_seconds(),
-                                        d.recovered_snapshot().empty() ? "no snapshot" : d.recovered_snapshot(),
-                                        d.recovered_snapshot_pairs(), d.recovered_batches(), d.recovered_keys(),
-                                        d.torn_bytes_cut() > 0 ? absl::StrCat("; a torn last record of ",
-                                                                              d.torn_bytes_cut(), " bytes cut")
-                                                               : ""));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat(
+          "recovery           %.2f s: %s (%d pairs), then %d log batches: %d keys%s\n", d.recovery_seconds(),
+          d.recovered_snapshot().empty() ? "no snapshot" : d.recovered_snapshot(), d.recovered_snapshot_pairs(),
+          d.recovered_batches(), d.recovered_keys(),
+          d.torn_bytes_cut() > 0 ? absl::StrCat("; a torn last record of ", d.torn_bytes_cut(), " bytes cut") : ""));
   for (const std::string& w : d.recovery_warnings()) absl::StrAppend(&out, "recovery_warning   ", w, "\n");
   for (const std::string& x : d.recovery_dropped()) absl::StrAppend(&out, "recovery_dropped   ", x, "\n");
   return out;
 }
 
 std::string stats_json(const gphkv::v1::StatsResponse& s) {
-  return absl::StrFormat(
-      R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
-      R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
-      R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s})",
-      absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(), s.table_bytes(),
-      s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds(),
-      absl::CEscape(s.version()), s.rebuilding() ? "true" : "false",
-      s.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(s.data_dir())) : "");
+  return absl::StrFormat(R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
+                         R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
+                         R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s})",
+                         absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(),
+                         s.table_bytes(), s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(),
+                         s.batched_keys(), s.uptime_seconds(), absl::CEscape(s.version()),
+                         s.rebuilding() ? "true" : "false",
+                         s.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(s.data_dir())) : "");
 }
 
 std::string stats_text(const gphkv::v1::StatsResponse& s) {
@@ -372,13 +373,14 @@ int cmd_health(gphkv::ShardedClient& client, bool json) {
   for (const auto& a : answers) all &= a.answer.ok();
   if (json) {
     std::cout << "{\"serving\":" << (all ? "true" : "false");
-    if (answers.size() == 1 && !all) std::cout << ",\"message\":\"" << absl::CEscape(answers[0].answer.message()) << "\"";
+    if (answers.size() == 1 && !all)
+      std::cout << ",\"message\":\"" << absl::CEscape(answers[0].answer.message()) << "\"";
     if (answers.size() > 1) {
       std::cout << ",\"shards\":[";
       for (size_t i = 0; i < answers.size(); ++i) {
         const auto& [shard, s] = answers[i];
-        std::cout << (i ? "," : "") << "{\"shard\":\"" << absl::CEscape(shard) << "\",\"serving\":"
-                  << (s.ok() ? "true" : "false");
+        std::cout << (i ? "," : "") << "{\"shard\":\"" << absl::CEscape(shard)
+                  << "\",\"serving\":" << (s.ok() ? "true" : "false");
         if (!s.ok()) std::cout << ",\"message\":\"" << absl::CEscape(s.message()) << "\"";
         std::cout << "}";
       }

@@ -90,8 +90,7 @@ class Waiter {
 
 }  // namespace
 
-v1::PutRequest make_put_request(absl::Span<const uint64_t> keys,
-                                absl::Span<const std::string_view> values) {
+v1::PutRequest make_put_request(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
   v1::PutRequest req;
   req.mutable_keys()->Add(keys.begin(), keys.end());
   size_t total = 0;
@@ -116,7 +115,8 @@ GetResult::GetResult(std::shared_ptr<const v1::GetResponse> response, uint32_t f
                      uint64_t first_byte)
     : response_(std::move(response)), first_key_(first_key), keys_(keys), first_byte_(first_byte) {
   const auto& r = *response_;
-  if (static_cast<uint64_t>(first_key) + keys > static_cast<uint64_t>(std::min(r.found_size(), r.value_lengths_size()))) {
+  if (static_cast<uint64_t>(first_key) + keys >
+      static_cast<uint64_t>(std::min(r.found_size(), r.value_lengths_size()))) {
     keys_ = 0;  // a response shorter than its keys: nothing to show
     return;
   }
@@ -136,9 +136,8 @@ std::string_view GetResult::value(size_t i) const {
 }
 
 std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
-  auto channel = options.own_connection
-                     ? own_channel(address, options)
-                     : MakeChannel(address, options.tls, channel_args(options));
+  auto channel =
+      options.own_connection ? own_channel(address, options) : MakeChannel(address, options.tls, channel_args(options));
   // Several coalescing streams each get a connection (spreading the
   // transport's work); one shares the client's.
   const bool lanes_own = options.coalesce.streams > 1;
@@ -188,8 +187,7 @@ absl::StatusOr<GetResult> Client::Get(absl::Span<const uint64_t> keys, bool exis
 absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
                                               absl::Span<const std::string_view> values) {
   if (keys.size() != values.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
+    return absl::InvalidArgumentError(absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
   }
   if (coalescer_) {
     Waiter<absl::StatusOr<std::vector<bool>>> w;
@@ -243,8 +241,8 @@ absl::Status Client::Health() {
   prepare(&ctx);
   if (auto s = to_absl(health->Check(&ctx, req, &resp)); !s.ok()) return s;
   if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        "server reports ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
+    return absl::UnavailableError(
+        absl::StrCat("server reports ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
   }
   return absl::OkStatus();
 }
@@ -283,22 +281,20 @@ void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
   auto* call = new AsyncCall<v1::GetRequest, v1::GetResponse>();
   fill_get(&call->req, keys, exists_only);
   prepare(&call->ctx);
-  stub_->async()->Get(&call->ctx, &call->req, &call->resp,
-                      [call, done = std::move(done)](grpc::Status s) {
-                        std::unique_ptr<AsyncCall<v1::GetRequest, v1::GetResponse>> owned(call);
-                        if (!s.ok()) {
-                          done(to_absl(s));
-                        } else {
-                          done(GetResult(std::move(call->resp)));
-                        }
-                      });
+  stub_->async()->Get(&call->ctx, &call->req, &call->resp, [call, done = std::move(done)](grpc::Status s) {
+    std::unique_ptr<AsyncCall<v1::GetRequest, v1::GetResponse>> owned(call);
+    if (!s.ok()) {
+      done(to_absl(s));
+    } else {
+      done(GetResult(std::move(call->resp)));
+    }
+  });
 }
 
 void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
                       std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
   if (keys.size() != values.size()) {
-    done(absl::InvalidArgumentError(
-        absl::StrCat("PutAsync: ", keys.size(), " keys but ", values.size(), " values")));
+    done(absl::InvalidArgumentError(absl::StrCat("PutAsync: ", keys.size(), " keys but ", values.size(), " values")));
     return;
   }
   if (coalescer_) {
@@ -316,19 +312,17 @@ void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::str
   auto* call = new AsyncCall<v1::PutRequest, v1::PutResponse>();
   call->req = make_put_request(keys, values);
   prepare(&call->ctx);
-  stub_->async()->Put(&call->ctx, &call->req, &call->resp,
-                      [call, done = std::move(done)](grpc::Status s) {
-                        std::unique_ptr<AsyncCall<v1::PutRequest, v1::PutResponse>> owned(call);
-                        if (!s.ok()) {
-                          done(to_absl(s));
-                        } else {
-                          done(to_vector(call->resp.created()));
-                        }
-                      });
+  stub_->async()->Put(&call->ctx, &call->req, &call->resp, [call, done = std::move(done)](grpc::Status s) {
+    std::unique_ptr<AsyncCall<v1::PutRequest, v1::PutResponse>> owned(call);
+    if (!s.ok()) {
+      done(to_absl(s));
+    } else {
+      done(to_vector(call->resp.created()));
+    }
+  });
 }
 
-void Client::DeleteAsync(absl::Span<const uint64_t> keys,
-                         std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+void Client::DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
   if (coalescer_) {
     v1::Operation op;
     fill_delete(op.mutable_delete_(), keys);
@@ -344,15 +338,14 @@ void Client::DeleteAsync(absl::Span<const uint64_t> keys,
   auto* call = new AsyncCall<v1::DeleteRequest, v1::DeleteResponse>();
   fill_delete(&call->req, keys);
   prepare(&call->ctx);
-  stub_->async()->Delete(&call->ctx, &call->req, &call->resp,
-                         [call, done = std::move(done)](grpc::Status s) {
-                           std::unique_ptr<AsyncCall<v1::DeleteRequest, v1::DeleteResponse>> owned(call);
-                           if (!s.ok()) {
-                             done(to_absl(s));
-                           } else {
-                             done(to_vector(call->resp.deleted()));
-                           }
-                         });
+  stub_->async()->Delete(&call->ctx, &call->req, &call->resp, [call, done = std::move(done)](grpc::Status s) {
+    std::unique_ptr<AsyncCall<v1::DeleteRequest, v1::DeleteResponse>> owned(call);
+    if (!s.ok()) {
+      done(to_absl(s));
+    } else {
+      done(to_vector(call->resp.deleted()));
+    }
+  });
 }
 
 // --- PipelineStream ---------------------------------------------------------
@@ -401,8 +394,7 @@ absl::StatusOr<uint64_t> PipelineStream::SendGet(absl::Span<const uint64_t> keys
 absl::StatusOr<uint64_t> PipelineStream::SendPut(absl::Span<const uint64_t> keys,
                                                  absl::Span<const std::string_view> values) {
   if (keys.size() != values.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("SendPut: ", keys.size(), " keys but ", values.size(), " values"));
+    return absl::InvalidArgumentError(absl::StrCat("SendPut: ", keys.size(), " keys but ", values.size(), " values"));
   }
   v1::PipelineRequest req;
   *req.mutable_put() = make_put_request(keys, values);

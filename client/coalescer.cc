@@ -94,8 +94,8 @@ void answer_packed(std::vector<GetSlot>& slots, v1::OperationResult* r) {
     bad = absl::Status(static_cast<absl::StatusCode>(r->code()), r->message());
   } else if (static_cast<uint64_t>(r->get().found_size()) != keys ||
              static_cast<uint64_t>(r->get().value_lengths_size()) != keys) {
-    bad = absl::InternalError(absl::StrCat("the packed gets' answer holds ", r->get().found_size(), " entries for ",
-                                           keys, " keys"));
+    bad = absl::InternalError(
+        absl::StrCat("the packed gets' answer holds ", r->get().found_size(), " entries for ", keys, " keys"));
   }
   if (!bad.ok()) {
     for (auto& s : slots) {
@@ -131,13 +131,13 @@ struct Coalescer::Lane {
   const ClientOptions* options = nullptr;
 
   std::mutex mu;
-  Stream* stream = nullptr;  // the stream in use; null before the first request and after one ended
+  Stream* stream = nullptr;    // the stream in use; null before the first request and after one ended
   std::deque<Outgoing> queue;  // messages not yet sent; the back one is filling
   std::set<Stream*> live;      // streams whose RPC is not done yet
   uint64_t next_id = 1;
   bool closing = false;
   std::condition_variable closed_cv;  // signalled as streams finish
-  int objects = 0;  // Stream objects not yet destroyed, their calls included
+  int objects = 0;                    // Stream objects not yet destroyed, their calls included
   std::atomic<uint64_t> messages{0}, operations{0};
 };
 
@@ -276,9 +276,8 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     for (int i = 0; i < static_cast<int>(slots.size()); ++i) {
       if (!slots[i].done) continue;  // the sweeper answered it already
       if (i >= resp.results_size()) {
-        slots[i].done(absl::InternalError(absl::StrCat("BatchResponse id ", resp.id(), " carries ",
-                                                       resp.results_size(), " results for ", slots.size(),
-                                                       " operations")),
+        slots[i].done(absl::InternalError(absl::StrCat("BatchResponse id ", resp.id(), " carries ", resp.results_size(),
+                                                       " results for ", slots.size(), " operations")),
                       nullptr);
         continue;
       }
@@ -295,12 +294,13 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     std::vector<Failure> failures;
     {
       std::lock_guard<std::mutex> lock(lane_->mu);
-      const absl::Status why =
-          status.ok() ? absl::UnavailableError("the Batches stream ended before answering; the request may "
-                                               "or may not have taken effect")
-                      : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                                     absl::StrCat("Batches stream: ", status.error_message(),
-                                                  "; the request may or may not have taken effect"));
+      const absl::Status why = status.ok()
+                                   ? absl::UnavailableError(
+                                         "the Batches stream ended before answering; the request may "
+                                         "or may not have taken effect")
+                                   : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                                                  absl::StrCat("Batches stream: ", status.error_message(),
+                                                               "; the request may or may not have taken effect"));
       for (auto& f : in_flight_) {
         fail_slots(f.slots, why, &failures);
         fail_slots(f.gets, why, &failures);

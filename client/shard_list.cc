@@ -93,8 +93,8 @@ absl::StatusOr<ShardList> ResolveShardList(const std::string& servers) {
     if (e.empty()) return absl::InvalidArgumentError(absl::StrCat("server list '", servers, "' has an empty entry"));
     if (!absl::StartsWith(e, kDnsScheme)) continue;
     if (entries.size() > 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server list '", servers, "': ", kDnsScheme, "NAME:PORT stands alone (its addresses are the shards)"));
+      return absl::InvalidArgumentError(absl::StrCat("server list '", servers, "': ", kDnsScheme,
+                                                     "NAME:PORT stands alone (its addresses are the shards)"));
     }
     std::string host, port;
     if (auto s = split_host_port(absl::string_view(e).substr(kDnsScheme.size()), &host, &port); !s.ok()) return s;

@@ -30,7 +30,8 @@ absl::Status ShardedCallStatus(const ShardedCallFailure& failure, size_t call_ke
     for (size_t i = 0; i < applied_keys.size() && i < kKeysNamed; ++i) {
       absl::StrAppend(&message, i ? ", " : "", applied_keys[i]);
     }
-    if (failure.applied.size() > kKeysNamed) absl::StrAppend(&message, ", and ", failure.applied.size() - kKeysNamed, " more");
+    if (failure.applied.size() > kKeysNamed)
+      absl::StrAppend(&message, ", and ", failure.applied.size() - kKeysNamed, " more");
     absl::StrAppend(&message, ")");
   }
 

@@ -76,8 +76,8 @@ absl::Status one_shard_failure(const std::string& shard, const absl::Status& sta
 // in a failure. Keeps the shard set alive while the call runs.
 template <class R>
 std::function<void(absl::StatusOr<R>)> name_shard_on_failure(std::shared_ptr<const ShardSet> set, size_t shard,
-                                                              size_t keys, absl::string_view verb,
-                                                              std::function<void(absl::StatusOr<R>)> done) {
+                                                             size_t keys, absl::string_view verb,
+                                                             std::function<void(absl::StatusOr<R>)> done) {
   return [set = std::move(set), shard, keys, verb, done = std::move(done)](absl::StatusOr<R> r) {
     if (!r.ok()) r = one_shard_failure(set->names[shard], r.status(), keys, verb);
     done(std::move(r));
@@ -303,7 +303,8 @@ void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
   auto set = shards();
   if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
     Client& client = *set->clients[shard];
-    client.GetAsync(keys, exists_only, name_shard_on_failure(std::move(set), shard, keys.size(), kGetVerb, std::move(done)));
+    client.GetAsync(keys, exists_only,
+                    name_shard_on_failure(std::move(set), shard, keys.size(), kGetVerb, std::move(done)));
     return;
   }
   Split split = split_keys(*set, keys);
@@ -322,7 +323,8 @@ void ShardedClient::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const s
   auto set = shards();
   if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
     Client& client = *set->clients[shard];
-    client.PutAsync(keys, values, name_shard_on_failure(std::move(set), shard, keys.size(), kWriteVerb, std::move(done)));
+    client.PutAsync(keys, values,
+                    name_shard_on_failure(std::move(set), shard, keys.size(), kWriteVerb, std::move(done)));
     return;
   }
   Split split = split_keys(*set, keys);

@@ -30,8 +30,8 @@ absl::StatusOr<std::unique_ptr<ElasticTable>> ElasticTable::create(const Elastic
     return absl::InvalidArgumentError(absl::StrCat("max_load_factor must be in (0, 0.95], got ", o.max_load_factor));
   }
   if (!(o.rebuild_load_factor > 0 && o.rebuild_load_factor < o.max_load_factor)) {
-    return absl::InvalidArgumentError(absl::StrCat("rebuild_load_factor must be in (0, max_load_factor = ",
-                                                   o.max_load_factor, "), got ", o.rebuild_load_factor));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rebuild_load_factor must be in (0, max_load_factor = ", o.max_load_factor, "), got ", o.rebuild_load_factor));
   }
   std::unique_ptr<ElasticTable> t(new ElasticTable(o));
   if (o.rebuild_burst_fraction < 0) {  // the backend's measured default
@@ -113,7 +113,8 @@ absl::Status ElasticTable::start_rebuild(const std::string& cause, std::vector<W
   build_stats_ = std::make_unique<BuildStats>();
   const Backend backend = options_.backend;
   const int device = options_.device;
-  if (options_.max_table_bytes != 0 && bytes_for(num_buckets()) + bytes_for(shape.num_buckets) > options_.max_table_bytes) {
+  if (options_.max_table_bytes != 0 &&
+      bytes_for(num_buckets()) + bytes_for(shape.num_buckets) > options_.max_table_bytes) {
     // Both tables do not fit under the cap: build in the foreground with the
     // old table's memory released first (its pairs are in the snapshot).
     table_.reset();
@@ -133,10 +134,10 @@ absl::Status ElasticTable::start_rebuild(const std::string& cause, std::vector<W
   }
   building_buckets_ = shape.num_buckets;
   BuildStats* stats = build_stats_.get();
-  build_ = std::async(std::launch::async, [backend, device, shape, stats, pairs = std::move(*snapshot),
-                                           writes = std::move(burst)]() {
-    return bulk_build(backend, shape, pairs, writes, stats, device);
-  });
+  build_ = std::async(std::launch::async,
+                      [backend, device, shape, stats, pairs = std::move(*snapshot), writes = std::move(burst)]() {
+                        return bulk_build(backend, shape, pairs, writes, stats, device);
+                      });
   return absl::OkStatus();
 }
 
@@ -233,9 +234,8 @@ absl::Status ElasticTable::find(absl::Span<const uint64_t> keys, absl::Span<uint
   return absl::OkStatus();
 }
 
-absl::Status ElasticTable::write_pending(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
-                                         bool erase, absl::Span<UpsertOutcome> outcomes,
-                                         absl::Span<uint8_t> erased) {
+absl::Status ElasticTable::write_pending(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values, bool erase,
+                                         absl::Span<UpsertOutcome> outcomes, absl::Span<uint8_t> erased) {
   // Presence before this batch: the overlay where it has the key, else the
   // current table.
   std::vector<uint64_t> ignored(keys.size());
@@ -275,10 +275,10 @@ absl::Status ElasticTable::insert_or_assign(absl::Span<const uint64_t> keys, abs
       if (!present[i]) fresh.insert(keys[i]);
     }
     if (size_ + fresh.size() > limit) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "table full: ", size_, " keys stored and this batch adds ", fresh.size(), "; a table under the cap of ",
-          options_.max_table_bytes, " bytes holds at most ", limit, " keys (at load factor ",
-          options_.max_load_factor, ")"));
+      return absl::ResourceExhaustedError(absl::StrCat("table full: ", size_, " keys stored and this batch adds ",
+                                                       fresh.size(), "; a table under the cap of ",
+                                                       options_.max_table_bytes, " bytes holds at most ", limit,
+                                                       " keys (at load factor ", options_.max_load_factor, ")"));
     }
   }
 

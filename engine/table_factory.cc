@@ -8,16 +8,14 @@
 
 namespace gphkv::engine {
 
-absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options,
-                                                  int device) {
+absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options, int device) {
   if (backend == Backend::kCuda) return make_cuda_table(options, device);
   return make_cpu_table(options);
 }
 
 absl::StatusOr<std::unique_ptr<Table>> bulk_build(Backend backend, const TableOptions& options,
-                                                  absl::Span<const KeyValue> base,
-                                                  absl::Span<const WriteOp> burst, BuildStats* stats,
-                                                  int device) {
+                                                  absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst,
+                                                  BuildStats* stats, int device) {
   auto geometry = make_geometry(options);
   if (!geometry.ok()) return geometry.status();
 #if defined(GPHKV_HAVE_CUDA)

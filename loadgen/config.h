@@ -11,11 +11,11 @@
 namespace gphkv::loadgen {
 
 struct LoadgenConfig {
-  std::string target = "gphkv";            // gphkv | memcached
-  std::string address = "127.0.0.1:50051"; // gphkv: a server list, several servers are shards
-  std::string api = "unary";               // gphkv: unary | pipeline | coalesced (memcached: unused)
-  int coalesce_in_flight = 2;              // --api=coalesced: CoalesceOptions::max_in_flight
-  TlsFiles tls;                            // gphkv: TLS (gphkv/client/tls.h)
+  std::string target = "gphkv";             // gphkv | memcached
+  std::string address = "127.0.0.1:50051";  // gphkv: a server list, several servers are shards
+  std::string api = "unary";                // gphkv: unary | pipeline | coalesced (memcached: unused)
+  int coalesce_in_flight = 2;               // --api=coalesced: CoalesceOptions::max_in_flight
+  TlsFiles tls;                             // gphkv: TLS (gphkv/client/tls.h)
   WorkloadOptions workload;
   DriveOptions drive;
   // The load phase: every item of the key space, as large batched puts.
@@ -23,13 +23,13 @@ struct LoadgenConfig {
   uint32_t load_batch_keys = 1000;
   uint64_t load_batch_bytes = 1 << 20;
   uint32_t load_depth = 4;
-  double wait_ready_s = 10;                // for the store to answer before anything else
-  double interval_s = 1;                   // series and progress granularity
-  bool progress = true;                    // a live line on stderr
-  std::string json_path;                   // empty: no JSON file
-  std::string plot_path;                   // .svg or .png; empty: no plot
-  std::string trace_path;                  // the keys of every call, per thread, in send order
-  std::string label;                       // free text carried into the report
+  double wait_ready_s = 10;  // for the store to answer before anything else
+  double interval_s = 1;     // series and progress granularity
+  bool progress = true;      // a live line on stderr
+  std::string json_path;     // empty: no JSON file
+  std::string plot_path;     // .svg or .png; empty: no plot
+  std::string trace_path;    // the keys of every call, per thread, in send order
+  std::string label;         // free text carried into the report
 };
 
 }  // namespace gphkv::loadgen

@@ -16,14 +16,14 @@ namespace gphkv::loadgen {
 
 struct CpuSample {
   Clock::time_point at;
-  double self_s = 0;                 // this process, user + system
-  std::optional<double> server_s;    // the other process, when asked for and readable
+  double self_s = 0;               // this process, user + system
+  std::optional<double> server_s;  // the other process, when asked for and readable
 };
 
 struct CpuUsage {
   double wall_s = 0;
   double loadgen_cpu_s = 0;
-  int server_pid = 0;               // 0: none asked for
+  int server_pid = 0;                  // 0: none asked for
   std::optional<double> server_cpu_s;  // empty when not measured (none asked for, or it went away)
   double loadgen_cores() const { return wall_s > 0 ? loadgen_cpu_s / wall_s : 0; }
   std::optional<double> server_cores() const {

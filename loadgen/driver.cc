@@ -20,7 +20,9 @@ uint64_t NanosBetween(Clock::time_point a, Clock::time_point b) {
   return b > a ? static_cast<uint64_t>(std::chrono::duration_cast<Nanos>(b - a).count()) : 0;
 }
 
-Clock::duration Seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
 // One driver thread's loop. Slots hold the calls in flight; a slot's index
 // is the tag its completion comes back with.
@@ -28,7 +30,13 @@ class ThreadDriver {
  public:
   ThreadDriver(uint32_t index, Session& session, OpSource& source, const DriveOptions& o, Clock::time_point start,
                uint64_t quota, IntervalRecorder& recorder)
-      : index_(index), session_(session), source_(source), o_(o), start_(start), quota_(quota), recorder_(recorder),
+      : index_(index),
+        session_(session),
+        source_(source),
+        o_(o),
+        start_(start),
+        quota_(quota),
+        recorder_(recorder),
         arrival_rng_(Mix64(o.seed ^ 0x617272ULL) + index) {
     measure_start_ = start_ + Seconds(o.warmup_s);
     measure_end_ = measure_start_ + Seconds(o.duration_s);
@@ -42,7 +50,10 @@ class ThreadDriver {
     // Timers fire up to 50 us late by default (timer slack); the open loop's
     // sends are due at exact instants, so ask for the tightest wake-ups.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    if (o_.mode == DriveOptions::Mode::kClosed) RunClosed(); else RunOpen();
+    if (o_.mode == DriveOptions::Mode::kClosed)
+      RunClosed();
+    else
+      RunOpen();
     // Calls the drain gave up on stay visible: each counts as an error with
     // the latency it had reached, so a store that stops answering cannot
     // look fast by leaving its slowest calls out of the histogram.

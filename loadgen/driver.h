@@ -41,21 +41,21 @@ struct DriveOptions {
   enum class Mode { kClosed, kOpen };
   Mode mode = Mode::kClosed;
   uint32_t threads = 1;
-  uint32_t connections = 1;  // per thread
-  uint32_t depth = 1;        // calls outstanding per connection, at most
-  double rate = 0;           // open loop: calls per second, all threads together
-  bool poisson = false;      // open loop: exponential gaps instead of uniform ones
-  double warmup_s = 0;       // run, but do not measure, this long first
-  double duration_s = 10;    // measured window length (when count == 0)
-  uint64_t count = 0;        // measured calls in all (0: by duration)
-  double drain_timeout_s = 10;  // after the window: wait this long for calls in flight
+  uint32_t connections = 1;           // per thread
+  uint32_t depth = 1;                 // calls outstanding per connection, at most
+  double rate = 0;                    // open loop: calls per second, all threads together
+  bool poisson = false;               // open loop: exponential gaps instead of uniform ones
+  double warmup_s = 0;                // run, but do not measure, this long first
+  double duration_s = 10;             // measured window length (when count == 0)
+  uint64_t count = 0;                 // measured calls in all (0: by duration)
+  double drain_timeout_s = 10;        // after the window: wait this long for calls in flight
   uint64_t max_backlog = 10'000'000;  // open loop: overdue sends remembered, per thread
   // Open loop: busy-poll for the last spin_us before each due send instead of
   // sleeping through it; a sleeping thread wakes tens of microseconds late.
   // Costs a core per thread at high rates; worth it on a dedicated client.
   double spin_us = 0;
-  uint64_t seed = 1;         // for Poisson gaps (kept apart from the op stream)
-  int server_pid = 0;        // a process (the store) whose CPU use over the window is reported beside ours
+  uint64_t seed = 1;   // for Poisson gaps (kept apart from the op stream)
+  int server_pid = 0;  // a process (the store) whose CPU use over the window is reported beside ours
 };
 
 // Called once per reporting interval with the interval's point.

@@ -107,9 +107,8 @@ class CoalescedSession final : public Session {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers,
-                                                                   size_t connections, const ValuePool* values,
-                                                                   int max_in_flight) {
+absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers, size_t connections,
+                                                                   const ValuePool* values, int max_in_flight) {
   ClientOptions o;
   o.coalesce.enabled = true;
   o.coalesce.streams = static_cast<int>(connections);

@@ -13,8 +13,7 @@
 
 namespace gphkv::loadgen {
 
-absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers,
-                                                                   size_t connections, const ValuePool* values,
-                                                                   int max_in_flight);
+absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers, size_t connections,
+                                                                   const ValuePool* values, int max_in_flight);
 
 }  // namespace gphkv::loadgen

@@ -131,18 +131,18 @@ class PipelineSession final : public Session {
     Event start_event{this, Event::kStart}, read_event{this, Event::kRead}, write_event{this, Event::kWrite},
         writes_done_event{this, Event::kWritesDone}, finish_event{this, Event::kFinish};
     v1::PipelineResponse reading;
-    grpc::Status status;        // the stream's end, once finished
-    std::string end_error;      // its name, for ops that come after
+    grpc::Status status;          // the stream's end, once finished
+    std::string end_error;        // its name, for ops that come after
     std::deque<uint64_t> queued;  // ops waiting for the write in progress, in order
-    int events_out = 0;         // operations posted on the queue, not yet returned
-    size_t in_flight = 0;       // ops sent or queued, not yet answered
+    int events_out = 0;           // operations posted on the queue, not yet returned
+    size_t in_flight = 0;         // ops sent or queued, not yet answered
     bool started = false, writing = false, broken = false, closing = false;
     bool finish_posted = false, finished = false;
   };
   struct InFlight {
     Stream* stream;
-    const Op* op;          // valid until its completion is delivered (Session's contract)
-    uint64_t sent_bytes;   // put value bytes, once written
+    const Op* op;         // valid until its completion is delivered (Session's contract)
+    uint64_t sent_bytes;  // put value bytes, once written
   };
   static OpResult Named(const std::string& error) {
     OpResult r;
@@ -194,8 +194,7 @@ class PipelineSession final : public Session {
         }
         WriteNext(s);
         return;
-      case Event::kWritesDone:
-        return;
+      case Event::kWritesDone: return;
       case Event::kFinish:
         s.finished = true;
         s.end_error = s.status.ok() ? "STREAM_ENDED" : GrpcStatusCodeName(s.status.error_code());

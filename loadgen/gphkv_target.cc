@@ -84,9 +84,9 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
   auto shards = ResolveShardList(servers);
   if (!shards.ok()) return shards.status();
   if (api == GphkvApi::kPipeline && shards->shards.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--api=pipeline talks to one server, and --address names ", shards->shards.size(),
-        " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--api=pipeline talks to one server, and --address names ", shards->shards.size(),
+                     " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
   }
   GphkvServers s{servers, *shards, ShardTlsOptions(*shards, tls)};
   return std::make_unique<GphkvTarget>(std::move(s), api, values, coalesce_in_flight);
@@ -105,23 +105,11 @@ std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, cons
 }
 
 const char* GrpcStatusCodeName(int code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN_CODE";
 }
 

@@ -35,9 +35,9 @@ absl::StatusOr<GphkvApi> ParseGphkvApi(const std::string& name);
 
 // Where the shards are and how to reach them.
 struct GphkvServers {
-  std::string list;       // the server list as given (shard_list.h)
-  ShardList shards;       // what it resolved to
-  TlsOptions tls;         // the shards' (ShardTlsOptions)
+  std::string list;  // the server list as given (shard_list.h)
+  ShardList shards;  // what it resolved to
+  TlsOptions tls;    // the shards' (ShardTlsOptions)
 };
 
 // Resolves `servers`; INVALID_ARGUMENT for a malformed list or for several

@@ -54,8 +54,7 @@ absl::StatusOr<KeySpace> KeySpace::Create(uint64_t items, double association_fra
     return absl::InvalidArgumentError("associations need at least 2 objects to connect");
   }
   if (objects > kMaxObjects) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%d objects exceed the key packing's 2^30 object ids", objects));
+    return absl::InvalidArgumentError(absl::StrFormat("%d objects exceed the key packing's 2^30 object ids", objects));
   }
   // Each object has at most (objects - 1) other objects times 8 types to link to.
   if (associations > (objects - 1) * kAssociationTypes) {

@@ -6,7 +6,7 @@
 namespace gphkv::loadgen {
 namespace {
 
-constexpr int kSubBits = 7;                      // 128 sub-buckets per power of two
+constexpr int kSubBits = 7;  // 128 sub-buckets per power of two
 constexpr uint64_t kSubCount = uint64_t{1} << kSubBits;
 constexpr int kMaxBits = 40;
 // Exponent group g >= 1 covers [2^(g+7), 2^(g+8)); group 0 covers [0, 256)

@@ -119,7 +119,7 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   if (!target_or.ok()) return target_or.status();
   Target& target = **target_or;
   if (auto st = target.WaitReady(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                     std::chrono::duration<double>(config.wait_ready_s)));
+                                                    std::chrono::duration<double>(config.wait_ready_s)));
       !st.ok()) {
     return st;
   }

@@ -17,7 +17,8 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "--api=pipeline takes one server)");
 ABSL_FLAG(bool, tls, false, "gphkv: TLS, trusting gRPC's default CA roots (implied by --tls_ca and --tls_cert)");
 ABSL_FLAG(std::string, tls_ca, "", "gphkv: TLS, PEM CA certificates that may sign the servers' certificates");
-ABSL_FLAG(std::string, tls_cert, "", "gphkv: TLS, PEM client certificate for servers that require one (with --tls_key)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "gphkv: TLS, PEM client certificate for servers that require one (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "gphkv: TLS, PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_server_name, "",
           "gphkv: TLS, the name the servers' certificates must carry when not the --address host");

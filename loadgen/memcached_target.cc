@@ -125,7 +125,8 @@ class MemcachedSession : public Session {
       for (size_t i = 0; i < conns_.size(); ++i) {
         Connection& c = conns_[i];
         fds[i].fd = c.broken ? -1 : c.fd;
-        fds[i].events = static_cast<short>((c.pending.empty() ? 0 : POLLIN) | (c.out.size() > c.out_done ? POLLOUT : 0));
+        fds[i].events =
+            static_cast<short>((c.pending.empty() ? 0 : POLLIN) | (c.out.size() > c.out_done ? POLLOUT : 0));
         fds[i].revents = 0;
       }
       const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count();

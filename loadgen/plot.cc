@@ -26,7 +26,8 @@ absl::Status WritePlot(const std::vector<SeriesPoint>& series, const std::string
   {
     std::ofstream f(gp);
     if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", gp));
-    f << (png ? "set terminal pngcairo size 1000,800 font 'sans,10'\n" : "set terminal svg size 1000,800 dynamic font 'sans,11'\n");
+    f << (png ? "set terminal pngcairo size 1000,800 font 'sans,10'\n"
+              : "set terminal svg size 1000,800 dynamic font 'sans,11'\n");
     f << "set output '" << path << "'\n";
     f << "set multiplot layout 2,1 title \"" << safe_title << "\"\n";
     f << "set grid\nset key outside right top\nset xlabel 'seconds since start (warm-up not plotted)'\n";

@@ -109,7 +109,9 @@ json ReportToJson(const Report& r) {
         {"spin_us", d.spin_us},
         {"server_pid", d.server_pid}}},
       {"load",
-       {{"enabled", c.load}, {"batch_keys", c.load_batch_keys}, {"batch_bytes", c.load_batch_bytes},
+       {{"enabled", c.load},
+        {"batch_keys", c.load_batch_keys},
+        {"batch_bytes", c.load_batch_bytes},
         {"depth", c.load_depth}}},
   };
   json resolved{{"popularity", w.popularity},
@@ -166,7 +168,8 @@ json ReportToJson(const Report& r) {
         {"errors", r.load_errors}}},
       {"results",
        {{"seconds", secs},
-        {"offered_calls_per_s", d.mode == DriveOptions::Mode::kOpen ? json(PerSecond(r.run.scheduled, secs)) : json(nullptr)},
+        {"offered_calls_per_s",
+         d.mode == DriveOptions::Mode::kOpen ? json(PerSecond(r.run.scheduled, secs)) : json(nullptr)},
         {"scheduled_calls", r.run.scheduled},
         {"dropped_calls", r.run.dropped},
         {"max_backlog", r.run.max_backlog},
@@ -186,9 +189,10 @@ std::string ReportToTable(const Report& r) {
                         r.version, c.target, c.target == "gphkv" ? absl::StrCat(" (api ", c.api, ")") : "", c.address,
                         c.tls.on() ? " over TLS" : "", ModeName(d.mode), d.threads, d.connections, d.depth);
   if (d.mode == DriveOptions::Mode::kOpen) absl::StrAppendFormat(&out, ", %s calls/s offered", Rate(d.rate));
-  const std::string popularity = r.shards > 0 ? absl::StrFormat("%d weighted shards", r.shards)
-                                              : absl::StrFormat("zipf s=%.4f", r.zipf_exponent);
-  absl::StrAppendFormat(&out, "\nworkload %s: %d items (%d objects, %d associations), %s (top %.0f%% -> %.1f%% of draws), "
+  const std::string popularity =
+      r.shards > 0 ? absl::StrFormat("%d weighted shards", r.shards) : absl::StrFormat("zipf s=%.4f", r.zipf_exponent);
+  absl::StrAppendFormat(&out,
+                        "\nworkload %s: %d items (%d objects, %d associations), %s (top %.0f%% -> %.1f%% of draws), "
                         "%.2f%% writes, read batch mean %.1f keys, seed %d\n",
                         c.workload.preset, r.objects + r.associations, r.objects, r.associations, popularity,
                         100 * c.workload.hot_fraction, 100 * r.expected_hot_share, 100 * c.workload.write_fraction,
@@ -220,11 +224,12 @@ std::string ReportToTable(const Report& r) {
                         "hit%", "errors", "p50", "p90", "p99", "p99.9", "max");
   auto row = [&](const char* name, const OpStats& s, bool reads) {
     const double secs = r.run.seconds;
-    absl::StrAppendFormat(&out, "%-8s %10s %10s %10s %7s %7d %9s %9s %9s %9s %9s\n", name, Rate(PerSecond(s.calls, secs)),
-                          Rate(PerSecond(s.keys, secs)), Rate(PerSecond(s.value_bytes, secs)),
-                          reads && s.keys ? absl::StrFormat("%.2f", 100.0 * s.found / s.keys) : "-", s.errors,
-                          Us(s.latency.ValueAtQuantile(0.5)), Us(s.latency.ValueAtQuantile(0.9)),
-                          Us(s.latency.ValueAtQuantile(0.99)), Us(s.latency.ValueAtQuantile(0.999)), Us(s.latency.max()));
+    absl::StrAppendFormat(
+        &out, "%-8s %10s %10s %10s %7s %7d %9s %9s %9s %9s %9s\n", name, Rate(PerSecond(s.calls, secs)),
+        Rate(PerSecond(s.keys, secs)), Rate(PerSecond(s.value_bytes, secs)),
+        reads && s.keys ? absl::StrFormat("%.2f", 100.0 * s.found / s.keys) : "-", s.errors,
+        Us(s.latency.ValueAtQuantile(0.5)), Us(s.latency.ValueAtQuantile(0.9)), Us(s.latency.ValueAtQuantile(0.99)),
+        Us(s.latency.ValueAtQuantile(0.999)), Us(s.latency.max()));
   };
   for (int t = 0; t < kOpTypes; ++t) {
     if (r.run.by_type[t].calls) row(OpTypeName(static_cast<OpType>(t)), r.run.by_type[t], t == 0);

@@ -28,10 +28,10 @@ struct OpStats {
 
 struct RunStats {
   std::array<OpStats, kOpTypes> by_type;
-  double seconds = 0;            // measured window: its start to the last measured completion
-  uint64_t scheduled = 0;        // open loop: calls whose intended send time fell in the window
-  uint64_t dropped = 0;          // open loop: calls never sent (backlog cap or drain timeout)
-  uint64_t max_backlog = 0;      // open loop: the longest queue of overdue sends seen
+  double seconds = 0;        // measured window: its start to the last measured completion
+  uint64_t scheduled = 0;    // open loop: calls whose intended send time fell in the window
+  uint64_t dropped = 0;      // open loop: calls never sent (backlog cap or drain timeout)
+  uint64_t max_backlog = 0;  // open loop: the longest queue of overdue sends seen
   // Open loop: actual send time minus intended send time, per measured call.
   // Large values mean the generator (or its machine) could not keep the
   // schedule; that lag is inside the reported latencies, as it should be.
@@ -42,7 +42,7 @@ struct RunStats {
 
 // One point of the time series (one reporting interval, all threads).
 struct SeriesPoint {
-  double t_s = 0;       // interval end, seconds since the run's start (warm-up included)
+  double t_s = 0;  // interval end, seconds since the run's start (warm-up included)
   bool warmup = false;
   double calls_per_s = 0, keys_per_s = 0, bytes_per_s = 0;
   double hit_ratio = 0;

@@ -59,7 +59,8 @@ std::unique_ptr<SizeDistribution> NamedTable(const std::string& name) {
   if (name == "taobench-read-txn") AppendTable(taobench::ReadTxnSizeWeights(), 1, &ranges);
   if (name == "taobench-write-txn") AppendTable(taobench::WriteTxnSizeWeights(), 1, &ranges);
   if (name == "taobench-o-read") {
-    ranges = WorkloadOMix(taobench::kWorkloadOSingleReads, taobench::kWorkloadOReadTxns, taobench::ReadTxnSizeWeights());
+    ranges =
+        WorkloadOMix(taobench::kWorkloadOSingleReads, taobench::kWorkloadOReadTxns, taobench::ReadTxnSizeWeights());
   }
   if (name == "taobench-o-write") {
     ranges =
@@ -142,9 +143,7 @@ double GeneralizedPareto::Mean() const {
   return sum / kPoints;
 }
 
-std::string GeneralizedPareto::Spec() const {
-  return absl::StrFormat("gpareto:%g:%g:%d:%d", sigma_, k_, min_, max_);
-}
+std::string GeneralizedPareto::Spec() const { return absl::StrFormat("gpareto:%g:%g:%d:%d", sigma_, k_, min_, max_); }
 
 absl::StatusOr<std::unique_ptr<SizeDistribution>> ParseSizeDistribution(const std::string& spec_in) {
   if (auto table = NamedTable(spec_in)) return table;

@@ -44,8 +44,8 @@ class Session {
   // for one, returns early once some arrived); returns how many it delivered.
   template <typename F>
   int Poll(Clock::time_point deadline, F&& on_done) {
-    return PollImpl(deadline, [](void* ctx, uint64_t tag, const OpResult& r) { (*static_cast<F*>(ctx))(tag, r); },
-                    &on_done);
+    return PollImpl(
+        deadline, [](void* ctx, uint64_t tag, const OpResult& r) { (*static_cast<F*>(ctx))(tag, r); }, &on_done);
   }
 
  protected:

@@ -35,16 +35,16 @@ struct Op {
 };
 
 struct WorkloadOptions {
-  std::string preset = "default";         // the --workload these options started from (workload_preset.h)
-  uint64_t keys = 1'000'000;              // items in the key space (objects + associations)
-  double association_fraction = 0.5;      // share of items (and of reads) that are associations
-  std::string popularity = "zipf";        // zipf | shards (TAOBench's weighted shards, shard_sampler.h)
-  double zipf_exponent = 0.0;             // zipf: 0 = calibrate from hot_fraction/hot_share
-  double hot_fraction = 0.2;              // calibration target: the hottest 20% of keys ...
-  double hot_share = 0.82;                // ... receive 82% of reads (GPH paper, TaoBenchmark)
-  std::string shard_weights = "taobench"; // shards: "taobench" or a comma-separated list
-  double write_fraction = 0.002;          // TAO: 99.8% reads
-  double delete_fraction = 0.10;          // of writes
+  std::string preset = "default";          // the --workload these options started from (workload_preset.h)
+  uint64_t keys = 1'000'000;               // items in the key space (objects + associations)
+  double association_fraction = 0.5;       // share of items (and of reads) that are associations
+  std::string popularity = "zipf";         // zipf | shards (TAOBench's weighted shards, shard_sampler.h)
+  double zipf_exponent = 0.0;              // zipf: 0 = calibrate from hot_fraction/hot_share
+  double hot_fraction = 0.2;               // calibration target: the hottest 20% of keys ...
+  double hot_share = 0.82;                 // ... receive 82% of reads (GPH paper, TaoBenchmark)
+  std::string shard_weights = "taobench";  // shards: "taobench" or a comma-separated list
+  double write_fraction = 0.002;           // TAO: 99.8% reads
+  double delete_fraction = 0.10;           // of writes
   std::string read_batch = "taobench-read";
   std::string write_batch = "taobench-write";
   std::string object_value = "tao-object";

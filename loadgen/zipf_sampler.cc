@@ -77,8 +77,7 @@ double GeneralizedHarmonic(uint64_t m, double s) {
 }
 
 double ZipfTopShare(uint64_t n, double s, double fraction) {
-  const uint64_t top = std::clamp<uint64_t>(
-      static_cast<uint64_t>(std::ceil(fraction * static_cast<double>(n))), 1, n);
+  const uint64_t top = std::clamp<uint64_t>(static_cast<uint64_t>(std::ceil(fraction * static_cast<double>(n))), 1, n);
   return GeneralizedHarmonic(top, s) / GeneralizedHarmonic(n, s);
 }
 
@@ -91,14 +90,17 @@ absl::StatusOr<double> CalibrateZipfExponent(uint64_t n, double fraction, double
   const double share_lo = ZipfTopShare(n, lo, fraction);
   const double share_hi = ZipfTopShare(n, hi, fraction);
   if (share <= share_lo || share > share_hi) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a hot share of %g for the top %g of %d keys is out of reach (uniform gives %g, s=8 gives %g)", share,
-        fraction, n, share_lo, share_hi));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("a hot share of %g for the top %g of %d keys is out of reach (uniform gives %g, s=8 gives %g)",
+                        share, fraction, n, share_lo, share_hi));
   }
   // The share grows monotonically with s; 60 halvings pin s to ~1e-17.
   for (int i = 0; i < 60; ++i) {
     const double mid = 0.5 * (lo + hi);
-    if (ZipfTopShare(n, mid, fraction) < share) lo = mid; else hi = mid;
+    if (ZipfTopShare(n, mid, fraction) < share)
+      lo = mid;
+    else
+      hi = mid;
   }
   return 0.5 * (lo + hi);
 }

@@ -9,16 +9,16 @@ namespace gphkv::server {
 absl::Status Batcher::admit(uint64_t keys, uint64_t bytes) const {
   if (closed_) return absl::UnavailableError("server is shutting down; retry on another replica");
   if (queued_keys_ + keys > options_.max_queue_keys) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server overloaded: ", queued_keys_, " keys queued, this call adds ", keys,
-        ", the bound (--max_queue_keys) is ", options_.max_queue_keys, "; retry with backoff"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server overloaded: ", queued_keys_, " keys queued, this call adds ", keys,
+                     ", the bound (--max_queue_keys) is ", options_.max_queue_keys, "; retry with backoff"));
   }
   // A call larger than the whole bound is still let in when nothing else is
   // queued: the gRPC message limit caps it, and refusing it would refuse it forever.
   if (queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queue_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server overloaded: ", queued_bytes_, " value bytes queued, this call adds ", bytes,
-        ", the bound (--max_queue_bytes) is ", options_.max_queue_bytes, "; retry with backoff"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server overloaded: ", queued_bytes_, " value bytes queued, this call adds ", bytes,
+                     ", the bound (--max_queue_bytes) is ", options_.max_queue_bytes, "; retry with backoff"));
   }
   return absl::OkStatus();
 }
@@ -86,8 +86,10 @@ std::vector<Call> Batcher::next_batch() {
   // mean gap since the last call exceeds max_delay): waiting could only add
   // the whole delay to its latency, never a second call to its batch.
   const Clock::time_point close_at = queue_.front().enqueued + options_.max_delay;
-  const bool company_expected = queue_.size() > 1 || mean_gap_ns_ < static_cast<double>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_delay).count());
+  const bool company_expected =
+      queue_.size() > 1 ||
+      mean_gap_ns_ <
+          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_delay).count());
   // Only block when there is time left: a timed wait on a past deadline is
   // still a futex syscall per batch.
   if (company_expected && queued_keys_ < options_.max_batch_keys && Clock::now() < close_at) {

@@ -20,15 +20,24 @@ bool parse_byte_size(absl::string_view text, uint64_t* out, std::string* error) 
   }
   const std::string unit = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text.substr(digits)));
   uint64_t mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib") mult = uint64_t{1} << 10;
-  else if (unit == "m" || unit == "mib") mult = uint64_t{1} << 20;
-  else if (unit == "g" || unit == "gib") mult = uint64_t{1} << 30;
-  else if (unit == "t" || unit == "tib") mult = uint64_t{1} << 40;
-  else if (unit == "kb") mult = 1000;
-  else if (unit == "mb") mult = 1000 * 1000;
-  else if (unit == "gb") mult = 1000 * 1000 * 1000;
-  else if (unit == "tb") mult = uint64_t{1000} * 1000 * 1000 * 1000;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kib")
+    mult = uint64_t{1} << 10;
+  else if (unit == "m" || unit == "mib")
+    mult = uint64_t{1} << 20;
+  else if (unit == "g" || unit == "gib")
+    mult = uint64_t{1} << 30;
+  else if (unit == "t" || unit == "tib")
+    mult = uint64_t{1} << 40;
+  else if (unit == "kb")
+    mult = 1000;
+  else if (unit == "mb")
+    mult = 1000 * 1000;
+  else if (unit == "gb")
+    mult = 1000 * 1000 * 1000;
+  else if (unit == "tb")
+    mult = uint64_t{1000} * 1000 * 1000 * 1000;
   if (mult == 0) {
     *error = absl::StrCat("unknown unit '", unit, "' in '", text, "'; use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB");
     return false;

@@ -10,9 +10,7 @@
 namespace gphkv::server {
 namespace {
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // How long an idle executor with a snapshot export under way waits for the
 // writer to make room before it looks again (a call arriving ends the wait).
@@ -20,8 +18,8 @@ constexpr auto kSnapshotRoomWait = std::chrono::milliseconds(1);
 
 }  // namespace
 
-Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
-                   unsigned completion_threads, ExecutorDataDir data_dir)
+Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics, unsigned completion_threads,
+                   ExecutorDataDir data_dir)
     : store_(std::move(store)),
       data_dir_config_(std::move(data_dir)),
       batcher_(batcher),
@@ -172,8 +170,8 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   // Otherwise the completion threads fill and answer ranges of similar key
   // counts in parallel, while this thread goes on with the next batch.
   const uint64_t keys = answers->key_offset(n);
-  const uint64_t per_range = std::max<uint64_t>(kMinAnswerRangeKeys, (keys + completions_.threads() - 1) /
-                                                                           std::max<size_t>(1, completions_.threads()));
+  const uint64_t per_range = std::max<uint64_t>(
+      kMinAnswerRangeKeys, (keys + completions_.threads() - 1) / std::max<size_t>(1, completions_.threads()));
   for (size_t b = 0; b < n;) {
     size_t e = b + 1;
     while (e < n && answers->key_offset(e) - answers->key_offset(b) < per_range) ++e;
@@ -200,8 +198,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
       // Answers leave in arrival order: earlier gets still in flight first.
       finish_all_gets();
       c.done(absl::DeadlineExceededError(absl::StrCat(
-          "deadline passed after ",
-          std::chrono::duration_cast<std::chrono::microseconds>(start - c.enqueued).count(),
+          "deadline passed after ", std::chrono::duration_cast<std::chrono::microseconds>(start - c.enqueued).count(),
           " us in the server's queue; nothing was changed")));
       continue;
     }

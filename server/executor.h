@@ -31,8 +31,8 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -74,8 +74,8 @@ class Executor {
  public:
   // metrics may be null (tests of the pipeline alone). completion_threads:
   // threads that answer calls (0 = answer on the executor thread).
-  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
-           unsigned completion_threads = 1, ExecutorDataDir data_dir = {});
+  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics, unsigned completion_threads = 1,
+           ExecutorDataDir data_dir = {});
   ~Executor();
 
   // Starts the thread and, with a data directory, waits while it recovers
@@ -138,8 +138,8 @@ class Executor {
   uint64_t batches_ = 0;
   uint64_t batched_keys_ = 0;
   // Stats readers run on gRPC threads: they read these, never the store.
-  std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0},
-      pub_batches_{0}, pub_batched_keys_{0};
+  std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0}, pub_batches_{0},
+      pub_batched_keys_{0};
   std::atomic<double> pub_load_factor_{0};
   std::atomic<bool> pub_rebuilding_{false};
   uint64_t reported_relocations_ = 0;

@@ -105,10 +105,10 @@ uint64_t ExtentValueHeap::addable_chunks(uint64_t id_growth) const {
 }
 
 absl::Status ExtentValueHeap::refusal(absl::Span<const uint32_t> lengths, uint64_t need) const {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "value heap needs ", need * kGranuleBytes, " bytes for ", lengths.size(), " values but has ",
-      free_bytes(), " free (largest free extent ", largest_free_bytes(), ") and holds ", reserved_, " of the ",
-      limit_, " bytes that --memory leaves it"));
+  return absl::ResourceExhaustedError(absl::StrCat("value heap needs ", need * kGranuleBytes, " bytes for ",
+                                                   lengths.size(), " values but has ", free_bytes(),
+                                                   " free (largest free extent ", largest_free_bytes(), ") and holds ",
+                                                   reserved_, " of the ", limit_, " bytes that --memory leaves it"));
 }
 
 absl::Status ExtentValueHeap::too_long(uint64_t length) const {
@@ -130,8 +130,7 @@ absl::Status ExtentValueHeap::allocate_slots(absl::Span<const uint32_t> lengths,
   const uint64_t id_growth = id_table_bytes(records_.size() + new_ids) - id_table_bytes(records_.size());
   // Refused at once, with nothing moved, when even perfectly packed the
   // values would not fit in the free space plus the chunks the limit allows.
-  if (reserved_ + id_growth > limit_ ||
-      need > free_.free_granules() + addable_chunks(id_growth) * chunk_granules_) {
+  if (reserved_ + id_growth > limit_ || need > free_.free_granules() + addable_chunks(id_growth) * chunk_granules_) {
     return refusal(lengths, need);
   }
   const size_t first = handles->size();

@@ -99,7 +99,8 @@ absl::StatusOr<uint64_t> ExtentValueHeap::slide(uint64_t c, uint64_t want) {
   const std::vector<std::pair<uint64_t, uint64_t>> holes = gaps(c);
   for (const auto& [addr, g] : holes) free_.remove(addr, g);
   std::vector<uint64_t> members = chunks_[c].members;
-  std::sort(members.begin(), members.end(), [&](uint64_t a, uint64_t b) { return records_[a].addr < records_[b].addr; });
+  std::sort(members.begin(), members.end(),
+            [&](uint64_t a, uint64_t b) { return records_[a].addr < records_[b].addr; });
   std::vector<Move> moves;
   std::vector<uint64_t> old_addrs;
   uint64_t at = chunk_start(c);
@@ -184,8 +185,7 @@ absl::StatusOr<uint64_t> ExtentValueHeap::empty_sparse_chunks(uint64_t goal, uin
   return whole;
 }
 
-absl::StatusOr<uint64_t> ExtentValueHeap::slide_chunks(uint64_t goal, uint64_t have, uint64_t min_free,
-                                                      uint64_t want) {
+absl::StatusOr<uint64_t> ExtentValueHeap::slide_chunks(uint64_t goal, uint64_t have, uint64_t min_free, uint64_t want) {
   std::vector<uint64_t> partial;
   uint64_t reach = have;
   for (uint64_t c = 0; c < chunks_.size(); ++c) {

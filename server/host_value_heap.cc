@@ -20,14 +20,15 @@ HostValueHeap::~HostValueHeap() { unmap_all(); }
 
 absl::StatusOr<char*> HostValueHeap::map_chunk() {
   // Aligned as the device's chunks are, though memcpy does not need it.
-  void* p = ::operator new(chunk_bytes(), std::align_val_t{256}, std::nothrow);
+  void* p = ::operator new (chunk_bytes(), std::align_val_t{256}, std::nothrow);
   if (p == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("value heap: no host memory for a chunk of ", chunk_bytes(), " bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("value heap: no host memory for a chunk of ", chunk_bytes(), " bytes"));
   }
   return static_cast<char*>(p);
 }
 
-void HostValueHeap::unmap_chunk(char* base) { ::operator delete(base, std::align_val_t{256}); }
+void HostValueHeap::unmap_chunk(char* base) { ::operator delete (base, std::align_val_t{256}); }
 
 absl::Status HostValueHeap::move(absl::Span<const Move> moves, bool overlapping) {
   // In order: memmove copies a slid value whose ranges overlap.
@@ -44,7 +45,8 @@ absl::Status HostValueHeap::move(absl::Span<const Move> moves, bool overlapping)
 absl::Status HostValueHeap::write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) {
   if (handles.size() != bytes.size()) return absl::InvalidArgumentError("write: handles and values differ in count");
   for (size_t i = 0; i < handles.size(); ++i) {
-    if (bytes[i].size() != length(handles[i])) return absl::InvalidArgumentError("write: value length differs from its slot's");
+    if (bytes[i].size() != length(handles[i]))
+      return absl::InvalidArgumentError("write: value length differs from its slot's");
   }
   for (size_t i = 0; i < handles.size(); ++i) {
     if (!bytes[i].empty()) std::memcpy(address(handles[i]), bytes[i].data(), bytes[i].size());

@@ -12,10 +12,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "spdlog/spdlog.h"
 #include "server/byte_size.h"
 #include "server/durability/durability_options.h"
 #include "server/server.h"
+#include "spdlog/spdlog.h"
 
 using gphkv::server::ByteSize;
 
@@ -23,7 +23,8 @@ using gphkv::server::ByteSize;
 #define GPHKV_VERSION "0.0.0"
 #endif
 
-ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051", "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
+ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
+          "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
           "host:port of the Prometheus endpoint (GET /metrics); empty disables it");
 ABSL_FLAG(std::string, tls_cert, "",
@@ -53,7 +54,8 @@ ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
           "bound on put value bytes waiting for the executor (e.g. 1GiB); past it calls get "
           "RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
-          "keys the first table is sized for; past load factor 0.80 it grows by a background rebuild sized for load factor 0.50");
+          "keys the first table is sized for; past load factor 0.80 it grows by a background rebuild sized for load "
+          "factor 0.50");
 ABSL_FLAG(int32_t, completion_threads, -1,
           "threads that fill, serialize and send answers, so the executor goes on to the next batch "
           "(-1 = half the cores, at least 2; 0 = the executor answers); see docs/performance.md");
@@ -129,10 +131,14 @@ int main(int argc, char** argv) {
   o.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   const std::string backend = absl::GetFlag(FLAGS_backend);
-  if (backend == "auto") o.backend = gphkv::server::BackendChoice::kAuto;
-  else if (backend == "cpu") o.backend = gphkv::server::BackendChoice::kCpu;
-  else if (backend == "cuda") o.backend = gphkv::server::BackendChoice::kCuda;
-  else return fail("--backend must be auto, cuda or cpu, got '" + backend + "'");
+  if (backend == "auto")
+    o.backend = gphkv::server::BackendChoice::kAuto;
+  else if (backend == "cpu")
+    o.backend = gphkv::server::BackendChoice::kCpu;
+  else if (backend == "cuda")
+    o.backend = gphkv::server::BackendChoice::kCuda;
+  else
+    return fail("--backend must be auto, cuda or cpu, got '" + backend + "'");
   o.gpu = absl::GetFlag(FLAGS_gpu);
   o.store.memory_limit_bytes = absl::GetFlag(FLAGS_memory).bytes;
   o.store.initial_capacity = absl::GetFlag(FLAGS_initial_capacity);
@@ -168,23 +174,23 @@ int main(int argc, char** argv) {
   if (o.data_dir.options.log.segment_bytes == 0) return fail("--log_segment_bytes must be at least 1");
 
   spdlog::info(
-      "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpu={} memory={} "
+      "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpu={} "
+      "memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
       o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
       o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
-      gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes,
-      o.limits.max_call_keys, o.batcher.max_batch_keys,
+      gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_call_keys,
+      o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
       o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
       o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
       o.data_dir.dir.empty()
           ? std::string("(none)")
-          : absl::StrCat(o.data_dir.dir, " fsync=", absl::GetFlag(FLAGS_fsync),
-                         " recover=", absl::GetFlag(FLAGS_recover),
-                         " snapshot_interval=", absl::FormatDuration(snapshot_interval),
+          : absl::StrCat(o.data_dir.dir, " fsync=", absl::GetFlag(FLAGS_fsync), " recover=",
+                         absl::GetFlag(FLAGS_recover), " snapshot_interval=", absl::FormatDuration(snapshot_interval),
                          " snapshot_log_bytes=", gphkv::server::format_byte_size(o.data_dir.options.snapshot_log_bytes),
                          " log_segment_bytes=", gphkv::server::format_byte_size(o.data_dir.options.log.segment_bytes)));
 

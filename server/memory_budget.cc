@@ -18,9 +18,9 @@ absl::Status MemoryBudget::admit_put(uint64_t projected_keys, absl::Span<const u
                                      std::vector<ValueHandle>* slots) {
   const uint64_t table_need = std::max(table_->table_bytes(), table_->bytes_to_hold(projected_keys));
   if (table_need > limit_) {
-    return absl::ResourceExhaustedError(absl::StrCat("put refused: storing ", projected_keys, " keys needs ",
-                                                     table_need, " bytes of table, over the memory limit (--memory) of ",
-                                                     limit_, " bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("put refused: storing ", projected_keys, " keys needs ", table_need,
+                     " bytes of table, over the memory limit (--memory) of ", limit_, " bytes"));
   }
   heap_->set_limit(limit_ - table_need);
   slots->clear();

@@ -37,8 +37,7 @@ class MemoryBudget {
   // batch), plus every value slot the call adds, must fit under the cap. On
   // success `slots` holds the call's value slots (their bytes unwritten);
   // otherwise RESOURCE_EXHAUSTED naming the sizes, and nothing was taken.
-  absl::Status admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths,
-                         std::vector<ValueHandle>* slots);
+  absl::Status admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* slots);
 
  private:
   const uint64_t limit_;

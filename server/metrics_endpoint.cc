@@ -11,10 +11,9 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(
     const std::string& address, const std::weak_ptr<prometheus::Collectable>& registry) {
   const size_t colon = address.rfind(':');
   int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--metrics_address='", address,
-                                                   "' is not host:port with a port in 0..65535"));
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics_address='", address, "' is not host:port with a port in 0..65535"));
   }
   // civetweb's listening_ports takes "host:port" or, for every interface, the
   // port alone (":9464" is refused there).

@@ -18,15 +18,14 @@ class MetricsEndpoint {
   // picks a free one) and serves `registry` there until destroyed.
   // INVALID_ARGUMENT when the address is not host:port, UNAVAILABLE when it
   // cannot be bound.
-  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> start(
-      const std::string& address, const std::weak_ptr<prometheus::Collectable>& registry);
+  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> start(const std::string& address,
+                                                                const std::weak_ptr<prometheus::Collectable>& registry);
 
   // The bound port (the chosen one when the address asked for port 0).
   int port() const { return port_; }
 
  private:
-  MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer, int port)
-      : exposer_(std::move(exposer)), port_(port) {}
+  MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer, int port) : exposer_(std::move(exposer)), port_(port) {}
 
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_;

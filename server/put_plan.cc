@@ -7,8 +7,10 @@ PutPlan::PutPlan(absl::Span<Call* const> calls) {
   for (Call* c : calls) {
     const v1::PutRequest& req = *c->put().request;
     groups_.push_back(Group{absl::MakeConstSpan(req.keys().data(), req.keys_size()),
-                            absl::MakeConstSpan(req.value_lengths().data(), req.value_lengths_size()), req.values(),
-                            {}, c->put().response});
+                            absl::MakeConstSpan(req.value_lengths().data(), req.value_lengths_size()),
+                            req.values(),
+                            {},
+                            c->put().response});
     for (uint64_t k : req.keys()) keys_.add(k);
   }
 }

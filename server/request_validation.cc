@@ -22,9 +22,8 @@ absl::Status check_count(const char* what, int keys, const RequestLimits& limits
 
 absl::Status validate(const v1::GetRequest& req, const RequestLimits& limits) {
   if (!v1::ValueMode_IsValid(req.value_mode())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GetRequest.value_mode ", req.value_mode(),
-        " is not a ValueMode (0 UNSPECIFIED, 1 VALUES, 2 EXISTS)"));
+    return absl::InvalidArgumentError(absl::StrCat("GetRequest.value_mode ", req.value_mode(),
+                                                   " is not a ValueMode (0 UNSPECIFIED, 1 VALUES, 2 EXISTS)"));
   }
   return check_count("GetRequest", req.keys_size(), limits);
 }
@@ -33,22 +32,21 @@ absl::Status validate(const v1::PutRequest& req, const RequestLimits& limits) {
   if (auto s = check_count("PutRequest", req.keys_size(), limits); !s.ok()) return s;
   if (req.value_lengths_size() != req.keys_size()) {
     return absl::InvalidArgumentError(absl::StrCat("PutRequest has ", req.keys_size(), " keys but ",
-                                                   req.value_lengths_size(),
-                                                   " value_lengths; they must match"));
+                                                   req.value_lengths_size(), " value_lengths; they must match"));
   }
   uint64_t total = 0;
   for (int i = 0; i < req.value_lengths_size(); ++i) {
     const uint32_t len = req.value_lengths(i);
     if (len > limits.max_value_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PutRequest value ", i, " (key ", req.keys(i), ") is ", len,
-          " bytes; the limit (--max_value_bytes) is ", limits.max_value_bytes));
+      return absl::InvalidArgumentError(absl::StrCat("PutRequest value ", i, " (key ", req.keys(i), ") is ", len,
+                                                     " bytes; the limit (--max_value_bytes) is ",
+                                                     limits.max_value_bytes));
     }
     total += len;
   }
   if (total != req.values().size()) {
-    return absl::InvalidArgumentError(absl::StrCat("PutRequest.values holds ", req.values().size(),
-                                                   " bytes but value_lengths sum to ", total));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PutRequest.values holds ", req.values().size(), " bytes but value_lengths sum to ", total));
   }
   return absl::OkStatus();
 }
@@ -72,8 +70,8 @@ absl::Status validate_packed_gets(const v1::BatchRequest& req, const RequestLimi
     sum += n;
   }
   if (req.get_counts_size() == 0 || sum != static_cast<uint64_t>(req.gets().keys_size())) {
-    return absl::InvalidArgumentError(absl::StrCat("get_counts add up to ", sum, " but gets carries ",
-                                                   req.gets().keys_size(), " keys"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("get_counts add up to ", sum, " but gets carries ", req.gets().keys_size(), " keys"));
   }
   if (sum > max_keys) {
     return absl::InvalidArgumentError(absl::StrCat("the packed gets carry ", sum, " keys; the server queues at most ",

@@ -10,7 +10,6 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
 #include "server/data_dir_metrics.h"
 #include "server/executor.h"
 #include "server/grpc/key_value_service.h"
@@ -18,6 +17,7 @@
 #include "server/intake.h"
 #include "server/metrics_endpoint.h"
 #include "server/service_metrics.h"
+#include "spdlog/spdlog.h"
 #include "tls/pem_files.h"
 
 #ifndef GPHKV_VERSION
@@ -134,9 +134,9 @@ std::string Server::render_metrics() const { return impl_->metrics.render(); }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   if (options.limits.max_call_keys > options.batcher.max_queue_keys) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_call_keys=", options.limits.max_call_keys, " exceeds --max_queue_keys=",
-        options.batcher.max_queue_keys, ": the largest call could never be queued"));
+    return absl::InvalidArgumentError(absl::StrCat("--max_call_keys=", options.limits.max_call_keys,
+                                                   " exceeds --max_queue_keys=", options.batcher.max_queue_keys,
+                                                   ": the largest call could never be queued"));
   }
   if (options.batcher.max_batch_keys == 0) {
     return absl::InvalidArgumentError("--max_batch_keys must be at least 1");
@@ -154,8 +154,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   impl->options = options;
   const engine::Backend backend = resolve_backend(options.backend);
   if (options.backend == BackendChoice::kAuto) {
-    spdlog::info("--backend=auto: {} CUDA device(s) visible, using the {} backend",
-                 engine::cuda_device_count(), engine::backend_name(backend));
+    spdlog::info("--backend=auto: {} CUDA device(s) visible, using the {} backend", engine::cuda_device_count(),
+                 engine::backend_name(backend));
   }
   options.store.backend = backend;
   options.store.device = options.gpu;
@@ -184,8 +184,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   if (options.max_delay_per_backend) {
     options.batcher.max_delay =
         std::chrono::microseconds(backend == engine::Backend::kCuda ? kCudaMaxDelayUs : kCpuMaxDelayUs);
-    spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(),
-                 impl->backend);
+    spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
   impl->batcher = std::make_unique<Batcher>(options.batcher);
   ExecutorDataDir data_dir{options.data_dir, nullptr, nullptr};
@@ -194,11 +193,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     data_dir.metrics = impl->data_dir_metrics.get();
     data_dir.on_log_failed = [s = impl.get()](const absl::Status&) { s->set_health(false, true); };
   }
-  impl->executor = std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
-                                              options.completion_threads >= 0
-                                                  ? static_cast<unsigned>(options.completion_threads)
-                                                  : static_cast<unsigned>(default_completion_threads()),
-                                              std::move(data_dir));
+  impl->executor =
+      std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
+                                 options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
+                                                                 : static_cast<unsigned>(default_completion_threads()),
+                                 std::move(data_dir));
   if (absl::Status s = impl->executor->start(); !s.ok()) {
     impl->batcher->close();
     impl->executor->join();
@@ -211,9 +210,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   }
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
   impl->intake = std::make_unique<Intake>(impl->batcher.get(), options.limits);
-  impl->service = std::make_unique<grpcfe::KeyValueService>(
-      impl->intake.get(), impl->executor.get(), &impl->metrics,
-      grpcfe::ServiceInfo{impl->backend, device, GPHKV_VERSION});
+  impl->service = std::make_unique<grpcfe::KeyValueService>(impl->intake.get(), impl->executor.get(), &impl->metrics,
+                                                            grpcfe::ServiceInfo{impl->backend, device, GPHKV_VERSION});
   grpcfe::UnaryFrontEndOptions fe;
   fe.threads = options.grpc_threads > 0 ? options.grpc_threads : default_grpc_threads();
   impl->front_end = std::make_unique<grpcfe::UnaryFrontEnd>(impl->service.get(), impl->service.get(), fe);
@@ -231,8 +229,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     impl->front_end->stop();
     impl->batcher->close();
     impl->executor->join();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on --listen_address=", options.listen_address));
+    return absl::UnavailableError(absl::StrCat("cannot listen on --listen_address=", options.listen_address));
   }
   impl->front_end->start();
   spdlog::info("unary Get/Put/Delete on {} completion-queue threads", fe.threads);
@@ -250,14 +247,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     impl->metrics_endpoint = std::move(*endpoint);
     impl->metrics_port = impl->metrics_endpoint->port();
   }
-  spdlog::info("serving gphkv.v1.KeyValue on {} (port {}) {}; metrics on {}", options.listen_address,
-               impl->port,
+  spdlog::info("serving gphkv.v1.KeyValue on {} (port {}) {}; metrics on {}", options.listen_address, impl->port,
                options.tls.cert_file.empty()        ? "in plain text"
                : options.tls.client_ca_file.empty() ? "over TLS"
                                                     : "over TLS, client certificates required",
-               options.metrics_address.empty() ? std::string("(disabled)")
-                                                : absl::StrCat(options.metrics_address, " (port ",
-                                                               impl->metrics_port, ")/metrics"));
+               options.metrics_address.empty()
+                   ? std::string("(disabled)")
+                   : absl::StrCat(options.metrics_address, " (port ", impl->metrics_port, ")/metrics"));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -270,16 +266,14 @@ void Server::shutdown() {
   // Shutdown stops new calls at once and waits for every started call to
   // finish; the executor keeps running meanwhile, so queued work completes.
   // Streams still open after the grace period are cancelled.
-  s.grpc_server->Shutdown(std::chrono::system_clock::now() +
-                          std::chrono::milliseconds(s.options.shutdown_grace_ms));
+  s.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(s.options.shutdown_grace_ms));
   s.front_end->stop();
   s.batcher->close();
   s.executor->join();
   s.grpc_server->Wait();
   s.metrics_endpoint.reset();
   const ExecutorStats st = s.executor->stats();
-  spdlog::info("stopped: {} batches, {} keys batched, {} keys stored", st.batches, st.batched_keys,
-               st.keys);
+  spdlog::info("stopped: {} batches, {} keys batched, {} keys stored", st.batches, st.batched_keys, st.keys);
 }
 
 }  // namespace gphkv::server

@@ -10,11 +10,10 @@ namespace gphkv::server {
 namespace {
 
 constexpr const char* kCodeNames[] = {
-    "OK",           "CANCELLED",          "UNKNOWN",      "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED", "NOT_FOUND",     "ALREADY_EXISTS", "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-    "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",  "DATA_LOSS",
-    "UNAUTHENTICATED"};
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+    "DATA_LOSS", "UNAUTHENTICATED"};
 
 // start, start*factor, ... (count of them): each bound the product of the one
 // before, as gphkv has always computed them, so the bounds stay the same doubles.
@@ -84,8 +83,8 @@ ServiceMetrics::ServiceMetrics() {
   refreshed_ = registry.get();
   registry_ = std::move(registry);
   prometheus::Registry& r = *registry_;
-  auto& requests = counter(r, "gphkv_requests_total",
-                           "Requests (and pipelined operations) answered, by op and status code.");
+  auto& requests =
+      counter(r, "gphkv_requests_total", "Requests (and pipelined operations) answered, by op and status code.");
   auto& keys = counter(r, "gphkv_keys_total", "Keys carried by answered requests, by op and status code.");
   auto& duration = histogram(r, "gphkv_request_duration_seconds", "End-to-end request time in the server, by op.");
   duration_bounds_ = exponential_buckets(10e-6, 2.0, 20);  // 10 us .. ~5 s
@@ -138,8 +137,7 @@ std::string ServiceMetrics::render() const {
 
 void ServiceMetrics::on_collect(std::function<void()> refresh) { refreshed_->set_refresh(std::move(refresh)); }
 
-void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys,
-                                     double seconds) {
+void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t count, uint64_t keys, double seconds) {
   const int o = static_cast<int>(op);
   int c = static_cast<int>(code);
   if (c < 0 || c >= kCodes) c = static_cast<int>(absl::StatusCode::kUnknown);
@@ -169,8 +167,7 @@ void ServiceMetrics::record_requests(OpLabel op, absl::StatusCode code, uint64_t
   }
 }
 
-void ServiceMetrics::set_build_info(const std::string& version, const std::string& backend,
-                                    const std::string& device) {
+void ServiceMetrics::set_build_info(const std::string& version, const std::string& backend, const std::string& device) {
   build_info_->Add({{"version", version}, {"backend", backend}, {"device", device}}).Set(1.0);
 }
 

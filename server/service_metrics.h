@@ -53,9 +53,9 @@ class ServiceMetrics {
   // The executor's per-batch figures. Series are resolved here once; an
   // update is then a few atomic operations (a histogram also takes its own
   // series' mutex in prometheus-cpp 1.0.1).
-  prometheus::Histogram* batch_keys;      // keys per engine launch
-  prometheus::Histogram* batch_calls;     // calls coalesced per batch
-  prometheus::Histogram* queue_wait;      // seconds from enqueue to batch start, per call
+  prometheus::Histogram* batch_keys;                     // keys per engine launch
+  prometheus::Histogram* batch_calls;                    // calls coalesced per batch
+  prometheus::Histogram* queue_wait;                     // seconds from enqueue to batch start, per call
   std::array<prometheus::Histogram*, 3> device_seconds;  // engine time per launch: get, put, delete
   // Pipelined CUDA gets, per batch and stage (server/get_stages.h).
   std::array<prometheus::Histogram*, kNumGetStages> get_stage_seconds;
@@ -72,8 +72,7 @@ class ServiceMetrics {
   prometheus::Counter* insert_relocations;
 
   // gphkv_build_info{version,backend,device} 1.
-  void set_build_info(const std::string& version, const std::string& backend,
-                      const std::string& device);
+  void set_build_info(const std::string& version, const std::string& backend, const std::string& device);
 
  private:
   static constexpr int kCodes = 17;

@@ -116,10 +116,11 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
     if (engine_status.code() == absl::StatusCode::kResourceExhausted) {
       // The table refused the batch whole (nothing changed), though admission
       // sized it to fit: a bug in the accounting. Give the values back.
-      spdlog::error("BUG: the table refused an admitted put batch of {} keys ({} stored, table {} bytes, "
-                    "cap {} bytes, value heap {} bytes): {}",
-                    keys_.size(), table_->size(), table_->table_bytes(), table_->max_table_bytes(),
-                    heap_->reserved_bytes(), engine_status.ToString());
+      spdlog::error(
+          "BUG: the table refused an admitted put batch of {} keys ({} stored, table {} bytes, "
+          "cap {} bytes, value heap {} bytes): {}",
+          keys_.size(), table_->size(), table_->table_bytes(), table_->max_table_bytes(), heap_->reserved_bytes(),
+          engine_status.ToString());
       plan.release_unstored(*heap_);
       budget_.fit_table_to_heap();
     } else {

@@ -110,8 +110,8 @@ class Store {
   absl::StatusOr<std::vector<uint64_t>> stored_keys();
   // Of `keys`, those stored now: appends each one to *found, its length to
   // *lengths and its bytes to *bytes (one gather).
-  absl::Status read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found,
-                          std::vector<uint32_t>* lengths, std::string* bytes);
+  absl::Status read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found, std::vector<uint32_t>* lengths,
+                          std::string* bytes);
 
  private:
   Store(const StoreOptions& options, std::unique_ptr<engine::ElasticTable> table, ValuePath values);

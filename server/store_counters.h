@@ -15,13 +15,13 @@ struct StoreCounters {
   uint64_t rebuilds = 0;  // all causes
   // By engine::RebuildEvent::cause: load_factor, no_room, burst, shrink.
   std::map<std::string, uint64_t> rebuilds_by_cause;
-  uint64_t rebuild_keys = 0;            // keys in the new tables, summed
-  uint64_t rebuild_writes_during = 0;   // writes served by the overlay while rebuilds ran
-  double rebuild_seconds = 0;           // snapshot to swap, summed
-  uint64_t relocations = 0;             // Extended Moves by the insert path (CUDA tables count them)
-  uint64_t sync_get_runs = 0;           // get runs that took the synchronous path
-  uint64_t pipelined_get_runs = 0;      // get runs that took the CUDA pipeline
-  uint64_t late_get_downloads = 0;      // pipelined runs whose values outgrew the download sent with them
+  uint64_t rebuild_keys = 0;           // keys in the new tables, summed
+  uint64_t rebuild_writes_during = 0;  // writes served by the overlay while rebuilds ran
+  double rebuild_seconds = 0;          // snapshot to swap, summed
+  uint64_t relocations = 0;            // Extended Moves by the insert path (CUDA tables count them)
+  uint64_t sync_get_runs = 0;          // get runs that took the synchronous path
+  uint64_t pipelined_get_runs = 0;     // get runs that took the CUDA pipeline
+  uint64_t late_get_downloads = 0;     // pipelined runs whose values outgrew the download sent with them
 
   // A rebuild was swapped in.
   void count_rebuild(const engine::RebuildEvent& e);

@@ -38,9 +38,9 @@ void SyncGets::apply(absl::Span<Call* const> calls, engine::ElasticTable& table,
     }
     if (bytes > max_response_bytes) {
       out->Clear();
-      (*statuses)[ci] = absl::ResourceExhaustedError(absl::StrCat(
-          "the values of this Get total ", bytes, " bytes, over the response limit of ", max_response_bytes,
-          " bytes; ask for fewer keys per call"));
+      (*statuses)[ci] = absl::ResourceExhaustedError(
+          absl::StrCat("the values of this Get total ", bytes, " bytes, over the response limit of ",
+                       max_response_bytes, " bytes; ask for fewer keys per call"));
       continue;
     }
     // One contiguous buffer per call: the response's `values` field itself.

@@ -18,9 +18,9 @@ absl::StatusOr<std::unique_ptr<engine::ElasticTable>> make_growing_table(const S
   if (!probe.ok()) return probe.status();
   const uint64_t table_bytes = probe->num_slots() * 2 * sizeof(uint64_t) + probe->num_cells;
   if (table_bytes > options.memory_limit_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--initial_capacity=", options.initial_capacity, " needs a table of ", table_bytes,
-        " bytes, more than --memory=", options.memory_limit_bytes));
+    return absl::InvalidArgumentError(absl::StrCat("--initial_capacity=", options.initial_capacity,
+                                                   " needs a table of ", table_bytes,
+                                                   " bytes, more than --memory=", options.memory_limit_bytes));
   }
   engine::ElasticOptions eo;
   eo.backend = options.backend;
@@ -60,8 +60,7 @@ absl::StatusOr<v1::ShrinkResponse> start_shrink(engine::ElasticTable& table) {
     spdlog::info("shrink requested: rebuilding {} keys from a {}-byte table into a {}-byte one", answer.keys(),
                  answer.table_bytes(), answer.new_table_bytes());
   } else {
-    spdlog::info("shrink requested: the {}-byte table already fits its {} keys", answer.table_bytes(),
-                 answer.keys());
+    spdlog::info("shrink requested: the {}-byte table already fits its {} keys", answer.table_bytes(), answer.keys());
   }
   return answer;
 }

@@ -18,7 +18,7 @@ namespace gphkv::server {
 struct ValuePath {
   std::unique_ptr<ValueHeap> heap;
   std::unique_ptr<GetPipeline> gets;  // null: every get takes the synchronous path
-  const char* heap_kind = "host";    // "device" (CUDA memory) or "host"
+  const char* heap_kind = "host";     // "device" (CUDA memory) or "host"
 };
 
 // The value path of options.backend.

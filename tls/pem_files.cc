@@ -95,8 +95,8 @@ absl::Status CheckKeyPair(absl::string_view chain_what, const std::string& chain
   Bio key_bio = memory_bio(key_pem);
   PrivateKey key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_pass_phrase, nullptr));
   if (!key) {
-    return absl::InvalidArgumentError(absl::StrCat(key_what, " holds no unencrypted PEM private key: ",
-                                                   openssl_reason()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(key_what, " holds no unencrypted PEM private key: ", openssl_reason()));
   }
   if (X509_check_private_key(leaf.get(), key.get()) != 1) {
     ERR_clear_error();
@@ -116,8 +116,8 @@ absl::StatusOr<KeyPair> ReadKeyPair(absl::string_view cert_flag, const std::stri
   if (!cert.ok()) return cert.status();
   auto key = ReadPemFile(key_flag, key_path);
   if (!key.ok()) return key.status();
-  if (absl::Status s = CheckKeyPair(absl::StrCat(cert_flag, "=", cert_path), *cert, absl::StrCat(key_flag, "=", key_path),
-                                    *key);
+  if (absl::Status s =
+          CheckKeyPair(absl::StrCat(cert_flag, "=", cert_path), *cert, absl::StrCat(key_flag, "=", key_path), *key);
       !s.ok()) {
     return s;
   }

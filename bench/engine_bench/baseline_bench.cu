@@ -18,8 +18,10 @@ struct BaselineTable {
 };
 
 __device__ __forceinline__ uint64_t baseline_home(const BaselineTable& t, uint64_t key) {
-  return static_cast<uint64_t>(bench_fmix32(static_cast<uint32_t>(key) ^ bench_fmix32(static_cast<uint32_t>(key >> 32)))) *
-         t.num_buckets >> 32;
+  return static_cast<uint64_t>(
+             bench_fmix32(static_cast<uint32_t>(key) ^ bench_fmix32(static_cast<uint32_t>(key >> 32)))) *
+             t.num_buckets >>
+         32;
 }
 
 template <int M>
@@ -46,8 +48,9 @@ __global__ void baseline_insert(BaselineTable t, uint64_t first, uint64_t n, uns
 // bucket, all first-probe loads before the first compare); keys whose bucket
 // was full and did not hold them continue to the next bucket.
 template <int M, int G>
-__global__ void __launch_bounds__(256) baseline_lookup(BaselineTable t, const uint64_t* __restrict__ queries, uint64_t n,
-                                                       uint64_t* __restrict__ out_values, uint8_t* __restrict__ out_found) {
+__global__ void __launch_bounds__(256)
+    baseline_lookup(BaselineTable t, const uint64_t* __restrict__ queries, uint64_t n,
+                    uint64_t* __restrict__ out_values, uint8_t* __restrict__ out_found) {
   constexpr int V = M / (2 * G);
   constexpr unsigned kFull = 0xffffffffu;
   const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;

@@ -45,23 +45,25 @@ void timed_build(Context& c, const std::string& name, uint64_t inputs, CudaTable
   b.rounds_ms = times.rounds;
   b.serial_ms = times.serial;
   b.place_ms = times.place;
-  std::printf("  bulk build %-44s %llu inputs -> %llu keys (load %.3f): %.2f ms, %.3f G inputs/s, %u rounds, "
-              "%llu cells serial, %llu cells moved\n",
-              name.c_str(), static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(b.keys), b.load,
-              ms, b.gkeys, st.parallel_rounds, static_cast<unsigned long long>(st.cells_serial),
-              static_cast<unsigned long long>(st.cells_moved));
-  std::printf("    steps (ms, breakdown run): rounds: admit %.2f, choose %.2f, move %.2f, overflow scan %.2f; "
-              "place: sort %.2f, slot fill %.2f\n",
-              times.round_admit, times.round_choose, times.round_move, times.round_mark, times.place_sort,
-              times.place_fill);
+  std::printf(
+      "  bulk build %-44s %llu inputs -> %llu keys (load %.3f): %.2f ms, %.3f G inputs/s, %u rounds, "
+      "%llu cells serial, %llu cells moved\n",
+      name.c_str(), static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(b.keys), b.load, ms,
+      b.gkeys, st.parallel_rounds, static_cast<unsigned long long>(st.cells_serial),
+      static_cast<unsigned long long>(st.cells_moved));
+  std::printf(
+      "    steps (ms, breakdown run): rounds: admit %.2f, choose %.2f, move %.2f, overflow scan %.2f; "
+      "place: sort %.2f, slot fill %.2f\n",
+      times.round_admit, times.round_choose, times.round_move, times.round_mark, times.place_sort, times.place_fill);
   std::fflush(stdout);
   c.report.builds.push_back(b);
 }
 
 void expect_keys(const char* what, uint64_t inputs, uint64_t keys, uint64_t held) {
   if (held == keys) return;
-  std::fprintf(stderr, "bulk build of %llu %s holds %llu keys, expected %llu\n", static_cast<unsigned long long>(inputs),
-               what, static_cast<unsigned long long>(held), static_cast<unsigned long long>(keys));
+  std::fprintf(stderr, "bulk build of %llu %s holds %llu keys, expected %llu\n",
+               static_cast<unsigned long long>(inputs), what, static_cast<unsigned long long>(held),
+               static_cast<unsigned long long>(keys));
   std::exit(3);
 }
 
@@ -127,8 +129,9 @@ void repeating_writes(Context& c, uint64_t n) {
   auto made = CudaTable::create(od, 0);
   OK(made.status());
   CudaTable& t = **made;
-  for (const auto& [vname, grouping] : {std::pair<const char*, BulkGrouping>{"atomic count (V1)", BulkGrouping::kAtomicCount},
-                                        {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}}) {
+  for (const auto& [vname, grouping] :
+       {std::pair<const char*, BulkGrouping>{"atomic count (V1)", BulkGrouping::kAtomicCount},
+        {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}}) {
     BulkBuildConfig config;
     config.grouping = grouping;
     timed_build(c, std::string("half the writes repeat keys, ") + vname, n, t,
@@ -150,8 +153,8 @@ void bulk_build_section(Context& c) {
     const uint64_t n = c.args.keys[si];
     engine::TableOptions o;
     o.num_buckets = engine::buckets_for_capacity(n, c.args.load, o.slots_per_bucket);
-    const double table_gb = (static_cast<double>(o.num_buckets) * o.slots_per_bucket * 16 +
-                             o.num_buckets * o.cells_per_bucket) / 1e9;
+    const double table_gb =
+        (static_cast<double>(o.num_buckets) * o.slots_per_bucket * 16 + o.num_buckets * o.cells_per_bucket) / 1e9;
     // Input pairs, the table, and the build's scratch at its peak (the radix
     // sort's 16 B per pair next to the 16 B records; cell index and lists).
     const double need_gb = n * (16.0 + 16 + 16) / 1e9 + table_gb + o.num_buckets * o.cells_per_bucket * 14 / 1e9;

@@ -90,11 +90,12 @@ void burst_section(Context& c, uint64_t n) {
                    static_cast<unsigned long long>(n + b));
       std::exit(3);
     }
-    std::printf("  burst %.1f%% (%llu keys), load %.3f -> %.3f: insert kernel %.2f ms (%llu kNoRoom), rebuild %.2f ms "
-                "(+ %.2f ms to allocate the new table, %u rounds), insert/rebuild %.2f\n",
-                f * 100, static_cast<unsigned long long>(b), row.load_before, row.load_after, row.insert_ms,
-                static_cast<unsigned long long>(no_room), row.rebuild_ms, row.rebuild_alloc_ms, st.parallel_rounds,
-                row.insert_ms / row.rebuild_ms);
+    std::printf(
+        "  burst %.1f%% (%llu keys), load %.3f -> %.3f: insert kernel %.2f ms (%llu kNoRoom), rebuild %.2f ms "
+        "(+ %.2f ms to allocate the new table, %u rounds), insert/rebuild %.2f\n",
+        f * 100, static_cast<unsigned long long>(b), row.load_before, row.load_after, row.insert_ms,
+        static_cast<unsigned long long>(no_room), row.rebuild_ms, row.rebuild_alloc_ms, st.parallel_rounds,
+        row.insert_ms / row.rebuild_ms);
     std::fflush(stdout);
     c.report.bursts.push_back(row);
     built.reset();

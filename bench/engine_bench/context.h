@@ -20,13 +20,13 @@
 
 // OK(status): a benchmark's check of an engine call: on an error, print it
 // with the place and exit 2.
-#define OK(x)                                                                                     \
-  do {                                                                                            \
-    absl::Status s_ = (x);                                                                        \
-    if (!s_.ok()) {                                                                               \
-      std::fprintf(stderr, "%s at %s:%d\n", s_.ToString().c_str(), __FILE__, __LINE__);           \
-      std::exit(2);                                                                               \
-    }                                                                                             \
+#define OK(x)                                                                           \
+  do {                                                                                  \
+    absl::Status s_ = (x);                                                              \
+    if (!s_.ok()) {                                                                     \
+      std::fprintf(stderr, "%s at %s:%d\n", s_.ToString().c_str(), __FILE__, __LINE__); \
+      std::exit(2);                                                                     \
+    }                                                                                   \
   } while (0)
 
 namespace gphkv::bench {
@@ -70,8 +70,7 @@ struct TableBuffers {
 
 // Exits 3 unless hit_pct% (within one point) of the nq flags are 1; `count`
 // is a device counter to use.
-void check_hits(Context& c, const uint8_t* found, uint64_t nq, int hit_pct, unsigned long long* count,
-                const char* who);
+void check_hits(Context& c, const uint8_t* found, uint64_t nq, int hit_pct, unsigned long long* count, const char* who);
 
 // Frees what the stream-ordered pool keeps (the tables' CudaTable::init set
 // it to keep everything), so the next section's cudaMalloc finds the memory.

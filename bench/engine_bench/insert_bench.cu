@@ -10,10 +10,11 @@ namespace gphkv::bench {
 
 void print_refinement(const char* what, const engine::cuda::RefinementStats& a,
                       const engine::cuda::RefinementStats& b) {
-  std::printf("  refinement during %s: %llu transactions, %llu attempts, %llu wait-die deaths, %llu direct, "
-              "%llu moves, %llu mapping loads\n",
-              what, b.transactions - a.transactions, b.attempts - a.attempts, b.deaths - a.deaths,
-              b.direct - a.direct, b.moves - a.moves, b.mappings - a.mappings);
+  std::printf(
+      "  refinement during %s: %llu transactions, %llu attempts, %llu wait-die deaths, %llu direct, "
+      "%llu moves, %llu mapping loads\n",
+      what, b.transactions - a.transactions, b.attempts - a.attempts, b.deaths - a.deaths, b.direct - a.direct,
+      b.moves - a.moves, b.mappings - a.mappings);
 }
 
 double insert_build(Context& c, CudaTable& table, uint64_t n, int builds, TableBuffers& b, uint64_t* no_room) {
@@ -38,8 +39,9 @@ double insert_build(Context& c, CudaTable& table, uint64_t n, int builds, TableB
       total += ms;
       // Batch by batch, the first build: the early batches show sort + Saturation
       // Fill alone, the late ones add the Refinement of a filling table.
-      if (r == 0) std::printf("  build batch to load %.2f: %.2f ms (%.2f G/s)\n",
-                              static_cast<double>(first + m) / table.geometry().num_slots(), ms, gops(m, ms));
+      if (r == 0)
+        std::printf("  build batch to load %.2f: %.2f ms (%.2f G/s)\n",
+                    static_cast<double>(first + m) / table.geometry().num_slots(), ms, gops(m, ms));
     }
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));

@@ -28,7 +28,11 @@ constexpr uint64_t kBurstBase = 1ull << 41;
 // murmur3's 32-bit finalizer: where the gather ceiling and the baseline table
 // send a query.
 __device__ __forceinline__ uint32_t bench_fmix32(uint32_t h) {
-  h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   return h;
 }
 

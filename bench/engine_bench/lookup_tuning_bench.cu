@@ -16,9 +16,8 @@ std::vector<Report::Variant> lookup_tuning(Context& c, CudaTable& table, uint64_
   const engine::cuda::DeviceTable view = table.view();
   fill_queries(b.queries, nq, n, FindCase{50, Distribution::kUniform}, 5, 1, c.s);
   auto measure = [&](LookupShape shape, const std::string& name) {
-    const double ms = median_ms(c.args.reps, c.s, [&] {
-      CK(launch_lookup_shape(view, b.queries, nq, b.out, b.found, shape, nullptr, c.s));
-    });
+    const double ms = median_ms(
+        c.args.reps, c.s, [&] { CK(launch_lookup_shape(view, b.queries, nq, b.out, b.found, shape, nullptr, c.s)); });
     check_hits(c, b.found, nq, 50, b.count, "sweep");
     variants.push_back({name, gops(nq, ms)});
   };

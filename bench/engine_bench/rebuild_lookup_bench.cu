@@ -111,9 +111,10 @@ void rebuild_lookup_section(Context& c, uint64_t n) {
     row.rebuild_ms_during = median(during_ms);
     row.batches_during = static_cast<uint64_t>(median(batches));
     c.report.rebuild_lookups.push_back(row);
-    std::printf("  %s: idle %.2f G/s, during the rebuild %.2f G/s (%.3f of idle); rebuild %.1f ms alone, %.1f ms during\n",
-                row.setup.c_str(), row.idle_gops, row.during_gops, row.during_gops / row.idle_gops,
-                row.rebuild_ms_alone, row.rebuild_ms_during);
+    std::printf(
+        "  %s: idle %.2f G/s, during the rebuild %.2f G/s (%.3f of idle); rebuild %.1f ms alone, %.1f ms during\n",
+        row.setup.c_str(), row.idle_gops, row.during_gops, row.during_gops / row.idle_gops, row.rebuild_ms_alone,
+        row.rebuild_ms_during);
     std::fflush(stdout);
   }
   CK(cudaStreamDestroy(s2));

@@ -40,15 +40,16 @@ void Report::print_summary() const {
 
 void Report::print_build_sections() const {
   if (!builds.empty()) {
-    std::printf("\n%-46s %12s %12s %6s %9s %9s %7s %8s\n", "bulk build (GPU)", "inputs", "keys", "load", "ms",
-                "G in/s", "rounds", "serial");
+    std::printf("\n%-46s %12s %12s %6s %9s %9s %7s %8s\n", "bulk build (GPU)", "inputs", "keys", "load", "ms", "G in/s",
+                "rounds", "serial");
     for (const Build& b : builds) {
       std::printf("%-46s %12llu %12llu %6.3f %9.2f %9.3f %7u %8llu\n", b.name.c_str(),
                   static_cast<unsigned long long>(b.inputs), static_cast<unsigned long long>(b.keys), b.load, b.ms,
                   b.gkeys, b.rounds, static_cast<unsigned long long>(b.cells_serial));
-      std::printf("    phases (ms): dedupe %.2f, group %.2f, records+locate+first scan %.2f, rounds %.2f, serial %.2f, "
-                  "place %.2f\n",
-                  b.dedupe_ms, b.group_ms, b.first_mark_ms, b.rounds_ms, b.serial_ms, b.place_ms);
+      std::printf(
+          "    phases (ms): dedupe %.2f, group %.2f, records+locate+first scan %.2f, rounds %.2f, serial %.2f, "
+          "place %.2f\n",
+          b.dedupe_ms, b.group_ms, b.first_mark_ms, b.rounds_ms, b.serial_ms, b.place_ms);
     }
   }
   if (!bursts.empty()) {
@@ -64,11 +65,12 @@ void Report::print_build_sections() const {
     }
   }
   for (const RebuildLookup& r : rebuild_lookups) {
-    std::printf("\nlookups (50%% hits, batches of %llu, %s) on %llu keys: idle %.2f G/s, during a rebuild %.2f G/s "
-                "(%.3f of idle); rebuild %.1f ms alone, %.1f ms with lookups (%llu batches during)\n",
-                static_cast<unsigned long long>(r.batch), r.setup.c_str(), static_cast<unsigned long long>(r.keys), r.idle_gops,
-                r.during_gops, r.during_gops / r.idle_gops, r.rebuild_ms_alone, r.rebuild_ms_during,
-                static_cast<unsigned long long>(r.batches_during));
+    std::printf(
+        "\nlookups (50%% hits, batches of %llu, %s) on %llu keys: idle %.2f G/s, during a rebuild %.2f G/s "
+        "(%.3f of idle); rebuild %.1f ms alone, %.1f ms with lookups (%llu batches during)\n",
+        static_cast<unsigned long long>(r.batch), r.setup.c_str(), static_cast<unsigned long long>(r.keys), r.idle_gops,
+        r.during_gops, r.during_gops / r.idle_gops, r.rebuild_ms_alone, r.rebuild_ms_during,
+        static_cast<unsigned long long>(r.batches_during));
   }
   std::fflush(stdout);
 }
@@ -102,7 +104,9 @@ bool Report::write_json(const std::string& path) const {
     std::fprintf(f, "     \"gather_ceiling_128B\": %.4f, \"gather_ceiling_128B_plus_value_half\": %.4f,\n", s.ceiling,
                  s.ceiling_with_values);
     std::fprintf(f, "     \"build_no_room_keys\": %llu,\n", static_cast<unsigned long long>(s.build_no_room));
-    std::fprintf(f, "     \"insert_build\": %.4f, \"insert_burst_1pct\": %.4f, \"erase_burst_1pct\": %.4f, \"baseline_build\": %.4f,\n",
+    std::fprintf(f,
+                 "     \"insert_build\": %.4f, \"insert_burst_1pct\": %.4f, \"erase_burst_1pct\": %.4f, "
+                 "\"baseline_build\": %.4f,\n",
                  s.insert_build, s.insert_burst, s.erase_burst, s.baseline_build);
     std::fprintf(f, "     \"find\": [\n");
     for (size_t j = 0; j < s.finds.size(); ++j) {
@@ -122,9 +126,10 @@ bool Report::write_json(const std::string& path) const {
   }
   std::fprintf(f, "  ],\n  \"cells_per_bucket_sweep\": [");
   for (size_t j = 0; j < cell_sweep.size(); ++j) {
-    std::fprintf(f, "%s\n    {\"variant\": %s, \"find_50pct_uniform\": %.4f, \"find_0pct_uniform\": %.4f, \"build\": %.4f}",
-                 j ? "," : "", quote(cell_sweep[j].name).c_str(), cell_sweep[j].find50, cell_sweep[j].find0,
-                 cell_sweep[j].build);
+    std::fprintf(
+        f, "%s\n    {\"variant\": %s, \"find_50pct_uniform\": %.4f, \"find_0pct_uniform\": %.4f, \"build\": %.4f}",
+        j ? "," : "", quote(cell_sweep[j].name).c_str(), cell_sweep[j].find50, cell_sweep[j].find0,
+        cell_sweep[j].build);
   }
   std::fprintf(f, "\n  ],\n  \"sections\": %s,\n  \"bulk_build\": [", quote(sections).c_str());
   for (size_t j = 0; j < builds.size(); ++j) {
@@ -136,8 +141,8 @@ bool Report::write_json(const std::string& path) const {
                  "\"rounds\": %.3f, \"serial\": %.3f, \"place\": %.3f}}",
                  j ? "," : "", quote(b.name).c_str(), static_cast<unsigned long long>(b.inputs),
                  static_cast<unsigned long long>(b.keys), b.load, b.ms, b.gkeys, b.rounds,
-                 static_cast<unsigned long long>(b.cells_serial), b.dedupe_ms, b.group_ms, b.first_mark_ms,
-                 b.rounds_ms, b.serial_ms, b.place_ms);
+                 static_cast<unsigned long long>(b.cells_serial), b.dedupe_ms, b.group_ms, b.first_mark_ms, b.rounds_ms,
+                 b.serial_ms, b.place_ms);
   }
   std::fprintf(f, "\n  ],\n  \"burst_absorb\": [");
   for (size_t j = 0; j < bursts.size(); ++j) {
@@ -159,8 +164,8 @@ bool Report::write_json(const std::string& path) const {
                  "\"during_over_idle\": %.4f, \"rebuild_ms_alone\": %.3f, \"rebuild_ms_during\": %.3f, "
                  "\"batches_during\": %llu}",
                  j ? "," : "", quote(r.setup).c_str(), static_cast<unsigned long long>(r.keys),
-                 static_cast<unsigned long long>(r.batch), r.idle_gops, r.during_gops, r.during_gops / r.idle_gops, r.rebuild_ms_alone, r.rebuild_ms_during,
-                 static_cast<unsigned long long>(r.batches_during));
+                 static_cast<unsigned long long>(r.batch), r.idle_gops, r.during_gops, r.during_gops / r.idle_gops,
+                 r.rebuild_ms_alone, r.rebuild_ms_during, static_cast<unsigned long long>(r.batches_during));
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;

@@ -33,9 +33,9 @@ struct Report {
 
   // GPU bulk build (engine/cuda/bulk_build.h): input pairs per second.
   struct Build {
-    std::string name;      // input kind and grouping
-    uint64_t inputs = 0;   // base pairs + burst writes
-    uint64_t keys = 0;     // keys in the built table
+    std::string name;     // input kind and grouping
+    uint64_t inputs = 0;  // base pairs + burst writes
+    uint64_t keys = 0;    // keys in the built table
     double load = 0;
     double ms = 0, gkeys = 0;  // G input pairs per second
     uint32_t rounds = 0;

@@ -17,8 +17,8 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   CudaTable& table = **made;
   const double lf = static_cast<double>(n) / (static_cast<double>(o.num_buckets) * o.slots_per_bucket);
   std::printf("\n== %llu keys: N=%llu buckets x M=%u, R=%u, cells/bucket=%.0f, load %.3f, table %.2f GB\n",
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(o.num_buckets),
-              o.slots_per_bucket, o.virtual_buckets, o.cells_per_bucket, lf, table.device_bytes() / 1e9);
+              static_cast<unsigned long long>(n), static_cast<unsigned long long>(o.num_buckets), o.slots_per_bucket,
+              o.virtual_buckets, o.cells_per_bucket, lf, table.device_bytes() / 1e9);
   std::fflush(stdout);
   TableBuffers b(batch, nq);
 

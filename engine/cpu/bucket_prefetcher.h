@@ -20,8 +20,8 @@ struct Located {
 // Calls body(i, Located) for i in [0, n), where key_at(i) gives key i; keys
 // equal to kEmptyKey get no address (body must handle them out of band).
 template <class KeyAt, class Body>
-void for_each_located(const gph::Geometry& g, const uint8_t* cells, const uint64_t* bucket_keys,
-                      size_t n, KeyAt&& key_at, Body&& body) {
+void for_each_located(const gph::Geometry& g, const uint8_t* cells, const uint64_t* bucket_keys, size_t n,
+                      KeyAt&& key_at, Body&& body) {
   constexpr size_t kCellAhead = 16;
   constexpr size_t kBucketAhead = 8;
   constexpr size_t kRing = 32;  // > kCellAhead, a power of two

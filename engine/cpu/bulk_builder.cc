@@ -36,8 +36,7 @@ class Builder {
  public:
   Builder(const gph::Geometry& g, WorkerPool& pool) : g_(g), pool_(pool) {}
 
-  absl::StatusOr<TableImage> run(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst,
-                                 BuildStats* stats);
+  absl::StatusOr<TableImage> run(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst, BuildStats* stats);
 
  private:
   void bin_records(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst);
@@ -89,8 +88,7 @@ absl::StatusOr<TableImage> Builder::run(absl::Span<const KeyValue> base, absl::S
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t inputs = base.size() + burst.size();
   if (inputs >= (uint64_t{1} << 31)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bulk build takes at most 2^31 - 1 pairs and writes, got ", inputs));
+    return absl::InvalidArgumentError(absl::StrCat("bulk build takes at most 2^31 - 1 pairs and writes, got ", inputs));
   }
   stats->input_pairs = inputs;
   bins_ = static_cast<uint32_t>(std::clamp<uint64_t>(inputs / kRecordsPerBin, 1, g_.num_cells));
@@ -98,9 +96,8 @@ absl::StatusOr<TableImage> Builder::run(absl::Span<const KeyValue> base, absl::S
   dedupe_bins();
   const uint64_t keys = records_.size();
   if (keys > g_.num_slots()) {
-    return absl::ResourceExhaustedError(absl::StrCat("bulk build: ", keys, " keys exceed the ",
-                                                     g_.num_slots(), " slots of ", g_.num_buckets,
-                                                     " buckets; grow the table"));
+    return absl::ResourceExhaustedError(absl::StrCat("bulk build: ", keys, " keys exceed the ", g_.num_slots(),
+                                                     " slots of ", g_.num_buckets, " buckets; grow the table"));
   }
   cells_.assign(g_.num_cells, 0);
   if (auto s = settle_cells(stats); !s.ok()) return s;
@@ -192,7 +189,7 @@ void Builder::dedupe_bins() {
       }
       for (Record* r = a; r != z; ++r) {
         if (r + 1 != z && r[1].key == r->key) continue;  // a later write of this key follows
-        if (r->seq_erase & 1) continue;                   // the last write erased it
+        if (r->seq_erase & 1) continue;                  // the last write erased it
         *out++ = *r;
       }
     }
@@ -267,8 +264,10 @@ std::vector<uint32_t> Builder::losing_cells(const std::vector<uint8_t>& moved) {
       const uint32_t cell = entries[i].cell;
       uint32_t n = 0;
       while (i < entries.size() && entries[i].bucket == bucket && entries[i].cell == cell) ++n, ++i;
-      if (kept + n <= g_.slots_per_bucket) kept += n;
-      else losers.push_back(cell);
+      if (kept + n <= g_.slots_per_bucket)
+        kept += n;
+      else
+        losers.push_back(cell);
     }
   }
   std::sort(losers.begin(), losers.end());
@@ -282,7 +281,7 @@ uint8_t Builder::choose_cell(uint32_t cell) const {
   const uint64_t begin = cell_begin_[cell], end = cell_begin_[cell + 1];
   const uint32_t n = static_cast<uint32_t>(end - begin);
   if (n > g_.virtual_buckets * g_.slots_per_bucket) return cells_[cell];  // more than its buckets hold
-  uint64_t keys[gph::kMaxVirtualBuckets * 64];  // R * M at most
+  uint64_t keys[gph::kMaxVirtualBuckets * 64];                            // R * M at most
   for (uint32_t k = 0; k < n; ++k) keys[k] = records_[begin + k].key;
   auto others = [&](uint32_t b) {
     uint32_t own = 0;
@@ -350,9 +349,9 @@ absl::Status Builder::settle_cells(BuildStats* stats) {
   for (uint32_t cell : rest) {
     for (uint64_t k = cell_begin_[cell], end = cell_begin_[cell + 1]; k < end; ++k) {
       if (bucket_load_[bucket_[k]] > g_.slots_per_bucket) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "bulk build: cell ", cell, " with ", cell_size(cell), " keys fits under no (mapping, offset) at ",
-            g_.num_buckets, " buckets; grow the table"));
+        return absl::ResourceExhaustedError(absl::StrCat("bulk build: cell ", cell, " with ", cell_size(cell),
+                                                         " keys fits under no (mapping, offset) at ", g_.num_buckets,
+                                                         " buckets; grow the table"));
       }
     }
   }
@@ -391,8 +390,7 @@ void Builder::place(TableImage* image) {
 }  // namespace
 
 absl::StatusOr<TableImage> bulk_build_image(const gph::Geometry& geometry, absl::Span<const KeyValue> base,
-                                            absl::Span<const WriteOp> burst, WorkerPool& pool,
-                                            BuildStats* stats) {
+                                            absl::Span<const WriteOp> burst, WorkerPool& pool, BuildStats* stats) {
   BuildStats local;
   Builder builder(geometry, pool);
   auto image = builder.run(base, burst, stats ? stats : &local);

@@ -10,9 +10,7 @@
 
 namespace gphkv::engine::cpu {
 
-absl::StatusOr<TableImage> bulk_build_image(const gph::Geometry& geometry,
-                                            absl::Span<const KeyValue> base,
-                                            absl::Span<const WriteOp> burst, WorkerPool& pool,
-                                            BuildStats* stats);
+absl::StatusOr<TableImage> bulk_build_image(const gph::Geometry& geometry, absl::Span<const KeyValue> base,
+                                            absl::Span<const WriteOp> burst, WorkerPool& pool, BuildStats* stats);
 
 }  // namespace gphkv::engine::cpu

@@ -27,8 +27,7 @@ uint64_t load_key(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXE
 
 bool claim_slot(uint64_t* p, uint64_t key) {
   uint64_t expected = gph::kEmptyKey;
-  return __atomic_compare_exchange_n(p, &expected, key, /*weak=*/false, __ATOMIC_RELAXED,
-                                     __ATOMIC_RELAXED);
+  return __atomic_compare_exchange_n(p, &expected, key, /*weak=*/false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 absl::Status size_mismatch(const char* op, size_t keys, const char* what, size_t got) {
@@ -38,8 +37,7 @@ absl::Status size_mismatch(const char* op, size_t keys, const char* what, size_t
 
 absl::Status check_batch(const char* op, size_t keys) {
   if (keys > UINT32_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": a batch holds at most ", UINT32_MAX, " keys, got ", keys));
+    return absl::InvalidArgumentError(absl::StrCat(op, ": a batch holds at most ", UINT32_MAX, " keys, got ", keys));
   }
   return absl::OkStatus();
 }
@@ -67,9 +65,8 @@ CpuTable::CpuTable(const TableOptions& options, TableImage&& image)
 }
 
 void CpuTable::count_size() {
-  size_ = (has_empty_key_ ? 1 : 0) +
-          static_cast<uint64_t>(std::count_if(keys_.begin(), keys_.end(),
-                                              [](uint64_t k) { return k != gph::kEmptyKey; }));
+  size_ = (has_empty_key_ ? 1 : 0) + static_cast<uint64_t>(std::count_if(
+                                         keys_.begin(), keys_.end(), [](uint64_t k) { return k != gph::kEmptyKey; }));
 }
 
 CpuTable::OwnerLists CpuTable::partition_by_owner(absl::Span<const uint64_t> keys) {
@@ -88,8 +85,7 @@ CpuTable::OwnerLists CpuTable::partition_by_owner(absl::Span<const uint64_t> key
   return lists;
 }
 
-absl::Status CpuTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
-                            absl::Span<uint8_t> found) {
+absl::Status CpuTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values, absl::Span<uint8_t> found) {
   if (values.size() != keys.size()) return size_mismatch("find", keys.size(), "values", values.size());
   if (found.size() != keys.size()) return size_mismatch("find", keys.size(), "found flags", found.size());
   const size_t n = keys.size();
@@ -97,27 +93,27 @@ absl::Status CpuTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t
   const uint32_t M = geo_.slots_per_bucket;
   pool_.run(tasks, [&](size_t t) {
     const size_t begin = t * n / tasks, end = (t + 1) * n / tasks;
-    for_each_located(geo_, cells_.data(), keys_.data(), end - begin,
-                     [&](size_t j) { return keys[begin + j]; },
-                     [&](size_t j, const Located& at) {
-      const size_t i = begin + j;
-      const uint64_t key = keys[i];
-      if (key == gph::kEmptyKey) {
-        found[i] = has_empty_key_;
-        if (has_empty_key_) values[i] = empty_key_value_;
-        return;
-      }
-      // GPH §5.1: the cell gave the one bucket the key can be in.
-      const uint64_t* slots = bucket_keys(at.bucket);
-      found[i] = 0;
-      for (uint32_t s = 0; s < M; ++s) {
-        if (slots[s] == key) {
-          values[i] = values_[static_cast<uint64_t>(at.bucket) * M + s];
-          found[i] = 1;
-          break;
-        }
-      }
-    });
+    for_each_located(
+        geo_, cells_.data(), keys_.data(), end - begin, [&](size_t j) { return keys[begin + j]; },
+        [&](size_t j, const Located& at) {
+          const size_t i = begin + j;
+          const uint64_t key = keys[i];
+          if (key == gph::kEmptyKey) {
+            found[i] = has_empty_key_;
+            if (has_empty_key_) values[i] = empty_key_value_;
+            return;
+          }
+          // GPH §5.1: the cell gave the one bucket the key can be in.
+          const uint64_t* slots = bucket_keys(at.bucket);
+          found[i] = 0;
+          for (uint32_t s = 0; s < M; ++s) {
+            if (slots[s] == key) {
+              values[i] = values_[static_cast<uint64_t>(at.bucket) * M + s];
+              found[i] = 1;
+              break;
+            }
+          }
+        });
   });
   return absl::OkStatus();
 }
@@ -213,8 +209,7 @@ bool CpuTable::extended_move(uint64_t key, uint64_t value, uint32_t cell) {
   return true;
 }
 
-absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys,
-                                        absl::Span<const uint64_t> values,
+absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
                                         absl::Span<UpsertOutcome> outcomes) {
   if (values.size() != keys.size()) {
     return size_mismatch("insert_or_assign", keys.size(), "values", values.size());
@@ -240,16 +235,16 @@ absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys,
   pool_.run(owners, [&](size_t owner) {
     for (size_t chunk = 0; chunk < owners; ++chunk) {
       const std::vector<uint32_t>& mine = lists[chunk][owner];
-      for_each_located(geo_, cells_.data(), keys_.data(), mine.size(),
-                       [&](size_t j) { return keys[mine[j]]; },
-                       [&](size_t j, const Located& at) {
-        const uint32_t i = mine[j];
-        if (direct_insert(keys[i], values[i], at.bucket, &outcomes[i])) {
-          inserted[owner] += outcomes[i] == UpsertOutcome::kInserted;
-        } else {
-          overflowed[owner].push_back(i);
-        }
-      });
+      for_each_located(
+          geo_, cells_.data(), keys_.data(), mine.size(), [&](size_t j) { return keys[mine[j]]; },
+          [&](size_t j, const Located& at) {
+            const uint32_t i = mine[j];
+            if (direct_insert(keys[i], values[i], at.bucket, &outcomes[i])) {
+              inserted[owner] += outcomes[i] == UpsertOutcome::kInserted;
+            } else {
+              overflowed[owner].push_back(i);
+            }
+          });
     }
   });
   for (uint64_t n : inserted) size_ += n;
@@ -290,25 +285,25 @@ absl::Status CpuTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t
   pool_.run(owners, [&](size_t owner) {
     for (size_t chunk = 0; chunk < owners; ++chunk) {
       const std::vector<uint32_t>& mine = lists[chunk][owner];
-      for_each_located(geo_, cells_.data(), keys_.data(), mine.size(),
-                       [&](size_t j) { return keys[mine[j]]; },
-                       [&](size_t j, const Located& at) {
-        const uint32_t i = mine[j];
-        const uint64_t key = keys[i];
-        uint64_t* slots = bucket_keys(at.bucket);
-        erased[i] = 0;
-        for (uint32_t s = 0; s < M; ++s) {
-          // Atomic: owners split the keys by cell, and cells share buckets,
-          // so another owner may be clearing a slot of this bucket.
-          if (load_key(&slots[s]) == key) {
-            // No tombstone: the key has no other bucket a lookup could miss.
-            __atomic_store_n(&slots[s], gph::kEmptyKey, __ATOMIC_RELAXED);
-            erased[i] = 1;
-            ++removed[owner];
-            break;
-          }
-        }
-      });
+      for_each_located(
+          geo_, cells_.data(), keys_.data(), mine.size(), [&](size_t j) { return keys[mine[j]]; },
+          [&](size_t j, const Located& at) {
+            const uint32_t i = mine[j];
+            const uint64_t key = keys[i];
+            uint64_t* slots = bucket_keys(at.bucket);
+            erased[i] = 0;
+            for (uint32_t s = 0; s < M; ++s) {
+              // Atomic: owners split the keys by cell, and cells share buckets,
+              // so another owner may be clearing a slot of this bucket.
+              if (load_key(&slots[s]) == key) {
+                // No tombstone: the key has no other bucket a lookup could miss.
+                __atomic_store_n(&slots[s], gph::kEmptyKey, __ATOMIC_RELAXED);
+                erased[i] = 1;
+                ++removed[owner];
+                break;
+              }
+            }
+          });
     }
   });
   for (uint64_t n : removed) size_ -= n;

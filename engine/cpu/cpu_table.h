@@ -22,8 +22,7 @@ class CpuTable final : public Table {
   const TableOptions& options() const override { return options_; }
   const gph::Geometry& geometry() const override { return geo_; }
 
-  absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
-                    absl::Span<uint8_t> found) override;
+  absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values, absl::Span<uint8_t> found) override;
   absl::Status insert_or_assign(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
                                 absl::Span<UpsertOutcome> outcomes) override;
   absl::Status erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t> erased) override;
@@ -53,7 +52,9 @@ class CpuTable final : public Table {
 
   uint64_t* bucket_keys(uint32_t b) { return keys_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
   uint64_t* bucket_values(uint32_t b) { return values_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
-  const uint64_t* bucket_keys(uint32_t b) const { return keys_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket; }
+  const uint64_t* bucket_keys(uint32_t b) const {
+    return keys_.data() + static_cast<uint64_t>(b) * geo_.slots_per_bucket;
+  }
   void count_size();
 
   TableOptions options_;
@@ -61,7 +62,7 @@ class CpuTable final : public Table {
   std::vector<uint8_t> cells_;
   std::vector<uint64_t> keys_;    // N * M, kEmptyKey when vacant
   std::vector<uint64_t> values_;  // N * M
-  bool has_empty_key_ = false;          // the out-of-band slot for key == kEmptyKey
+  bool has_empty_key_ = false;    // the out-of-band slot for key == kEmptyKey
   uint64_t empty_key_value_ = 0;
   uint64_t size_ = 0;
   // Scratch space of extended_move(): the moving cell's pairs and old slots.

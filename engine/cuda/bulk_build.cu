@@ -26,9 +26,9 @@ unsigned grid_for(uint64_t n) {
   return static_cast<unsigned>(std::clamp<uint64_t>((n + kBlock - 1) / kBlock, 1, uint64_t{1} << 16));
 }
 
-#define GRID_STRIDE(i, n)                                                                          \
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x,                  \
-                stride_ = static_cast<uint64_t>(gridDim.x) * blockDim.x;                           \
+#define GRID_STRIDE(i, n)                                                         \
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x, \
+                stride_ = static_cast<uint64_t>(gridDim.x) * blockDim.x;          \
        i < (n); i += stride_)
 
 // The burst back to front with its positions, so that a stable sort by key
@@ -57,8 +57,10 @@ __device__ bool in_sorted(const uint64_t* a, uint32_t n, uint64_t k) {
   uint32_t lo = 0, hi = n;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (a[mid] < k) lo = mid + 1;
-    else hi = mid;
+    if (a[mid] < k)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < n && a[lo] == k;
 }
@@ -191,8 +193,7 @@ absl::Status read_back(void* host, const void* device, size_t bytes, cudaStream_
 }  // namespace
 
 absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, const WriteOp* burst, uint64_t n_burst,
-                               uint64_t input_pairs, const BulkBuildConfig& config, cudaStream_t s,
-                               BuildStats* stats) {
+                               uint64_t input_pairs, const BulkBuildConfig& config, cudaStream_t s, BuildStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
   // Clear a last-error left by some earlier, unrelated runtime call (its
   // caller got it as a return value): CUB's dispatch and our launch checks
@@ -208,8 +209,8 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   const gph::Geometry& g = dst.geo;
   const uint32_t L = g.num_cells;
   if (base.n + n_burst >= (uint64_t{1} << 31)) {
-    return absl::InvalidArgumentError(absl::StrCat("bulk build takes at most 2^31 - 1 base elements and writes, got ",
-                                                   base.n + n_burst));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bulk build takes at most 2^31 - 1 base elements and writes, got ", base.n + n_burst));
   }
 
   // 1. The burst's last write per key: a stable radix sort of the reversed
@@ -219,14 +220,12 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   if (n_burst > 0) {
     const auto n = static_cast<int64_t>(n_burst);
     size_t sort_bytes = 0, unique_bytes = 0;
-    GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
-                                                   static_cast<uint64_t*>(nullptr),
-                                                   static_cast<const uint32_t*>(nullptr),
-                                                   static_cast<uint32_t*>(nullptr), n));
-    GPHKV_CUDA_TRY(cub::DeviceSelect::UniqueByKey(nullptr, unique_bytes, static_cast<const uint64_t*>(nullptr),
-                                                  static_cast<const uint32_t*>(nullptr),
-                                                  static_cast<uint64_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-                                                  static_cast<uint32_t*>(nullptr), n));
+    GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+        nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), n));
+    GPHKV_CUDA_TRY(cub::DeviceSelect::UniqueByKey(
+        nullptr, unique_bytes, static_cast<const uint64_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
+        static_cast<uint64_t*>(nullptr), static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), n));
     burst_scratch = std::make_unique<StreamScratch>(s);
     StreamScratch& b = *burst_scratch;
     const size_t o_keys = b.reserve<uint64_t>(n_burst), o_index = b.reserve<uint32_t>(n_burst);
@@ -236,7 +235,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
     const size_t o_temp = b.reserve<uint8_t>(std::max(sort_bytes, unique_bytes));
     GPHKV_RETURN_IF_ERROR(b.allocate());
     reverse_burst_keys<<<grid_for(n_burst), kBlock, 0, s>>>(burst, n_burst, b.at<uint64_t>(o_keys),
-                                                           b.at<uint32_t>(o_index));
+                                                            b.at<uint32_t>(o_index));
     GPHKV_CUDA_TRY_LAUNCH("reverse_burst_keys");
     // LSD radix sort is stable: equal keys keep the (reversed) burst order.
     GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(b.at<void>(o_temp), sort_bytes, b.at<uint64_t>(o_keys),
@@ -302,16 +301,15 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       times.group = lap();
       GPHKV_RETURN_IF_ERROR(allocate_records());
       scatter_cells<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, rank, cell_begin, rec_keys, rec_values, rec_bucket,
-                                                         load);
+                                                        load);
       GPHKV_CUDA_TRY_LAUNCH("scatter_cells");
     } else {
       const int end_bit = 32 - __builtin_clz(L);  // holds L, the mark of a dropped candidate
       size_t sort_bytes = 0;
-      GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr),
-                                                     static_cast<uint32_t*>(nullptr),
-                                                     static_cast<const uint32_t*>(nullptr),
-                                                     static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n_cand),
-                                                     0, end_bit));
+      GPHKV_CUDA_TRY(
+          cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr),
+                                          static_cast<uint32_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
+                                          static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n_cand), 0, end_bit));
       const size_t o_cell = group.reserve<uint32_t>(n_cand), o_index = group.reserve<uint32_t>(n_cand);
       const size_t o_scell = group.reserve<uint32_t>(n_cand), o_sindex = group.reserve<uint32_t>(n_cand);
       const size_t o_temp = group.reserve<uint8_t>(sort_bytes);
@@ -319,10 +317,9 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       cell_ids<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_cell), group.at<uint32_t>(o_index));
       GPHKV_CUDA_TRY_LAUNCH("cell_ids");
       if (n_cand > 0) {
-        GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(group.at<void>(o_temp), sort_bytes, group.at<uint32_t>(o_cell),
-                                                       group.at<uint32_t>(o_scell), group.at<uint32_t>(o_index),
-                                                       group.at<uint32_t>(o_sindex), static_cast<int64_t>(n_cand),
-                                                       0, end_bit, s));
+        GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+            group.at<void>(o_temp), sort_bytes, group.at<uint32_t>(o_cell), group.at<uint32_t>(o_scell),
+            group.at<uint32_t>(o_index), group.at<uint32_t>(o_sindex), static_cast<int64_t>(n_cand), 0, end_bit, s));
       }
       GPHKV_CUDA_TRY(cudaMemsetAsync(cell_begin, 0, sizeof(uint32_t) * (static_cast<uint64_t>(L) + 1), s));
       cell_bounds<<<grid_for(n_cand), kBlock, 0, s>>>(group.at<uint32_t>(o_scell), n_cand, L, cell_begin);
@@ -341,7 +338,8 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
 
   // 3. Choose the cells' (Φ, Δ) and place the keys.
   SettleResult settled;
-  GPHKV_RETURN_IF_ERROR(settle_and_place(dst, CellRecords{rec_keys, rec_values, cell_begin, m, rec_bucket, load}, config, s, &settled));
+  GPHKV_RETURN_IF_ERROR(
+      settle_and_place(dst, CellRecords{rec_keys, rec_values, cell_begin, m, rec_bucket, load}, config, s, &settled));
   if (config.times != nullptr) {
     // settle_and_place timed its own phases, from the end of the grouping on.
     times.first_mark = settled.first_mark_ms;

@@ -114,8 +114,8 @@ struct BulkBuildConfig {
 // RESOURCE_EXHAUSTED when the keys exceed the slots or a cell fits under no
 // (Φ, Δ) (dst's contents are then unspecified); INVALID_ARGUMENT past 2^31 - 1
 // inputs. `input_pairs` is what stats->input_pairs reports for the base.
-absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, const WriteOp* burst,
-                               uint64_t n_burst, uint64_t input_pairs, const BulkBuildConfig& config,
-                               cudaStream_t stream, BuildStats* stats);
+absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, const WriteOp* burst, uint64_t n_burst,
+                               uint64_t input_pairs, const BulkBuildConfig& config, cudaStream_t stream,
+                               BuildStats* stats);
 
 }  // namespace gphkv::engine::cuda

@@ -424,8 +424,8 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     if (rec.m > 0) {
       iota_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(sort_index.Current(), rec.m);
       GPHKV_CUDA_TRY_LAUNCH("iota_kernel");
-      GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(place.at<void>(o_temp), sort_bytes, sort_keys, sort_index, n, 0,
-                                                     end_bit, s));
+      GPHKV_CUDA_TRY(
+          cub::DeviceRadixSort::SortPairs(place.at<void>(o_temp), sort_bytes, sort_keys, sort_index, n, 0, end_bit, s));
     }
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
     const uint32_t m_shift = (M & (M - 1)) == 0 ? static_cast<uint32_t>(__builtin_ctz(M)) : 0xffffffffu;

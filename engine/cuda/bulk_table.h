@@ -12,7 +12,6 @@
 namespace gphkv::engine::cuda {
 
 absl::StatusOr<std::unique_ptr<Table>> bulk_build_table(const TableOptions& options, absl::Span<const KeyValue> base,
-                                                        absl::Span<const WriteOp> burst, BuildStats* stats,
-                                                        int device);
+                                                        absl::Span<const WriteOp> burst, BuildStats* stats, int device);
 
 }  // namespace gphkv::engine::cuda

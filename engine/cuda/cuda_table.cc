@@ -142,9 +142,7 @@ absl::Status CudaTable::init() {
   return absl::OkStatus();
 }
 
-uint64_t CudaTable::device_bytes() const {
-  return cells_.bytes() + keys_.bytes() + values_.bytes() + locks_.bytes();
-}
+uint64_t CudaTable::device_bytes() const { return cells_.bytes() + keys_.bytes() + values_.bytes() + locks_.bytes(); }
 
 absl::Status CudaTable::reset_contents(cudaStream_t stream) {
   GPHKV_CUDA_TRY(cudaMemsetAsync(cells_.get(), 0, cells_.bytes(), stream));
@@ -187,8 +185,8 @@ absl::Status CudaTable::synchronize(cudaStream_t stream) {
   size_ = host.size;
   stats_ = host.stats;
   if (host.fault != 0) {
-    return absl::InternalError(absl::StrCat("CUDA table: ", host.fault,
-                                            " Extended Move placement(s) found no vacant slot (a bug)"));
+    return absl::InternalError(
+        absl::StrCat("CUDA table: ", host.fault, " Extended Move placement(s) found no vacant slot (a bug)"));
   }
   return absl::OkStatus();
 }
@@ -220,8 +218,8 @@ absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint6
   s.overflow = scratch.at<uint2>(o_overflow);
   s.overflow_count = scratch.at<uint32_t>(o_count);
   static_assert(sizeof(UpsertOutcome) == 1, "outcomes are written as bytes");
-  GPHKV_CUDA_TRY(launch_insert(view(), keys, values, n, reinterpret_cast<uint8_t*>(outcomes), s,
-                               refinement_shape_, stream));
+  GPHKV_CUDA_TRY(
+      launch_insert(view(), keys, values, n, reinterpret_cast<uint8_t*>(outcomes), s, refinement_shape_, stream));
   return absl::OkStatus();
 }
 
@@ -240,8 +238,7 @@ absl::Status CudaTable::erase_async(const uint64_t* keys, uint64_t n, uint8_t* e
 
 // ---- the synchronous Table interface: copy in, launch, copy out ----
 
-absl::Status CudaTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
-                             absl::Span<uint8_t> found) {
+absl::Status CudaTable::find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values, absl::Span<uint8_t> found) {
   if (values.size() != keys.size()) return size_mismatch("find", keys.size(), "values", values.size());
   if (found.size() != keys.size()) return size_mismatch("find", keys.size(), "found flags", found.size());
   const uint64_t n = keys.size();
@@ -342,10 +339,9 @@ absl::Status CudaTable::load_image(const TableImage& img) {
       img.keys.size() != geo_.num_slots() || img.values.size() != geo_.num_slots()) {
     return absl::InvalidArgumentError("load_image: the image's geometry differs from the table's");
   }
-  const unsigned long long count =
-      (img.has_empty_key ? 1 : 0) +
-      static_cast<unsigned long long>(std::count_if(img.keys.begin(), img.keys.end(),
-                                                    [](uint64_t k) { return k != gph::kEmptyKey; }));
+  const unsigned long long count = (img.has_empty_key ? 1 : 0) + static_cast<unsigned long long>(std::count_if(
+                                                                     img.keys.begin(), img.keys.end(),
+                                                                     [](uint64_t k) { return k != gph::kEmptyKey; }));
   const OutOfBandSlot oob{img.has_empty_key ? 1u : 0u, 0u, img.empty_key_value};
   return run_sync([&]() -> absl::Status {
     GPHKV_CUDA_TRY(cudaMemcpyAsync(cells_.get(), img.cells.data(), cells_.bytes(), cudaMemcpyHostToDevice, stream_));

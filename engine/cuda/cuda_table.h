@@ -38,8 +38,7 @@ class CudaTable final : public StreamOrderedTable {
   const TableOptions& options() const override { return options_; }
   const gph::Geometry& geometry() const override { return geo_; }
 
-  absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
-                    absl::Span<uint8_t> found) override;
+  absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values, absl::Span<uint8_t> found) override;
   absl::Status insert_or_assign(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
                                 absl::Span<UpsertOutcome> outcomes) override;
   absl::Status erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t> erased) override;
@@ -56,8 +55,8 @@ class CudaTable final : public StreamOrderedTable {
   int device() const override { return device_; }
   absl::Status find_async(const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
                           cudaStream_t stream) override;
-  absl::Status insert_or_assign_async(const uint64_t* keys, const uint64_t* values, uint64_t n,
-                                      UpsertOutcome* outcomes, cudaStream_t stream) override;
+  absl::Status insert_or_assign_async(const uint64_t* keys, const uint64_t* values, uint64_t n, UpsertOutcome* outcomes,
+                                      cudaStream_t stream) override;
   absl::Status erase_async(const uint64_t* keys, uint64_t n, uint8_t* erased, cudaStream_t stream) override;
   absl::Status synchronize(cudaStream_t stream) override;
   uint64_t device_bytes() const override;
@@ -68,8 +67,8 @@ class CudaTable final : public StreamOrderedTable {
   // `stream`, waiting for that stream (never the device) between phases;
   // returns when the table is built, with size() current. RESOURCE_EXHAUSTED
   // when the table is too small: the contents are then unspecified (clear()).
-  absl::Status bulk_load(const KeyValue* base, uint64_t n, const WriteOp* burst, uint64_t n_burst,
-                         cudaStream_t stream, BuildStats* stats = nullptr, const BulkBuildConfig& config = {});
+  absl::Status bulk_load(const KeyValue* base, uint64_t n, const WriteOp* burst, uint64_t n_burst, cudaStream_t stream,
+                         BuildStats* stats = nullptr, const BulkBuildConfig& config = {});
   // The rebuild path: `source`'s pairs (read in place from its slots and its
   // out-of-band slot) plus `burst`. `source` must not change until it returns.
   absl::Status bulk_load_from(const CudaTable& source, const WriteOp* burst, uint64_t n_burst, cudaStream_t stream,
@@ -89,9 +88,8 @@ class CudaTable final : public StreamOrderedTable {
   CudaTable(const TableOptions& options, const gph::Geometry& geometry, int device);
   absl::Status init();
   absl::Status reset_contents(cudaStream_t stream);
-  absl::Status bulk_load_async_base(const BulkBase& base, uint64_t input_pairs, const WriteOp* burst,
-                                    uint64_t n_burst, cudaStream_t stream, BuildStats* stats,
-                                    const BulkBuildConfig& config);
+  absl::Status bulk_load_async_base(const BulkBase& base, uint64_t input_pairs, const WriteOp* burst, uint64_t n_burst,
+                                    cudaStream_t stream, BuildStats* stats, const BulkBuildConfig& config);
   // Runs a synchronous operation on the table's own stream; on failure waits
   // for the stream so no copy still reads the caller's buffers.
   template <class Body>

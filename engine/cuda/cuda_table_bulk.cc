@@ -35,8 +35,7 @@ absl::Status CudaTable::bulk_load_from(const CudaTable& source, const WriteOp* b
       source.size_, burst, n_burst, stream, stats, config);
 }
 
-absl::Status CudaTable::bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst,
-                                  BuildStats* stats) {
+absl::Status CudaTable::bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst, BuildStats* stats) {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   // The build runs on a stream of its own at the least priority, so that the
   // serving table's work (its stream is at the greatest) goes first while an

@@ -28,12 +28,12 @@ struct RefinementStats {
 
 struct DeviceTable {
   gph::Geometry geo;
-  uint8_t* cells;       // L bytes: the Cell Index, Φ<<log2R | Δ
-  uint64_t* keys;       // N*M, bucket-major; kEmptyKey when vacant
-  uint64_t* values;     // N*M, same order
+  uint8_t* cells;    // L bytes: the Cell Index, Φ<<log2R | Δ
+  uint64_t* keys;    // N*M, bucket-major; kEmptyKey when vacant
+  uint64_t* values;  // N*M, same order
   OutOfBandSlot* oob;
   unsigned long long* size;  // keys stored, counted on the device
-  uint32_t* locks;      // Refinement's bucket locks, striped: lock of bucket b is b & lock_mask
+  uint32_t* locks;           // Refinement's bucket locks, striped: lock of bucket b is b & lock_mask
   uint32_t lock_mask;
   unsigned int* fault;  // set when a kernel meets a broken invariant (a bug); checked by the host
   RefinementStats* stats;

@@ -12,9 +12,9 @@ constexpr int kBlock = 256;
 // occurrence first, and only it touches the table. A key has exactly one
 // bucket, so clearing its slot is the whole delete.
 template <int kM>  // M when known at compile time (the loads unroll), else 0
-__global__ void __launch_bounds__(kBlock) erase_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
-                                                       const uint32_t* __restrict__ sorted_index, uint64_t n,
-                                                       uint8_t* __restrict__ erased) {
+__global__ void __launch_bounds__(kBlock)
+    erase_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_index,
+                 uint64_t n, uint8_t* __restrict__ erased) {
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   bool removed = false;
   if (p < n) {
@@ -48,8 +48,8 @@ __global__ void __launch_bounds__(kBlock) erase_kernel(DeviceTable t, const uint
 
 }  // namespace
 
-cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased,
-                         const SortedBatch& s, cudaStream_t stream) {
+cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased, const SortedBatch& s,
+                         cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   cudaError_t e = sort_batch(keys, n, s, stream);
   if (e != cudaSuccess) return e;

@@ -16,11 +16,10 @@ constexpr int kBlock = 256;
 // slot seen taken stays taken: a failed compare-and-swap moves on to the next
 // vacant slot. A full bucket sends the key to the overflow list.
 template <int kM>  // M when known at compile time (the loads unroll), else 0
-__global__ void __launch_bounds__(kBlock) saturation_fill(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
-                                                          const uint32_t* __restrict__ sorted_index,
-                                                          const uint64_t* __restrict__ values, uint64_t n,
-                                                          uint8_t* __restrict__ status, uint2* __restrict__ overflow,
-                                                          uint32_t* __restrict__ overflow_count) {
+__global__ void __launch_bounds__(kBlock)
+    saturation_fill(DeviceTable t, const uint64_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_index,
+                    const uint64_t* __restrict__ values, uint64_t n, uint8_t* __restrict__ status,
+                    uint2* __restrict__ overflow, uint32_t* __restrict__ overflow_count) {
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   bool inserted = false;
   if (p < n) {
@@ -85,11 +84,11 @@ __global__ void __launch_bounds__(kBlock) saturation_fill(DeviceTable t, const u
 // atomicCAS (moving on to the next vacant slot when another key wins it). ncu
 // saw the one-thread-per-bucket kernel latency-bound at 32% of DRAM bandwidth.
 constexpr int kFillGroup = 4;
-__global__ void __launch_bounds__(kBlock) saturation_fill_m16(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
-                                                              const uint32_t* __restrict__ sorted_index,
-                                                              const uint64_t* __restrict__ values, uint64_t n,
-                                                              uint8_t* __restrict__ status, uint2* __restrict__ overflow,
-                                                              uint32_t* __restrict__ overflow_count) {
+__global__ void __launch_bounds__(kBlock)
+    saturation_fill_m16(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
+                        const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values, uint64_t n,
+                        uint8_t* __restrict__ status, uint2* __restrict__ overflow,
+                        uint32_t* __restrict__ overflow_count) {
   constexpr uint32_t M = 16;
   constexpr int G = kFillGroup, V = M / (2 * G);
   constexpr unsigned kFull = 0xffffffffu;
@@ -161,7 +160,8 @@ __global__ void __launch_bounds__(kBlock) saturation_fill_m16(DeviceTable t, con
       while (my_vacant != 0) {
         const uint32_t s = __ffs(my_vacant) - 1;
         my_vacant &= my_vacant - 1;
-        unsigned long long* slot = reinterpret_cast<unsigned long long*>(t.keys + static_cast<uint64_t>(bucket) * M + s);
+        unsigned long long* slot =
+            reinterpret_cast<unsigned long long*>(t.keys + static_cast<uint64_t>(bucket) * M + s);
         if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
           t.values[static_cast<uint64_t>(bucket) * M + s] = value;
           st = kStatusInserted;
@@ -215,16 +215,16 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   switch (t.geo.slots_per_bucket) {
     case 16:
-      saturation_fill_m16<<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
-                                                       s.overflow, s.overflow_count);
+      saturation_fill_m16<<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,
+                                                       s.overflow_count);
       break;
     case 32:
-      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
-                                                       s.overflow, s.overflow_count);
+      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,
+                                                       s.overflow_count);
       break;
     default:
-      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
-                                                      s.overflow, s.overflow_count);
+      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,
+                                                      s.overflow_count);
   }
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   e = launch_refinement(t, sorted_keys, sorted_index, values, s.status, s.overflow, s.overflow_count, shape, stream);

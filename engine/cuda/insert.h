@@ -16,14 +16,13 @@ namespace gphkv::engine::cuda {
 // Device scratch of one insert batch of n keys (see CudaTable::insert_or_assign_async).
 struct InsertScratch {
   SortedBatch sorted;
-  uint8_t* status;          // n, InsertStatus by sorted position
-  uint2* overflow;          // n: (first, last) sorted positions of each overflowed key
-  uint32_t* overflow_count; // 1
+  uint8_t* status;           // n, InsertStatus by sorted position
+  uint2* overflow;           // n: (first, last) sorted positions of each overflowed key
+  uint32_t* overflow_count;  // 1
 };
 
 // keys/values: the batch in batch order; outcomes: n UpsertOutcome bytes in batch order.
 cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint64_t* values, uint64_t n,
-                          uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape,
-                          cudaStream_t stream);
+                          uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

@@ -32,8 +32,8 @@ __global__ void lookup_generic(DeviceTable t, const uint64_t* __restrict__ queri
 }
 
 template <int M>
-cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
-                           uint8_t* found, cudaStream_t stream) {
+cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
+                           cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>((n + kLookupBlock - 1) / kLookupBlock);
   lookup_grouped<M, kLookupGroup, 1, true><<<grid, kLookupBlock, 0, stream>>>(t, keys, n, values, found);
   return cudaGetLastError();
@@ -41,8 +41,8 @@ cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t 
 
 }  // namespace
 
-cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
-                          uint8_t* found, cudaStream_t stream) {
+cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
+                          cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   // The grouped kernel splits a bucket into whole 16-byte vectors per thread
   // of the group: M = 8, 16 or 32 with |g| = 4.

@@ -19,7 +19,7 @@ inline constexpr int kLookupBlock = 256;
 
 // For each keys[i]: found[i] = 1 and values[i] = its value, or found[i] = 0.
 // Stream-ordered; returns the launch error, if any.
-cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
-                          uint8_t* found, cudaStream_t stream);
+cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
+                          cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

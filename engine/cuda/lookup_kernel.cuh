@@ -41,9 +41,9 @@ __device__ __forceinline__ uint64_t load_value(const uint64_t* p) {
 }
 
 template <int M, int G, int K, bool kStream>
-__global__ void __launch_bounds__(256) lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries,
-                                                      uint64_t n, uint64_t* __restrict__ out_values,
-                                                      uint8_t* __restrict__ out_found) {
+__global__ void __launch_bounds__(256)
+    lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries, uint64_t n, uint64_t* __restrict__ out_values,
+                   uint8_t* __restrict__ out_found) {
   static_assert(M % (2 * G) == 0, "a bucket splits into whole 16-byte vectors per thread");
   constexpr int V = M / (2 * G);
   const uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x) * K + threadIdx.x;

@@ -29,16 +29,16 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 
 // The warp's Workspace in shared memory (GPH §6.3 stages relocation there).
 struct Workspace {
-  uint64_t* keys;        // the cell's keys, the new one last
+  uint64_t* keys;  // the cell's keys, the new one last
   uint64_t* values;
-  uint64_t* old_slot;    // where each of the cell's keys sits now (global slot index)
-  uint32_t* target;      // per key: canonical index of its bucket under the chosen byte
-  uint32_t* held;        // lock ids this transaction holds
-  uint32_t* bucket;      // [R] buckets of the mapping in `cache_phi`
-  uint32_t* count;       // [R] per bucket r: slots held by other cells (or, in placement, keys to place)
-  uint32_t* canon;       // [R] first r' with the same bucket
+  uint64_t* old_slot;          // where each of the cell's keys sits now (global slot index)
+  uint32_t* target;            // per key: canonical index of its bucket under the chosen byte
+  uint32_t* held;              // lock ids this transaction holds
+  uint32_t* bucket;            // [R] buckets of the mapping in `cache_phi`
+  uint32_t* count;             // [R] per bucket r: slots held by other cells (or, in placement, keys to place)
+  uint32_t* canon;             // [R] first r' with the same bucket
   unsigned long long* vacant;  // [R] vacancy masks during placement
-  uint32_t* scalars;     // [0] held count, [1] cache_phi, [2] cache valid
+  uint32_t* scalars;           // [0] held count, [1] cache_phi, [2] cache valid
 };
 
 __host__ __device__ size_t workspace_bytes(const gph::Geometry& g) {
@@ -415,8 +415,7 @@ cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementShape*
 
 cudaError_t launch_refinement(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
                               const uint64_t* values, uint8_t* status, const uint2* overflow,
-                              const uint32_t* overflow_count, const RefinementShape& shape,
-                              cudaStream_t stream) {
+                              const uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream) {
   const size_t per_warp = shape.shared_bytes / shape.warps_per_block;
   refinement_kernel<<<shape.blocks, shape.warps_per_block * 32, shape.shared_bytes, stream>>>(
       t, sorted_keys, sorted_index, values, status, overflow, overflow_count, per_warp);

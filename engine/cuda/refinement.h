@@ -12,8 +12,8 @@ namespace gphkv::engine::cuda {
 // Launch shape of the Refinement kernel, fixed per table (it depends on R*M).
 struct RefinementShape {
   int warps_per_block = 4;
-  int blocks = 0;               // grid: warps loop over the overflow list
-  size_t shared_bytes = 0;      // dynamic shared memory per block (the Workspaces)
+  int blocks = 0;           // grid: warps loop over the overflow list
+  size_t shared_bytes = 0;  // dynamic shared memory per block (the Workspaces)
 };
 
 // Computes the shape for a geometry on a device with `sms` multiprocessors and
@@ -26,7 +26,6 @@ cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementShape*
 // Workspace. status[first] becomes kStatusInserted or kStatusNoRoom.
 cudaError_t launch_refinement(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
                               const uint64_t* values, uint8_t* status, const uint2* overflow,
-                              const uint32_t* overflow_count,
-                              const RefinementShape& shape, cudaStream_t stream);
+                              const uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

@@ -140,8 +140,9 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   // gathered per call). The download covers what the values likely take.
   const uint64_t head = 8 + ((4 * n + 15) & ~uint64_t{15});
   const uint64_t mean_slot = heap_->live_values() == 0 ? 0 : heap_->used_bytes() / heap_->live_values();
-  const uint64_t copied = std::min({n_values * heap_->max_live_extent_bytes(),
-                                    std::max(std::max(kMinStagingBytes, head) - head, 8 * n_values * mean_slot), kMaxDownloadBytes});
+  const uint64_t copied =
+      std::min({n_values * heap_->max_live_extent_bytes(),
+                std::max(std::max(kMinStagingBytes, head) - head, 8 * n_values * mean_slot), kMaxDownloadBytes});
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   // The buffers start at their floors (init), which a busy server's batches
   // rarely pass: each growth stalls the pipeline.
@@ -364,8 +365,8 @@ std::shared_ptr<GetAnswers> DeviceGets::finish(uint64_t max_response_bytes, GetS
   if (total > s.downloaded) {
     // Larger values than the download guessed: the rest is in d_out already.
     const uint64_t from = s.head + s.downloaded;
-    cudaError_t err = cudaMemcpyAsync(s.out.data() + from, s.d_out.at(from), total - s.downloaded,
-                                      cudaMemcpyDeviceToHost, s.stream);
+    cudaError_t err =
+        cudaMemcpyAsync(s.out.data() + from, s.d_out.at(from), total - s.downloaded, cudaMemcpyDeviceToHost, s.stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(s.stream);
     if (err != cudaSuccess) {
       answers->fail_all(gphkv::cuda::cuda_status(err, "CUDA get download", __FILE__, __LINE__));

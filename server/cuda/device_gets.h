@@ -92,7 +92,7 @@ class DeviceGets final : public GetPipeline {
     // The batch in flight.
     std::vector<Call*> calls;
     uint64_t n = 0;
-    uint64_t head = 0;    // bytes before the values in out/d_out
+    uint64_t head = 0;        // bytes before the values in out/d_out
     uint64_t copied = 0;      // value bytes the gather may write (its buffer's capacity)
     uint64_t downloaded = 0;  // of those, the bytes the batch's own download brings
     double pack_seconds = 0;

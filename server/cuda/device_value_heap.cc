@@ -93,8 +93,8 @@ absl::Status DeviceValueHeap::reserve_ids(uint64_t ids) {
     GPHKV_CUDA_TRY(cudaMemcpy(grown.get(), pages_.data(), pages_.size() * sizeof(char**), cudaMemcpyHostToDevice));
     directory_ = std::move(grown);
   } else {
-    GPHKV_CUDA_TRY(cudaMemcpy(directory_.get() + had, pages_.data() + had, (want - had) * sizeof(char**),
-                              cudaMemcpyHostToDevice));
+    GPHKV_CUDA_TRY(
+        cudaMemcpy(directory_.get() + had, pages_.data() + had, (want - had) * sizeof(char**), cudaMemcpyHostToDevice));
   }
   return absl::OkStatus();
 }
@@ -114,7 +114,8 @@ absl::Status DeviceValueHeap::place_staged(uint64_t n, uint64_t payload) {
 absl::Status DeviceValueHeap::write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) {
   if (handles.size() != bytes.size()) return absl::InvalidArgumentError("write: handles and values differ in count");
   for (size_t i = 0; i < handles.size(); ++i) {
-    if (bytes[i].size() != length(handles[i])) return absl::InvalidArgumentError("write: value length differs from its slot's");
+    if (bytes[i].size() != length(handles[i]))
+      return absl::InvalidArgumentError("write: value length differs from its slot's");
   }
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   // Rounds of at most kStageBytes: [handles | sources | destinations | bytes],

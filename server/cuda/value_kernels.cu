@@ -71,8 +71,8 @@ constexpr int kScanThreads = 1024;
 // Single block: tiles of kScanThreads keys, each scanned by cub::BlockScan
 // and offset by the running total of the tiles before it.
 __global__ void __launch_bounds__(kScanThreads)
-    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
-                        uint32_t* meta, uint64_t* offsets, uint64_t* total) {
+    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n, uint32_t* meta,
+                        uint64_t* offsets, uint64_t* total) {
   using BlockScan = cub::BlockScan<uint64_t, kScanThreads>;
   __shared__ typename BlockScan::TempStorage temp;
   uint64_t carry = 0;
@@ -112,8 +112,8 @@ __global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles
 
 }  // namespace
 
-cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from,
-                         char* const* to, uint64_t n, cudaStream_t stream) {
+cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
+                         uint64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   place_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, from, to, n);
   return cudaGetLastError();
@@ -125,8 +125,8 @@ cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const 
   return cudaGetLastError();
 }
 
-cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets,
-                           uint64_t count, cudaStream_t stream) {
+cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets, uint64_t count,
+                           cudaStream_t stream) {
   return cub::DeviceScan::ExclusiveSum(temp, *temp_bytes, lens, offsets, static_cast<int64_t>(count), stream);
 }
 
@@ -139,8 +139,8 @@ cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, c
 
 cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
                           char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream) {
-  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, offsets, n, dst, dst_capacity,
-                                                                          total_out);
+  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, offsets, n, dst,
+                                                                        dst_capacity, total_out);
   return cudaGetLastError();
 }
 

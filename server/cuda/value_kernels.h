@@ -18,8 +18,8 @@ namespace gphkv::server::cuda {
 // to[i][0, length(handles[i])) <- from[i][...], then records to[i] as the
 // place of handles[i]'s id. The n ranges of `to` must not overlap any of
 // `from`. All pointers are device addresses (from may point into staged bytes).
-cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from,
-                         char* const* to, uint64_t n, cudaStream_t stream);
+cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
+                         uint64_t n, cudaStream_t stream);
 
 // For each key of a lookup: meta[i] = found ? 1u << 31 | len : 0 and
 // lens[i] = len, where len = length(handles[i]) if found[i] and (want ==
@@ -30,8 +30,8 @@ cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const 
 
 // offsets[0..n] = exclusive prefix sum of lens[0..n] (CUB DeviceScan). With
 // temp == nullptr, only sets *temp_bytes.
-cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets,
-                           uint64_t count, cudaStream_t stream);
+cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets, uint64_t count,
+                           cudaStream_t stream);
 
 // The lengths pass and the prefix sum in one single-block kernel, for
 // batches of at most kFusedScanMaxKeys keys (a server batch is at most

@@ -66,13 +66,15 @@ absl::Status DataDir::recover(RecoverySink& sink) {
     if (!is_damage(load.status())) return load.status();
     if (first_error.empty()) first_error = std::string(load.status().message());
     report.warnings.push_back(std::string(load.status().message()));
-    spdlog::warn("data dir: {}{}", std::string(load.status().message()), i > 0 ? "; trying the snapshot before it" : "");
+    spdlog::warn("data dir: {}{}", std::string(load.status().message()),
+                 i > 0 ? "; trying the snapshot before it" : "");
     if (absl::Status s = sink.on_reset(); !s.ok()) return s;
   }
   if (!chosen && !snapshots.empty()) {
     if (options_.recover == RecoverMode::kStrict) {
-      return absl::DataLossError(absl::StrCat(
-          first_error, ". No snapshot loads whole, and the server will not start without its pairs; "
+      return absl::DataLossError(
+          absl::StrCat(first_error,
+                       ". No snapshot loads whole, and the server will not start without its pairs; "
                        "--recover=skip-corrupt starts with the pairs of its intact blocks"));
     }
     for (size_t i = snapshots.size(); i-- > 0 && !chosen;) {
@@ -122,8 +124,7 @@ absl::Status DataDir::recover(RecoverySink& sink) {
   for (size_t i = 0; i < snapshots.size(); ++i) {
     if (chosen && i == *chosen) continue;
     const std::string& path = snapshots[i].path;
-    const absl::Status s =
-        chosen && i < *chosen ? remove_file(path) : rename_file(path, corrupt_name(path));
+    const absl::Status s = chosen && i < *chosen ? remove_file(path) : rename_file(path, corrupt_name(path));
     if (!s.ok()) return s;
   }
   if (absl::Status s = sync_dir(dir_); !s.ok()) return s;
@@ -134,12 +135,13 @@ absl::Status DataDir::recover(RecoverySink& sink) {
   if (absl::Status s = log_->remove_segments_through(after); !s.ok()) return s;
 
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("data dir {}: recovered in {:.2f} s: {} ({} pairs), then {} log batches ({} puts, {} deletes); the "
-               "state after batch {}, {} bytes read{}",
-               dir_, report.seconds, chosen ? report.snapshot_path : std::string("no snapshot"), report.snapshot_pairs,
-               report.log_batches, report.log_puts, report.log_deletes, report.last_sequence, report.bytes_read,
-               report.torn_bytes_cut > 0 ? absl::StrCat(", a torn last record of ", report.torn_bytes_cut, " bytes cut")
-                                         : std::string());
+  spdlog::info(
+      "data dir {}: recovered in {:.2f} s: {} ({} pairs), then {} log batches ({} puts, {} deletes); the "
+      "state after batch {}, {} bytes read{}",
+      dir_, report.seconds, chosen ? report.snapshot_path : std::string("no snapshot"), report.snapshot_pairs,
+      report.log_batches, report.log_puts, report.log_deletes, report.last_sequence, report.bytes_read,
+      report.torn_bytes_cut > 0 ? absl::StrCat(", a torn last record of ", report.torn_bytes_cut, " bytes cut")
+                                : std::string());
   if (!report.dropped.empty()) {
     spdlog::warn("data dir {}: --recover=skip-corrupt dropped: {}", dir_, absl::StrJoin(report.dropped, "; "));
   }
@@ -228,7 +230,8 @@ absl::StatusOr<uint64_t> DataDir::start_snapshot(std::shared_ptr<PairSource> sou
 }
 
 absl::Status DataDir::snapshot(PairSource& source) {
-  if (absl::Status s = wait_snapshot(); !s.ok()) spdlog::warn("data dir: the previous snapshot failed: {}", s.ToString());
+  if (absl::Status s = wait_snapshot(); !s.ok())
+    spdlog::warn("data dir: the previous snapshot failed: {}", s.ToString());
   auto sequence = begin_snapshot();
   if (!sequence.ok()) return sequence.status();
   return end_snapshot(write_snapshot(dir_, *sequence, source, options_.snapshot_block_bytes));

@@ -61,7 +61,7 @@ struct DataDirState {
   double last_snapshot_seconds = 0;  // how long the last one this process took ran
   uint64_t snapshots_taken = 0;      // by this process
   bool snapshot_running = false;
-  std::string last_snapshot_error;   // empty once one succeeds
+  std::string last_snapshot_error;  // empty once one succeeds
   RecoveryReport recovery;
 };
 

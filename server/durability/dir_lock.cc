@@ -22,8 +22,8 @@ absl::StatusOr<DirLock> DirLock::acquire(const std::string& dir) {
     const ssize_t n = ::pread(file->fd(), pid, sizeof pid - 1, 0);
     return absl::FailedPreconditionError(absl::StrCat(
         "data directory ", dir, " is in use by another gphkv-server (pid ",
-        n > 0 ? std::string(absl::StripAsciiWhitespace(absl::string_view(pid, static_cast<size_t>(n)))) : "unknown", ", from ", path,
-        ")"));
+        n > 0 ? std::string(absl::StripAsciiWhitespace(absl::string_view(pid, static_cast<size_t>(n)))) : "unknown",
+        ", from ", path, ")"));
   }
   if (auto s = file->truncate(0); !s.ok()) return s;
   if (auto s = file->write_at(0, absl::StrCat(::getpid(), "\n")); !s.ok()) return s;

@@ -26,8 +26,6 @@ absl::StatusOr<RecoverMode> parse_recover_mode(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("recover mode '", name, "': expected strict or skip-corrupt"));
 }
 
-const char* recover_mode_name(RecoverMode mode) {
-  return mode == RecoverMode::kStrict ? "strict" : "skip-corrupt";
-}
+const char* recover_mode_name(RecoverMode mode) { return mode == RecoverMode::kStrict ? "strict" : "skip-corrupt"; }
 
 }  // namespace gphkv::server::durability

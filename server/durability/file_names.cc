@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "server/durability/posix_file.h"
 
 namespace gphkv::server::durability {

@@ -25,7 +25,8 @@ std::string describe_bad_record(RecordCheck check, std::string_view bytes, uint6
   std::string what = check == RecordCheck::kTruncated
                          ? absl::StrCat("a record cut short (", bytes.size() - offset, " bytes left in the file)")
                          : std::string("a record whose CRC32C does not match");
-  if (auto next = next_intact_record(bytes, offset)) absl::StrAppend(&what, ", with an intact record after it at offset ", *next);
+  if (auto next = next_intact_record(bytes, offset))
+    absl::StrAppend(&what, ", with an intact record after it at offset ", *next);
   return what;
 }
 
@@ -83,10 +84,11 @@ absl::StatusOr<LogReplay> replay_log(const std::string& dir, const std::vector<N
   uint64_t expected = segments[start].sequence;
   std::optional<Damage> damage;
   if (expected > after_sequence + 1) {
-    damage = Damage{start, 0,
-                    absl::StrCat("batches ", after_sequence + 1, " to ", expected - 1, " are missing: the log ",
-                                 after_sequence == 0 ? std::string("") : absl::StrCat("after batch ", after_sequence, " "),
-                                 "starts at batch ", expected)};
+    damage =
+        Damage{start, 0,
+               absl::StrCat("batches ", after_sequence + 1, " to ", expected - 1, " are missing: the log ",
+                            after_sequence == 0 ? std::string("") : absl::StrCat("after batch ", after_sequence, " "),
+                            "starts at batch ", expected)};
     expected = after_sequence + 1;
   }
   DecodedBatch batch;
@@ -94,8 +96,9 @@ absl::StatusOr<LogReplay> replay_log(const std::string& dir, const std::vector<N
     const NumberedFile& seg = segments[i];
     if (seg.sequence != expected) {
       damage = Damage{i, 0,
-                      absl::StrCat("batches ", expected, " to ", seg.sequence - 1, " are missing: the segment before ends at batch ",
-                                   expected - 1, " and this one starts at batch ", seg.sequence)};
+                      absl::StrCat("batches ", expected, " to ", seg.sequence - 1,
+                                   " are missing: the segment before ends at batch ", expected - 1,
+                                   " and this one starts at batch ", seg.sequence)};
       break;
     }
     auto mapped = MappedFile::open(seg.path);
@@ -106,9 +109,10 @@ absl::StatusOr<LogReplay> replay_log(const std::string& dir, const std::vector<N
       const RecordAt r = read_record(bytes, off);
       if (r.check != RecordCheck::kOk) {
         if (i + 1 == segments.size() && !next_intact_record(bytes, off)) {
-          spdlog::warn("log: cut the torn last record off {} at offset {} ({} bytes): a write the crash cut short, "
-                       "never acknowledged",
-                       seg.path, off, bytes.size() - off);
+          spdlog::warn(
+              "log: cut the torn last record off {} at offset {} ({} bytes): a write the crash cut short, "
+              "never acknowledged",
+              seg.path, off, bytes.size() - off);
           out.torn_bytes_cut = bytes.size() - off;
           if (absl::Status s = cut_torn_tail(dir, seg.path, off); !s.ok()) return s;
         } else {

@@ -29,8 +29,8 @@ LogWriter::LogWriter(std::string dir, uint64_t next_sequence, const LogOptions& 
       synced_through_(Clock::now()) {}
 
 absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::open(const std::string& dir, uint64_t next_sequence,
-                                                          const std::vector<NumberedFile>& existing,
-                                                          const LogOptions& options, DurabilityMetrics* metrics) {
+                                                           const std::vector<NumberedFile>& existing,
+                                                           const LogOptions& options, DurabilityMetrics* metrics) {
   if (next_sequence == 0) return absl::InvalidArgumentError("log sequence numbers start at 1");
   std::unique_ptr<LogWriter> w(new LogWriter(dir, next_sequence, options, metrics));
   for (const NumberedFile& f : existing) {
@@ -55,7 +55,8 @@ LogWriter::~LogWriter() {
 absl::Status LogWriter::fail(absl::Status s) {
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) {
-    broken_ = absl::Status(s.code(), absl::StrCat(s.message(), " (the log takes no more writes until the server restarts)"));
+    broken_ =
+        absl::Status(s.code(), absl::StrCat(s.message(), " (the log takes no more writes until the server restarts)"));
     spdlog::error("log: {}", broken_.ToString());
   }
   return broken_;
@@ -76,8 +77,8 @@ absl::Status LogWriter::start_segment(uint64_t first_sequence) {
 absl::StatusOr<uint64_t> LogWriter::append(WriteBatch& batch) {
   const std::string_view payload = batch.payload();
   if (payload.size() > kMaxRecordPayloadBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("a log record holds less than 4 GiB; this batch has ",
-                                                   payload.size(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a log record holds less than 4 GiB; this batch has ", payload.size(), " bytes"));
   }
   const uint64_t record_bytes = kRecordHeaderBytes + payload.size();
   std::shared_ptr<File> file;
@@ -119,9 +120,10 @@ absl::StatusOr<uint64_t> LogWriter::append(WriteBatch& batch) {
         ++counters_.syncs_fell_behind;
         const auto now = Clock::now();
         if (now - last_lag_warning_ >= kLagWarningEvery) {
-          spdlog::warn("log: acknowledged batches have waited {:.1f} s for the background fsync of {} (more than {} s; "
-                       "{} more such appends since the last warning): syncing before acknowledging",
-                       lag, file->path(), options_.max_sync_lag_seconds, lag_warnings_suppressed_);
+          spdlog::warn(
+              "log: acknowledged batches have waited {:.1f} s for the background fsync of {} (more than {} s; "
+              "{} more such appends since the last warning): syncing before acknowledging",
+              lag, file->path(), options_.max_sync_lag_seconds, lag_warnings_suppressed_);
           last_lag_warning_ = now;
           lag_warnings_suppressed_ = 0;
         } else {
@@ -158,9 +160,10 @@ absl::Status LogWriter::sync_open_segment() {
     if (!s.ok()) return fail(s);
     if (metrics_ != nullptr) metrics_->on_log_fsync(took);
     if (options_.fsync == FsyncPolicy::kEverySec && took > options_.sync_interval_seconds) {
-      spdlog::warn("log: fdatasync of {} took {:.2f} s, longer than the {} s sync interval: acknowledged batches "
-                   "stayed unsynced that long",
-                   file->path(), took, options_.sync_interval_seconds);
+      spdlog::warn(
+          "log: fdatasync of {} took {:.2f} s, longer than the {} s sync interval: acknowledged batches "
+          "stayed unsynced that long",
+          file->path(), took, options_.sync_interval_seconds);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -186,8 +189,8 @@ absl::Status LogWriter::rotate() {
 absl::Status LogWriter::sync() { return sync_open_segment(); }
 
 void LogWriter::sync_loop() {
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options_.sync_interval_seconds));
+  const auto interval =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.sync_interval_seconds));
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -150,7 +150,8 @@ absl::Status sync_dir(const std::string& dir) {
 }
 
 absl::Status rename_file(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) return errno_error(errno, absl::StrCat("cannot rename ", to, " from"), from);
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    return errno_error(errno, absl::StrCat("cannot rename ", to, " from"), from);
   return absl::OkStatus();
 }
 
@@ -191,8 +192,8 @@ absl::Status copy_prefix(const std::string& from, uint64_t bytes, const std::str
   auto src = MappedFile::open(from);
   if (!src.ok()) return src.status();
   if (bytes > src->bytes().size()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot copy ", bytes, " bytes of ", from, ": it has ",
-                                                   src->bytes().size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot copy ", bytes, " bytes of ", from, ": it has ", src->bytes().size()));
   }
   auto dst = File::open(to, O_WRONLY | O_CREAT | O_TRUNC);
   if (!dst.ok()) return dst.status();

@@ -27,8 +27,8 @@ absl::StatusOr<SnapshotHeader> decode_snapshot_header(std::string_view p) {
   SnapshotHeader h;
   h.version = load_le32(&p[0]);
   if (h.version != kSnapshotVersion) {
-    return absl::UnimplementedError(absl::StrCat("snapshot format version ", h.version, "; this build reads version ",
-                                                 kSnapshotVersion));
+    return absl::UnimplementedError(
+        absl::StrCat("snapshot format version ", h.version, "; this build reads version ", kSnapshotVersion));
   }
   h.sequence = load_le64(&p[8]);
   h.pairs = load_le64(&p[16]);

@@ -25,7 +25,8 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
   if (!mapped.ok()) return mapped.status();
   const std::string_view bytes = mapped->bytes();
   const std::string& path = file.path;
-  if (bytes.substr(0, kSnapshotMagic.size()) != kSnapshotMagic) return damaged(path, 0, "not a gphkv snapshot (no magic)");
+  if (bytes.substr(0, kSnapshotMagic.size()) != kSnapshotMagic)
+    return damaged(path, 0, "not a gphkv snapshot (no magic)");
   const RecordAt head = read_record(bytes, kSnapshotMagic.size());
   if (head.check != RecordCheck::kOk) {
     return damaged(path, kSnapshotMagic.size(), absl::StrCat("the header record, ", bad_record_text(head.check)));
@@ -33,8 +34,8 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
   SnapshotLoad load;
   auto header = decode_snapshot_header(head.payload);
   if (header.status().code() == absl::StatusCode::kUnimplemented) {
-    return absl::UnimplementedError(absl::StrCat("snapshot ", path, ": ", header.status().message(),
-                                                 " (written by a newer gphkv-server)"));
+    return absl::UnimplementedError(
+        absl::StrCat("snapshot ", path, ": ", header.status().message(), " (written by a newer gphkv-server)"));
   }
   if (!header.ok()) return damaged(path, kSnapshotMagic.size(), header.status().message());
   load.header = *header;
@@ -46,8 +47,8 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
   // Under kSkipCorrupt: notes the damage and returns where to go on (none: stop).
   auto skip = [&](uint64_t offset, std::string what) -> std::optional<uint64_t> {
     const std::optional<uint64_t> next = next_intact_record(bytes, offset);
-    load.dropped.push_back(absl::StrCat(
-        path, " from offset ", offset, next ? absl::StrCat(" to ", *next) : std::string(" to its end"), ": ", what));
+    load.dropped.push_back(absl::StrCat(path, " from offset ", offset,
+                                        next ? absl::StrCat(" to ", *next) : std::string(" to its end"), ": ", what));
     return next;
   };
   std::vector<uint64_t> keys;
@@ -64,7 +65,8 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
       keys.clear();
       values.clear();
       uint64_t at = 0;
-      if (!decode_pair_entries(r.payload, &at, UINT64_MAX, &keys, &values)) what = "a block whose pairs run past its end";
+      if (!decode_pair_entries(r.payload, &at, UINT64_MAX, &keys, &values))
+        what = "a block whose pairs run past its end";
     }
     if (!what.empty()) {
       if (mode == RecoverMode::kStrict) return damaged(path, off, what);
@@ -80,8 +82,8 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
     off = r.end;
   }
   if (blocks != load.header.blocks || load.pairs != load.header.pairs) {
-    const std::string what = absl::StrCat("read ", blocks, " of ", load.header.blocks, " blocks and ", load.pairs, " of ",
-                                          load.header.pairs, " pairs");
+    const std::string what = absl::StrCat("read ", blocks, " of ", load.header.blocks, " blocks and ", load.pairs,
+                                          " of ", load.header.pairs, " pairs");
     if (mode == RecoverMode::kStrict) return damaged(path, off, what);
     load.dropped.push_back(absl::StrCat(path, ": ", what));
   }

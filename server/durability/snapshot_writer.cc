@@ -70,7 +70,8 @@ absl::StatusOr<SnapshotInfo> write_snapshot(const std::string& dir, uint64_t seq
   info.path = join_path(dir, snapshot_name(sequence));
   info.header.sequence = sequence;
   info.header.created_unix_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   const std::string tmp = absl::StrCat(info.path, kTempSuffix);
   absl::Status s = write_file(tmp, source, block_bytes, &info.header, &info.file_bytes);
   if (s.ok()) s = rename_file(tmp, info.path);

@@ -39,8 +39,7 @@ void WriteBatch::extend_run(uint8_t kind, uint64_t n) {
   ops_ += n;
 }
 
-void WriteBatch::add_puts(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> lengths,
-                          std::string_view bytes) {
+void WriteBatch::add_puts(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> lengths, std::string_view bytes) {
   extend_run(kPutRun, keys.size());
   append_pair_entries(&payload_, keys, lengths, bytes);
 }
@@ -79,8 +78,8 @@ absl::Status decode_write_batch(std::string_view payload, DecodedBatch* out) {
     DecodedBatch::Run& run = out->runs.emplace_back();
     if (kind == kPutRun) {
       if (!decode_pair_entries(payload, &at, n, &run.keys, &run.values)) {
-        return absl::DataLossError(
-            absl::StrCat("batch ", out->sequence, ": the ", n, " puts of the run at byte ", run_at, " run past its end"));
+        return absl::DataLossError(absl::StrCat("batch ", out->sequence, ": the ", n, " puts of the run at byte ",
+                                                run_at, " run past its end"));
       }
       out->puts += n;
     } else if (kind == kDeleteRun) {

@@ -82,9 +82,9 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
       case v1::Operation::kPut: c.op = PutOp{&op.put(), r->mutable_put()}; break;
       case v1::Operation::kDelete: c.op = DeleteOp{&op.delete_(), r->mutable_delete_()}; break;
       default:
-        settle(m, i, absl::InvalidArgumentError(
-                         absl::StrCat("operation ", i, " of BatchRequest id ", m->req.id(),
-                                      " carries no get, put or delete")));
+        settle(m, i,
+               absl::InvalidArgumentError(absl::StrCat("operation ", i, " of BatchRequest id ", m->req.id(),
+                                                       " carries no get, put or delete")));
         continue;
     }
     c.deadline = stream_deadline;

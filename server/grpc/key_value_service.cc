@@ -9,9 +9,7 @@
 namespace gphkv::server::grpcfe {
 namespace {
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void fill_data_dir_stats(const DataDirStatus& status, v1::DataDirStats* out) {
   const durability::DataDirState& s = status.state;

@@ -25,8 +25,8 @@ struct ServiceInfo {
   std::string version;
 };
 
-using RawKeyValueService = v1::KeyValue::WithRawMethod_Get<v1::KeyValue::WithRawMethod_Put<
-    v1::KeyValue::WithRawMethod_Delete<v1::KeyValue::WithRawCallbackMethod_Pipeline<
+using RawKeyValueService = v1::KeyValue::WithRawMethod_Get<
+    v1::KeyValue::WithRawMethod_Put<v1::KeyValue::WithRawMethod_Delete<v1::KeyValue::WithRawCallbackMethod_Pipeline<
         v1::KeyValue::WithRawCallbackMethod_Batches<v1::KeyValue::WithRawCallbackMethod_Stats<
             v1::KeyValue::WithRawCallbackMethod_Shrink<v1::KeyValue::Service>>>>>>>;
 

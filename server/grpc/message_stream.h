@@ -13,8 +13,8 @@
 #include <deque>
 #include <mutex>
 
-#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 namespace gphkv::server::grpcfe {

@@ -73,8 +73,7 @@ void PipelineStream::answer(Op* op, const absl::Status& s, bool queued) {
     case v1::PipelineRequest::kDelete: keys = op->req.delete_().keys_size(); break;
     default: break;
   }
-  metrics_->record_request(op->label, s.code(), keys,
-                           std::chrono::duration<double>(Clock::now() - op->t0).count());
+  metrics_->record_request(op->label, s.code(), keys, std::chrono::duration<double>(Clock::now() - op->t0).count());
   grpc::ByteBuffer bytes = wire::serialize(op->resp);
   owned.reset();
   if (queued) {

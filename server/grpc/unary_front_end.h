@@ -100,8 +100,8 @@ class UnaryFrontEnd {
   const UnaryFrontEndOptions options_;
   struct Queue {
     std::unique_ptr<grpc::ServerCompletionQueue> cq;
-    std::mutex mu;          // asks vs the queue's shutdown
-    bool shut = false;      // under mu
+    std::mutex mu;      // asks vs the queue's shutdown
+    bool shut = false;  // under mu
     std::thread thread;
   };
   std::vector<std::unique_ptr<Queue>> queues_;

@@ -1,7 +1,7 @@
 #include "server/grpc/wire.h"
 
-#include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -34,8 +34,7 @@ std::chrono::steady_clock::time_point steady_deadline(std::chrono::system_clock:
   const auto remaining = deadline - std::chrono::system_clock::now();
   // gRPC reports "no deadline" as a time far in the future.
   if (remaining > std::chrono::hours(24 * 365)) return std::chrono::steady_clock::time_point::max();
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining);
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining);
 }
 
 }  // namespace gphkv::server::wire

@@ -95,8 +95,8 @@ TEST_F(CliOverShards, TwoShardsUnderMutualTls) {
   EXPECT_THAT(stats.output, HasSubstr("{\"shard\":\"" + b.address() + "\",\"answer\":{"));
   static const std::regex kKeysField("\"keys\":(\\d+)");
   int total = 0, shards_with_keys = 0;
-  for (auto it = std::sregex_iterator(stats.output.begin(), stats.output.end(), kKeysField); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(stats.output.begin(), stats.output.end(), kKeysField);
+       it != std::sregex_iterator(); ++it) {
     total += std::stoi((*it)[1]);
     shards_with_keys += std::stoi((*it)[1]) > 0;
   }

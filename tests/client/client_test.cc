@@ -165,8 +165,8 @@ TEST(Client, RetriesUnavailableOnly) {
 
 TEST(GetResult, ASliceShowsItsKeysAndValuesOnly) {
   auto r = std::make_shared<v1::GetResponse>();
-  const std::vector<std::pair<bool, std::string>> entries = {{true, "ab"}, {false, ""}, {true, "cde"}, {true, ""},
-                                                             {true, "f"}};
+  const std::vector<std::pair<bool, std::string>> entries = {
+      {true, "ab"}, {false, ""}, {true, "cde"}, {true, ""}, {true, "f"}};
   for (const auto& [found, v] : entries) {
     r->add_found(found);
     r->add_value_lengths(static_cast<uint32_t>(v.size()));

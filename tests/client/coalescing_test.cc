@@ -122,7 +122,8 @@ TEST(Coalescing, ReadYourWritesThroughOneClientSharedByManyThreads) {
           for (size_t i = 0; i < keys.size(); ++i) {
             auto it = model.find(keys[i]);
             const bool ok = r->found(i) == (it != model.end()) && (it == model.end() || r->value(i) == it->second);
-            if (!ok && wrong.fetch_add(1) < 5) ADD_FAILURE() << "seed " << seed << " thread " << t << " key " << keys[i];
+            if (!ok && wrong.fetch_add(1) < 5)
+              ADD_FAILURE() << "seed " << seed << " thread " << t << " key " << keys[i];
           }
         }
       }

@@ -10,9 +10,9 @@ namespace gphkv::testing {
 namespace {
 
 std::vector<std::string> server_argv(const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {GPHKV_SERVER_PATH,        "--listen_address=127.0.0.1:0", "--metrics_address=",
-                                   "--backend=cpu",          "--memory=128MiB",              "--initial_capacity=4096",
-                                   "--completion_threads=1", "--grpc_threads=1"};
+  std::vector<std::string> argv = {
+      GPHKV_SERVER_PATH, "--listen_address=127.0.0.1:0", "--metrics_address=",     "--backend=cpu",
+      "--memory=128MiB", "--initial_capacity=4096",      "--completion_threads=1", "--grpc_threads=1"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
 }

@@ -66,7 +66,7 @@ TEST(ShardList, AddressesAreNamedByTheirReverseNameAndOneNameIsOneShard) {
   const std::vector<ResolvedAddress> addresses = {
       {"10.0.0.7", "gphkv-1.gphkv-shards.prod.svc.cluster.local"},
       {"fd00::7", "gphkv-1.gphkv-shards.prod.svc.cluster.local"},  // the same pod, dual-stack
-      {"10.0.0.9", ""},                                              // no reverse record
+      {"10.0.0.9", ""},                                            // no reverse record
       {"fd00::9", ""},
       {"10.0.0.5", "gphkv-0.gphkv-shards.prod.svc.cluster.local"},
       {"10.0.0.9", ""},  // getaddrinfo may repeat an address

@@ -101,7 +101,7 @@ void writer(RunState& run, ShardedClient& client, const ShardRouter& router, con
   std::mt19937_64 rng(run.seed + w);
   const size_t first = static_cast<size_t>(w) * kKeysPerWriter;
   std::vector<int64_t> version(kKeysPerWriter, 1);  // the load wrote version 1 of every key
-  std::map<uint64_t, std::string> mine;  // exact model of this writer's keys (lost ones dropped)
+  std::map<uint64_t, std::string> mine;             // exact model of this writer's keys (lost ones dropped)
   for (size_t i = first; i < first + kKeysPerWriter; ++i) mine[run.keys[i]] = value_of(run.keys[i], 1, 8);
   while (!run.stop.load()) {
     std::vector<size_t> picked(1 + rng() % 12);
@@ -163,8 +163,9 @@ void writer(RunState& run, ShardedClient& client, const ShardRouter& router, con
           if (run.state[picked[j]].lost.load()) continue;
           auto it = mine.find(keys[j]);
           if (r->found(j) != (it != mine.end()) || (r->found(j) && r->value(j) != it->second)) {
-            run.fail(absl::StrCat("writer ", w, " key ", keys[j], " read ", r->found(j) ? std::string(r->value(j)) : "(nothing)",
-                                  " after writing ", it == mine.end() ? "(deleted)" : it->second));
+            run.fail(absl::StrCat("writer ", w, " key ", keys[j], " read ",
+                                  r->found(j) ? std::string(r->value(j)) : "(nothing)", " after writing ",
+                                  it == mine.end() ? "(deleted)" : it->second));
           }
         }
       }
@@ -200,7 +201,8 @@ void reader(RunState& run, ShardedClient& client, int r_index) {
       if (st.lost.load()) continue;
       if (!r->found(j)) {
         const bool may_miss = acked_before[j] <= 0 || st.deletes_sent.load() > answered_before[j];
-        if (!may_miss) run.fail(absl::StrCat("key ", keys[j], " missing after version ", acked_before[j], " was acknowledged"));
+        if (!may_miss)
+          run.fail(absl::StrCat("key ", keys[j], " missing after version ", acked_before[j], " was acknowledged"));
         continue;
       }
       uint64_t key = 0;
@@ -292,7 +294,8 @@ TEST(ShardProcesses, ConcurrentWritersAndReadersAcrossFourShardsAndOneKilled) {
   // Nothing acknowledged on a live shard is lost (read back in calls of
   // up to 500 keys of live shards); the dead shard's keys fail naming it.
   std::vector<size_t> live, dead;
-  for (size_t i = 0; i < run.keys.size(); ++i) (names[router.shard_of(run.keys[i])] == run.dead ? dead : live).push_back(i);
+  for (size_t i = 0; i < run.keys.size(); ++i)
+    (names[router.shard_of(run.keys[i])] == run.dead ? dead : live).push_back(i);
   ASSERT_FALSE(dead.empty());
   auto lost = client.Get(std::vector<uint64_t>{run.keys[dead[0]], run.keys[dead[1]]});
   ASSERT_FALSE(lost.ok());

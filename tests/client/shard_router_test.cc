@@ -59,9 +59,14 @@ TEST(ShardRouter, HashesArePinned) {
   EXPECT_EQ(ShardWeight(~uint64_t{0}, ShardNameHash("b:2")), 0x68d4d258a9f66341ULL);
   const std::vector<std::string> names = {"a:1", "b:2", "c:3"};
   const ShardRouter router(names);
-  const std::vector<std::pair<uint64_t, std::string>> owners = {
-      {0, "c:3"}, {1, "b:2"}, {2, "b:2"}, {3, "c:3"}, {42, "b:2"}, {uint64_t{1} << 32, "a:1"},
-      {~uint64_t{0}, "a:1"}, {uint64_t{1} << 63, "b:2"}};
+  const std::vector<std::pair<uint64_t, std::string>> owners = {{0, "c:3"},
+                                                                {1, "b:2"},
+                                                                {2, "b:2"},
+                                                                {3, "c:3"},
+                                                                {42, "b:2"},
+                                                                {uint64_t{1} << 32, "a:1"},
+                                                                {~uint64_t{0}, "a:1"},
+                                                                {uint64_t{1} << 63, "b:2"}};
   for (const auto& [key, owner] : owners) EXPECT_EQ(names[router.shard_of(key)], owner) << "key " << key;
 }
 

@@ -117,7 +117,8 @@ TEST_P(ShardedModel, EveryAnswerMatchesAModelAndEveryKeyLivesOnItsShard) {
     auto r = alone->Get(all);
     ASSERT_TRUE(r.ok()) << r.status();
     for (size_t i = 0; i < all.size(); ++i) {
-      EXPECT_EQ(r->found(i), model.count(all[i]) && router.shard_of(all[i]) == s) << "key " << all[i] << " on " << names[s];
+      EXPECT_EQ(r->found(i), model.count(all[i]) && router.shard_of(all[i]) == s)
+          << "key " << all[i] << " on " << names[s];
     }
   }
 }

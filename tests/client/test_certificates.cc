@@ -29,10 +29,10 @@ absl::Status RunOpenssl(const std::string& dir, std::vector<std::string> args) {
 
 absl::StatusOr<TestCa> MakeTestCa(const std::string& dir, const std::string& name) {
   TestCa ca{dir, name, dir + "/" + name + ".crt", dir + "/" + name + ".key"};
-  if (auto s = RunOpenssl(dir, {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                             "-keyout", ca.key, "-out", ca.cert, "-days", "1", "-subj", "/CN=" + name,
-                             "-addext", "basicConstraints=critical,CA:TRUE",
-                             "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
+  if (auto s =
+          RunOpenssl(dir, {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                           ca.key, "-out", ca.cert, "-days", "1", "-subj", "/CN=" + name, "-addext",
+                           "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
       !s.ok()) {
     return s;
   }
@@ -44,7 +44,7 @@ absl::StatusOr<TestCertificate> IssueTestCertificate(const TestCa& ca, const std
   const std::string stem = ca.dir + "/" + name;
   TestCertificate c{stem + ".crt", stem + ".key"};
   if (auto s = RunOpenssl(ca.dir, {"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                "-keyout", c.key, "-out", stem + ".csr", "-subj", "/CN=" + name});
+                                   "-keyout", c.key, "-out", stem + ".csr", "-subj", "/CN=" + name});
       !s.ok()) {
     return s;
   }
@@ -52,7 +52,7 @@ absl::StatusOr<TestCertificate> IssueTestCertificate(const TestCa& ca, const std
   std::ofstream(extensions) << "subjectAltName=" << absl::StrJoin(subject_alt_names, ",") << "\n"
                             << "basicConstraints=CA:FALSE\n";
   if (auto s = RunOpenssl(ca.dir, {"x509", "-req", "-in", stem + ".csr", "-CA", ca.cert, "-CAkey", ca.key,
-                                "-CAcreateserial", "-out", c.cert, "-days", "1", "-extfile", extensions});
+                                   "-CAcreateserial", "-out", c.cert, "-days", "1", "-extfile", extensions});
       !s.ok()) {
     return s;
   }

@@ -196,8 +196,8 @@ TEST_F(Tls, BadFilesStopTheServersStartNamingTheFlag) {
   const std::string dir = f().dir;
   std::ofstream(dir + "/garbage.pem") << "not a certificate\n";
   std::ofstream(dir + "/empty.pem");
-  ASSERT_TRUE(testing::RunOpenssl(dir, {"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                                        "-aes256", "-pass", "pass:secret", "-out", dir + "/encrypted.key"})
+  ASSERT_TRUE(testing::RunOpenssl(dir, {"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes256",
+                                        "-pass", "pass:secret", "-out", dir + "/encrypted.key"})
                   .ok());
   struct Case {
     std::string cert, key, client_ca, expect;

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "gphkv/engine/table.h"
+#include "gtest/gtest.h"
 
 namespace gphkv::engine::testing {
 
@@ -30,10 +30,9 @@ inline std::string backend_param_name(const ::testing::TestParamInfo<Backend>& i
   return std::string(backend_name(info.param));
 }
 
-#define GPHKV_INSTANTIATE_BACKENDS(suite)                                                    \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                  \
-                           ::testing::Values(::gphkv::engine::Backend::kCpu,                 \
-                                             ::gphkv::engine::Backend::kCuda),               \
+#define GPHKV_INSTANTIATE_BACKENDS(suite)                                                                      \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                                    \
+                           ::testing::Values(::gphkv::engine::Backend::kCpu, ::gphkv::engine::Backend::kCuda), \
                            ::gphkv::engine::testing::backend_param_name)
 
 }  // namespace gphkv::engine::testing

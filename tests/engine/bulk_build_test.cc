@@ -43,8 +43,10 @@ void make_input(std::mt19937_64& rng, size_t base_n, size_t burst_n, std::vector
     const bool erase = kind(rng) < 3;
     const uint64_t v = rng();
     burst->push_back({k, v, erase});
-    if (erase) model->erase(k);
-    else (*model)[k] = v;
+    if (erase)
+      model->erase(k);
+    else
+      (*model)[k] = v;
   }
 }
 
@@ -61,8 +63,8 @@ TEST_P(BulkBuildTest, BasePlusBurstMatchesTheModel) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed);
-  for (auto [base_n, burst_n] : {std::pair<size_t, size_t>{0, 0}, {1000, 0}, {0, 1000}, {3000, 3000},
-                                 {400000, 200000}}) {
+  for (auto [base_n, burst_n] :
+       {std::pair<size_t, size_t>{0, 0}, {1000, 0}, {0, 1000}, {3000, 3000}, {400000, 200000}}) {
     std::vector<KeyValue> base;
     std::vector<WriteOp> burst;
     Model model;
@@ -82,11 +84,15 @@ TEST_P(BulkBuildTest, BasePlusBurstMatchesTheModel) {
 TEST_P(BulkBuildTest, SentinelAndRepeatsFollowTheLastWrite) {
   std::vector<KeyValue> base = {{gph::kEmptyKey, 1}, {0, 2}, {5, 3}};
   std::vector<WriteOp> burst = {
-      {gph::kEmptyKey, 0, true},  {gph::kEmptyKey, 9, false},  // erased, then put again
-      {0, 0, true},                                             // erased for good
-      {5, 4, false},              {5, 6, false},                // last put wins
-      {7, 1, true},               {7, 8, false},                // erase of an absent key, then put
-      {11, 1, false},             {11, 0, true},                // put, then erased
+      {gph::kEmptyKey, 0, true},
+      {gph::kEmptyKey, 9, false},  // erased, then put again
+      {0, 0, true},                // erased for good
+      {5, 4, false},
+      {5, 6, false},  // last put wins
+      {7, 1, true},
+      {7, 8, false},  // erase of an absent key, then put
+      {11, 1, false},
+      {11, 0, true},  // put, then erased
   };
   TableOptions o;
   o.num_buckets = 64;

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "gphkv/engine/table.h"
+#include "gtest/gtest.h"
 #include "tests/engine/table_checks.h"
 
 #if defined(GPHKV_HAVE_CUDA)
@@ -159,8 +159,10 @@ void make_input(std::mt19937_64& rng, size_t base_n, size_t burst_n, size_t key_
     const bool erase = rng() % 10 < 3;
     const uint64_t v = rng();
     burst->push_back({k, v, erase});
-    if (erase) model->erase(k);
-    else (*model)[k] = v;
+    if (erase)
+      model->erase(k);
+    else
+      (*model)[k] = v;
   }
 }
 
@@ -194,12 +196,18 @@ TEST_P(CudaBulkBuildTest, RandomBasePlusBurstMatchesModelAndCpu) {
 TEST_P(CudaBulkBuildTest, SentinelZeroAndRepeatsFollowTheLastWrite) {
   std::vector<KeyValue> base = {{gph::kEmptyKey, 1}, {0, 2}, {5, 3}, {9, 4}};
   std::vector<WriteOp> burst = {
-      {gph::kEmptyKey, 0, true}, {gph::kEmptyKey, 9, false},  // erased, then put again
-      {0, 0, true},                                           // erased for good
-      {5, 4, false},             {5, 6, false},               // last put wins
-      {7, 1, true},              {7, 8, false},               // erase of an absent key, then put
-      {11, 1, false},            {11, 0, true},               // put, then erased
-      {9, 5, true},              {9, 6, false},  {9, 7, true},  // ends erased
+      {gph::kEmptyKey, 0, true},
+      {gph::kEmptyKey, 9, false},  // erased, then put again
+      {0, 0, true},                // erased for good
+      {5, 4, false},
+      {5, 6, false},  // last put wins
+      {7, 1, true},
+      {7, 8, false},  // erase of an absent key, then put
+      {11, 1, false},
+      {11, 0, true},  // put, then erased
+      {9, 5, true},
+      {9, 6, false},
+      {9, 7, true},  // ends erased
   };
   TableOptions o;
   o.num_buckets = 64;
@@ -296,8 +304,8 @@ TEST_P(CudaBulkBuildTest, HighLoadStillFits) {
   auto t = build(o, base, burst, &stats);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_GE((*t)->load_factor(), 0.80);
-  std::printf("%zu keys at load %.3f: %u parallel rounds, %llu cells serial, %llu moved, %.1f ms\n",
-              model.size(), (*t)->load_factor(), stats.parallel_rounds, static_cast<unsigned long long>(stats.cells_serial),
+  std::printf("%zu keys at load %.3f: %u parallel rounds, %llu cells serial, %llu moved, %.1f ms\n", model.size(),
+              (*t)->load_factor(), stats.parallel_rounds, static_cast<unsigned long long>(stats.cells_serial),
               static_cast<unsigned long long>(stats.cells_moved), stats.seconds * 1e3);
   expect_built(**t, model, base, burst);
 }
@@ -340,8 +348,10 @@ TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
     const uint64_t k = i % 3 == 0 ? keys[rng() % keys.size()] : rng();
     const bool erase = i % 7 == 0;
     burst.push_back({k, static_cast<uint64_t>(i), erase});
-    if (erase) model.erase(k);
-    else model[k] = i;
+    if (erase)
+      model.erase(k);
+    else
+      model[k] = i;
   }
   TableOptions bigger = o;
   bigger.num_buckets = buckets_for_capacity(model.size(), 0.5, 16);
@@ -375,24 +385,21 @@ TEST_P(CudaBulkBuildTest, BothGroupingsAgreeWithTheHostSpanPath) {
   expect_built(**t, model, base, burst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Groupings, CudaBulkBuildTest,
-                         ::testing::Values(BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket,
-                                                     BulkOverflowScan::kBitsPerWarp},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
-                                                     BulkOverflowScan::kBitsPerWarp},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor,
-                                                     BulkOverflowScan::kBitsPerWarp},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
-                                                     BulkOverflowScan::kLoadsPerCell},
-                                           BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
-                                                     BulkOverflowScan::kBitsPerCell}),
-                         [](const ::testing::TestParamInfo<BuildPath>& info) {
-                           std::string name = info.param.grouping == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
-                           if (info.param.placement == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
-                           if (info.param.scan == BulkOverflowScan::kLoadsPerCell) name += "ScanLoadsPerCell";
-                           if (info.param.scan == BulkOverflowScan::kBitsPerCell) name += "ScanBitsPerCell";
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Groupings, CudaBulkBuildTest,
+    ::testing::Values(
+        BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
+        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
+        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor, BulkOverflowScan::kBitsPerWarp},
+        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, BulkOverflowScan::kLoadsPerCell},
+        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerCell}),
+    [](const ::testing::TestParamInfo<BuildPath>& info) {
+      std::string name = info.param.grouping == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
+      if (info.param.placement == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
+      if (info.param.scan == BulkOverflowScan::kLoadsPerCell) name += "ScanLoadsPerCell";
+      if (info.param.scan == BulkOverflowScan::kBitsPerCell) name += "ScanBitsPerCell";
+      return name;
+    });
 #else
 TEST(CudaBulkBuildTest, NeedsTheCudaBackend) {
   GTEST_SKIP() << "built without nvcc: the device bulk build is not compiled in";

@@ -10,9 +10,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "gphkv/engine/stream_ordered_table.h"
 #include "gphkv/engine/table.h"
+#include "gtest/gtest.h"
 #include "tests/engine/table_checks.h"
 
 #if defined(GPHKV_HAVE_CUDA)
@@ -82,8 +82,8 @@ std::map<uint64_t, uint64_t> contents(const Table& t) {
 // Runs `ops` keys' worth of random batches (insert 50%, find 30%, erase 20%,
 // duplicates and the sentinel included) on both tables, checking outcomes
 // and lookups key by key. Returns the model of what both should hold.
-std::unordered_map<uint64_t, uint64_t> run_sequence(Pair& p, std::mt19937_64& rng, size_t pool_size,
-                                                    uint64_t ops, int insert_pct) {
+std::unordered_map<uint64_t, uint64_t> run_sequence(Pair& p, std::mt19937_64& rng, size_t pool_size, uint64_t ops,
+                                                    int insert_pct) {
   std::vector<uint64_t> pool = {0, 1, gph::kEmptyKey, gph::kEmptyKey - 1, 1ull << 63};
   while (pool.size() < pool_size) pool.push_back(rng());
   std::unordered_map<uint64_t, uint64_t> model;
@@ -107,8 +107,8 @@ std::unordered_map<uint64_t, uint64_t> run_sequence(Pair& p, std::mt19937_64& rn
       EXPECT_TRUE(st.ok()) << st;
       for (size_t i = 0; i < n; ++i) {
         if (o_cpu[i] != o_gpu[i]) {
-          ADD_FAILURE() << "insert outcome of key " << keys[i] << " at " << i << ": cpu " << int(o_cpu[i])
-                        << " cuda " << int(o_gpu[i]);
+          ADD_FAILURE() << "insert outcome of key " << keys[i] << " at " << i << ": cpu " << int(o_cpu[i]) << " cuda "
+                        << int(o_gpu[i]);
           return model;
         }
         if (o_cpu[i] != UpsertOutcome::kNoRoom) model[keys[i]] = values[i];
@@ -123,8 +123,8 @@ std::unordered_map<uint64_t, uint64_t> run_sequence(Pair& p, std::mt19937_64& rn
       EXPECT_TRUE(st.ok()) << st;
       for (size_t i = 0; i < n; ++i) {
         if (f_cpu[i] != f_gpu[i] || got_cpu[i] != got_gpu[i]) {
-          ADD_FAILURE() << "find of key " << keys[i] << ": cpu (" << int(f_cpu[i]) << ", " << got_cpu[i]
-                        << ") cuda (" << int(f_gpu[i]) << ", " << got_gpu[i] << ")";
+          ADD_FAILURE() << "find of key " << keys[i] << ": cpu (" << int(f_cpu[i]) << ", " << got_cpu[i] << ") cuda ("
+                        << int(f_gpu[i]) << ", " << got_gpu[i] << ")";
           return model;
         }
       }
@@ -215,8 +215,8 @@ TEST_F(CudaEquivalenceTest, WithRefinementInvariantsAndContentsAgree) {
     ASSERT_TRUE(img.ok());
     int moved = 0;
     for (uint8_t c : img->cells) moved += c != 0;
-    std::printf("cells/bucket %.0f: load %.3f, %d cells moved by Extended Move on the GPU\n", cpb,
-                p.gpu->load_factor(), moved);
+    std::printf("cells/bucket %.0f: load %.3f, %d cells moved by Extended Move on the GPU\n", cpb, p.gpu->load_factor(),
+                moved);
     EXPECT_GT(moved, 0) << "the test meant to exercise Refinement";
     EXPECT_EQ(check_invariants(*img, model.size()), "");
     EXPECT_EQ(check_contents(*p.gpu, model), "");

@@ -29,8 +29,8 @@ class ElasticTableTest : public BackendTest {
 
   // One random batch of puts, erases or finds, checked against the model.
   // force_op: 0 puts, 5 erases, 7 finds; -1 one of them at random.
-  void random_batch(ElasticTable& t, Model& model, std::mt19937_64& rng, const std::vector<uint64_t>& pool,
-                    size_t n, int force_op = -1) {
+  void random_batch(ElasticTable& t, Model& model, std::mt19937_64& rng, const std::vector<uint64_t>& pool, size_t n,
+                    int force_op = -1) {
     std::vector<uint64_t> keys(n), values(n), got(n);
     std::vector<uint8_t> flags(n);
     std::vector<UpsertOutcome> out(n);
@@ -225,8 +225,8 @@ TEST_P(ElasticTableTest, BytesToHoldIsTheCapThatAdmitsThoseKeys) {
   auto t = make_elastic(o);
   ASSERT_NE(t, nullptr);
   const double per_bucket = o.shape.slots_per_bucket * 2.0 * sizeof(uint64_t) + o.shape.cells_per_bucket;
-  for (uint64_t keys : {uint64_t{0}, uint64_t{1}, uint64_t{12}, uint64_t{13}, uint64_t{1000}, uint64_t{123457},
-                        uint64_t{50'000'000}}) {
+  for (uint64_t keys :
+       {uint64_t{0}, uint64_t{1}, uint64_t{12}, uint64_t{13}, uint64_t{1000}, uint64_t{123457}, uint64_t{50'000'000}}) {
     const uint64_t bytes = t->bytes_to_hold(keys);
     EXPECT_GE(t->key_limit_under(bytes), keys) << keys;
     // Within one bucket of the smallest such cap.

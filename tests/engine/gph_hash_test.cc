@@ -4,8 +4,8 @@
 #include <set>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "gphkv/engine/table_options.h"
+#include "gtest/gtest.h"
 
 namespace gphkv::engine::gph {
 namespace {

@@ -3,8 +3,8 @@
 #include <map>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "gphkv/engine/table_options.h"
+#include "gtest/gtest.h"
 
 namespace gphkv::engine::gph {
 namespace {
@@ -32,8 +32,8 @@ TEST(MovePlanner, EmptyNeighboursAcceptTheCurrentCell) {
   const Geometry g = small_geometry();
   std::vector<uint64_t> keys = {1, 2, 3};
   uint8_t chosen = 0xff;
-  ASSERT_TRUE(plan_extended_move(g, 5, make_cell(g, 3, 2), keys.data(), 3,
-                                 [](uint32_t) { return 0u; }, &chosen));
+  ASSERT_TRUE(plan_extended_move(
+      g, 5, make_cell(g, 3, 2), keys.data(), 3, [](uint32_t) { return 0u; }, &chosen));
   EXPECT_EQ(chosen, make_cell(g, 3, 2)) << "the search starts at the current (Φ, Δ)";
 }
 
@@ -59,16 +59,16 @@ TEST(MovePlanner, RefusesMoreKeysThanTheCellsBucketsHold) {
   std::vector<uint64_t> keys(g.virtual_buckets * g.slots_per_bucket + 1);
   for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;
   uint8_t chosen = 0;
-  EXPECT_FALSE(plan_extended_move(g, 0, 0, keys.data(), keys.size(), [](uint32_t) { return 0u; },
-                                  &chosen));
+  EXPECT_FALSE(plan_extended_move(
+      g, 0, 0, keys.data(), keys.size(), [](uint32_t) { return 0u; }, &chosen));
 }
 
 TEST(MovePlanner, RefusesWhenNoBucketHasRoom) {
   const Geometry g = small_geometry();
   std::vector<uint64_t> keys = {42};
   uint8_t chosen = 0;
-  EXPECT_FALSE(plan_extended_move(g, 0, 0, keys.data(), 1,
-                                  [&](uint32_t) { return g.slots_per_bucket; }, &chosen));
+  EXPECT_FALSE(plan_extended_move(
+      g, 0, 0, keys.data(), 1, [&](uint32_t) { return g.slots_per_bucket; }, &chosen));
 }
 
 }  // namespace

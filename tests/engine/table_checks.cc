@@ -31,8 +31,8 @@ std::string check_invariants(const TableImage& img, uint64_t expected_size) {
     const uint32_t want = gph::bucket_for_key(g, key, cell, img.cells[cell]);
     const uint64_t have = slot / g.slots_per_bucket;
     if (have != want) {
-      return absl::StrCat("key ", key, " of cell ", cell, " is in bucket ", have,
-                          " but its cell maps it to bucket ", want);
+      return absl::StrCat("key ", key, " of cell ", cell, " is in bucket ", have, " but its cell maps it to bucket ",
+                          want);
     }
   }
   if (stored != expected_size) return absl::StrCat("table holds ", stored, " keys, expected ", expected_size);

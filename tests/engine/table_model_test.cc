@@ -155,8 +155,7 @@ TEST_P(TableModelTest, MismatchedSpansAreInvalidArgument) {
   std::vector<UpsertOutcome> out(4);
   EXPECT_EQ(table->find(keys, absl::MakeSpan(values), absl::MakeSpan(flags)).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(table->insert_or_assign(keys, values, absl::MakeSpan(out)).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table->insert_or_assign(keys, values, absl::MakeSpan(out)).code(), absl::StatusCode::kInvalidArgument);
   std::vector<uint8_t> short_flags(2);
   EXPECT_EQ(table->erase(keys, absl::MakeSpan(short_flags)).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(table->size(), 0u);

@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
                   encode_record(Message::kGet, false, get({1, 2}, true).SerializeAsString()) +
                   encode_record(Message::kDelete, false, del({2, 2, 9}).SerializeAsString()) +
                   encode_record(Message::kGet, false, get({2}).SerializeAsString()));
-  seeds.push_back(encode_record(Message::kPut, false, put({7, 7, ~uint64_t{0}}, {"x", "yy", "max"}).SerializeAsString()) +
-                  encode_record(Message::kGet, false, get({7, ~uint64_t{0}, 0}).SerializeAsString()));
+  seeds.push_back(
+      encode_record(Message::kPut, false, put({7, 7, ~uint64_t{0}}, {"x", "yy", "max"}).SerializeAsString()) +
+      encode_record(Message::kGet, false, get({7, ~uint64_t{0}, 0}).SerializeAsString()));
   // The largest values, then a delete and a smaller value in the room it made.
   {
     std::vector<uint64_t> keys;

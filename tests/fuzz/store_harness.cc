@@ -29,7 +29,8 @@ server::Call as_call(const server::Operation& op) {
 
 absl::Status validate_op(const server::Operation& op, const server::RequestLimits& limits) {
   // Packed gets were checked whole (validate_packed_gets), as the Intake skips them.
-  if (auto* g = std::get_if<server::GetOp>(&op)) return g->packed ? absl::OkStatus() : server::validate(*g->request, limits);
+  if (auto* g = std::get_if<server::GetOp>(&op))
+    return g->packed ? absl::OkStatus() : server::validate(*g->request, limits);
   if (auto* p = std::get_if<server::PutOp>(&op)) return server::validate(*p->request, limits);
   if (auto* d = std::get_if<server::DeleteOp>(&op)) return server::validate(*d->request, limits);
   return absl::InvalidArgumentError("not a get, put or delete");
@@ -166,7 +167,8 @@ void StoreHarness::apply(const Run& run) {
         const v1::DeleteResponse& out = *c.del().response;
         FUZZ_CHECK(out.deleted_size() == r.keys_size(), out.deleted_size());
         // A key repeated in one call is deleted by its first occurrence.
-        for (int k = 0; k < r.keys_size(); ++k) FUZZ_CHECK(out.deleted(k) == (model_.erase(r.keys(k)) == 1), "key ", r.keys(k));
+        for (int k = 0; k < r.keys_size(); ++k)
+          FUZZ_CHECK(out.deleted(k) == (model_.erase(r.keys(k)) == 1), "key ", r.keys(k));
         break;
       }
       case server::OpKind::kShrink: break;

@@ -9,8 +9,8 @@ namespace {
 
 uint64_t key(FuzzedDataProvider& fdp) {
   const uint8_t pick = fdp.ConsumeIntegral<uint8_t>();
-  if (pick < 200) return pick % 48;       // a small space: puts, gets and deletes meet
-  if (pick < 210) return ~uint64_t{0};    // the table's empty-slot sentinel, a valid key
+  if (pick < 200) return pick % 48;     // a small space: puts, gets and deletes meet
+  if (pick < 210) return ~uint64_t{0};  // the table's empty-slot sentinel, a valid key
   return fdp.ConsumeIntegral<uint64_t>();
 }
 
@@ -91,9 +91,12 @@ void fill_packed_gets(v1::BatchRequest* r, FuzzedDataProvider& fdp) {
 template <class M>
 void fill_op(M* m, FuzzedDataProvider& fdp) {
   switch (fdp.ConsumeIntegralInRange<int>(0, 6)) {
-    case 0: case 1: fill_get(m->mutable_get(), fdp); break;
-    case 2: case 3: fill_put(m->mutable_put(), fdp); break;
-    case 4: case 5: fill_delete(m->mutable_delete_(), fdp); break;
+    case 0:
+    case 1: fill_get(m->mutable_get(), fdp); break;
+    case 2:
+    case 3: fill_put(m->mutable_put(), fdp); break;
+    case 4:
+    case 5: fill_delete(m->mutable_delete_(), fdp); break;
     default: break;  // no operation: refused
   }
 }

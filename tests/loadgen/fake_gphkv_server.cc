@@ -139,8 +139,7 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
     return FinishUnary(ctx, grpc::Status::OK);
   }
 
-  grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* Pipeline(
-      grpc::CallbackServerContext*) override;
+  grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* Pipeline(grpc::CallbackServerContext*) override;
 
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const v1::StatsRequest*,
                                   v1::StatsResponse* resp) override {
@@ -208,9 +207,8 @@ class FakePipeline final : public grpc::ServerBidiReactor<v1::PipelineRequest, v
       std::lock_guard<std::mutex> lock(impl_->mu);
       impl_->max_pipeline_in_flight = std::max(impl_->max_pipeline_in_flight, in_flight);
     }
-    impl_->Deliver([this, answer = std::move(answer)](bool shutting_down) mutable {
-      Send(std::move(answer), shutting_down);
-    });
+    impl_->Deliver(
+        [this, answer = std::move(answer)](bool shutting_down) mutable { Send(std::move(answer), shutting_down); });
     StartRead(&request_);
   }
 
@@ -260,7 +258,7 @@ class FakePipeline final : public grpc::ServerBidiReactor<v1::PipelineRequest, v
   v1::PipelineRequest request_;
   std::mutex mu_;
   std::deque<v1::PipelineResponse> writes_;  // front is being written when writing_
-  int outstanding_ = 0;  // read, not yet released for writing
+  int outstanding_ = 0;                      // read, not yet released for writing
   bool writing_ = false, reads_done_ = false, finished_ = false;
 };
 

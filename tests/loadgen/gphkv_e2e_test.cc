@@ -20,11 +20,11 @@ TEST_P(GphkvE2e, ShortRunAgainstTheCpuBackend) {
   ASSERT_GT(server.pid(), 0);
   const std::string json = dir + "/report.json";
   // --wait_ready bounds the wait for the server's first successful Stats call.
-  const int rc = RunLoadgenBinary(dir, "run",
-                                  {"--target=gphkv", "--api=" + api, "--address=" + address, "--keys=20000",
-                                   "--threads=2", "--connections=2", "--depth=2", "--warmup=0.5", "--duration=1.5",
-                                   "--server_pid=" + std::to_string(server.pid()), "--json=" + json,
-                                   "--progress=false", "--wait_ready=30"});
+  const int rc = RunLoadgenBinary(
+      dir, "run",
+      {"--target=gphkv", "--api=" + api, "--address=" + address, "--keys=20000", "--threads=2", "--connections=2",
+       "--depth=2", "--warmup=0.5", "--duration=1.5", "--server_pid=" + std::to_string(server.pid()), "--json=" + json,
+       "--progress=false", "--wait_ready=30"});
   if (rc != 0) std::fprintf(stderr, "server log:\n%s\n", ReadFile(dir + "/server.log").c_str());
   ASSERT_EQ(rc, 0);
   const auto j = nlohmann::json::parse(ReadFile(json));

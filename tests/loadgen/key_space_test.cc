@@ -69,7 +69,7 @@ TEST(KeySpace, RefusesWhatThePackingCannotHold) {
   EXPECT_FALSE(KeySpace::Create(1, 0.5, 1).ok());
   EXPECT_FALSE(KeySpace::Create(100, 1.0, 1).ok());
   EXPECT_FALSE(KeySpace::Create((uint64_t{1} << 31) + 10, 0.0, 1).ok());  // 2^31 objects
-  EXPECT_TRUE(KeySpace::Create((uint64_t{1} << 31), 0.5, 1).ok());      // 2^30 objects + 2^30 edges
+  EXPECT_TRUE(KeySpace::Create((uint64_t{1} << 31), 0.5, 1).ok());        // 2^30 objects + 2^30 edges
 }
 
 }  // namespace

@@ -17,14 +17,15 @@ class MemcachedE2e : public ::testing::Test {
  protected:
   void SetUp() override {
     bin_ = FindExecutable("memcached");
-    if (bin_.empty()) GTEST_SKIP() << "memcached is not installed (apt-get install memcached; scripts/deps/loadgen.txt)";
+    if (bin_.empty())
+      GTEST_SKIP() << "memcached is not installed (apt-get install memcached; scripts/deps/loadgen.txt)";
     dir_ = TempDir("memcached");
     if (!started_by_test_) Start({});
   }
   void Start(const std::vector<std::string>& extra) {
     port_ = FreePort();
-    std::vector<std::string> argv = {bin_, "-l", "127.0.0.1", "-p", std::to_string(port_), "-U", "0", "-m", "256",
-                                     "-t", "1"};
+    std::vector<std::string> argv = {bin_, "-l",  "127.0.0.1", "-p", std::to_string(port_), "-U", "0",
+                                     "-m", "256", "-t",        "1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (geteuid() == 0) {  // memcached refuses to run as root without -u
       argv.push_back("-u");
@@ -64,10 +65,10 @@ TEST_F(MemcachedE2e, ShortRunLoadsReadsAndReports) {
 
 TEST_F(MemcachedE2e, OpenLoopRunAtAModestRate) {
   const std::string json = dir_ + "/open.json";
-  ASSERT_EQ(RunLoadgenBinary(dir_, "open",
-                             {"--target=memcached", "--address=" + address(), "--keys=20000", "--mode=open",
-                              "--rate=500", "--threads=2", "--depth=8", "--warmup=0.3", "--duration=1",
-                              "--json=" + json, "--progress=false"}),
+  ASSERT_EQ(RunLoadgenBinary(
+                dir_, "open",
+                {"--target=memcached", "--address=" + address(), "--keys=20000", "--mode=open", "--rate=500",
+                 "--threads=2", "--depth=8", "--warmup=0.3", "--duration=1", "--json=" + json, "--progress=false"}),
             0);
   const auto j = nlohmann::json::parse(ReadFile(json));
   ExpectHealthyReport(j, "memcached", 20000);
@@ -79,8 +80,8 @@ TEST_F(MemcachedE2e, OpenLoopRunAtAModestRate) {
 // the traces of both runs are identical, and the gphkv server received
 // exactly the traced calls.
 TEST_F(MemcachedE2e, SameSeedSameKeyStreamForBothTargets) {
-  const std::vector<std::string> common = {"--keys=5000", "--threads=2", "--connections=1", "--depth=1",
-                                           "--warmup=0", "--count=400", "--seed=77", "--write_fraction=0.05",
+  const std::vector<std::string> common = {"--keys=5000",     "--threads=2", "--connections=1", "--depth=1",
+                                           "--warmup=0",      "--count=400", "--seed=77",       "--write_fraction=0.05",
                                            "--progress=false"};
   auto args = [&](const std::string& target, const std::string& address, const std::string& trace) {
     std::vector<std::string> a = common;
@@ -117,8 +118,9 @@ class MemcachedTinyItems : public MemcachedE2e {
 
 TEST_F(MemcachedTinyItems, RefusedSetsAreErrorsByStatusAndFailTheLoad) {
   Start({"-I", "1k", "-o", "slab_chunk_max=1024"});
-  const int rc = RunLoadgenBinary(dir_, "tiny", {"--target=memcached", "--address=" + address(), "--keys=5000",
-                                                 "--duration=0.5", "--warmup=0", "--progress=false"});
+  const int rc = RunLoadgenBinary(dir_, "tiny",
+                                  {"--target=memcached", "--address=" + address(), "--keys=5000", "--duration=0.5",
+                                   "--warmup=0", "--progress=false"});
   EXPECT_EQ(rc, 1);
   const std::string log = ReadFile(dir_ + "/tiny.log");
   EXPECT_NE(log.find("the load phase failed: SERVER_ERROR="), std::string::npos) << log;

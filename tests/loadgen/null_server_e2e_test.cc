@@ -28,8 +28,8 @@ TEST_P(NullServerE2e, ZeroHitsAreAResultNotAnError) {
       dir, "run",
       {"--target=gphkv", "--api=" + run.api, "--address=" + address, "--keys=5000", "--threads=2", "--connections=2",
        "--depth=4", "--warmup=0.2", "--duration=1", std::string("--load=") + (run.load ? "true" : "false"),
-       "--write_fraction=0.05", "--server_pid=" + std::to_string(server.pid()), "--json=" + json,
-       "--progress=false", "--wait_ready=30"});
+       "--write_fraction=0.05", "--server_pid=" + std::to_string(server.pid()), "--json=" + json, "--progress=false",
+       "--wait_ready=30"});
   ASSERT_EQ(rc, 0) << ReadFile(dir + "/null_server.log");
   const auto j = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(j["load"]["ran"], run.load);
@@ -45,11 +45,12 @@ TEST_P(NullServerE2e, ZeroHitsAreAResultNotAnError) {
   EXPECT_TRUE(j["results"]["cpu"]["server_cores"].is_number());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ApisWithAndWithoutLoad, NullServerE2e,
-    ::testing::Values(NullRun{"unary", false}, NullRun{"unary", true}, NullRun{"pipeline", false},
-                      NullRun{"pipeline", true}, NullRun{"coalesced", false}),
-    [](const ::testing::TestParamInfo<NullRun>& p) { return p.param.api + (p.param.load ? "Load" : "NoLoad"); });
+INSTANTIATE_TEST_SUITE_P(ApisWithAndWithoutLoad, NullServerE2e,
+                         ::testing::Values(NullRun{"unary", false}, NullRun{"unary", true}, NullRun{"pipeline", false},
+                                           NullRun{"pipeline", true}, NullRun{"coalesced", false}),
+                         [](const ::testing::TestParamInfo<NullRun>& p) {
+                           return p.param.api + (p.param.load ? "Load" : "NoLoad");
+                         });
 
 }  // namespace
 }  // namespace gphkv::loadgen::testing

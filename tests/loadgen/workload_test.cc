@@ -281,7 +281,8 @@ TEST(Workload, TheKeyRingKeepsThePopularityAndRepeatsAfterItsSize) {
     // The hottest 20% of the items, by rank.
     std::unordered_map<uint64_t, bool> hot;
     const uint64_t items = w->key_space().items();
-    for (uint64_t rank = 0; rank < items / 5; ++rank) hot[w->key_space().KeyAt(w->key_space().IndexOfRank(rank))] = true;
+    for (uint64_t rank = 0; rank < items / 5; ++rank)
+      hot[w->key_space().KeyAt(w->key_space().IndexOfRank(rank))] = true;
     OpStream s(w, 3);
     Op op;
     std::vector<uint64_t> drawn;

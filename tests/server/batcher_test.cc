@@ -1,5 +1,5 @@
-#include <algorithm>
 #include "server/batcher.h"
+#include <algorithm>
 
 #include <thread>
 

@@ -39,8 +39,8 @@ v1::Operation delete_op(std::vector<uint64_t> keys) {
 
 // Sends `messages` on one Batches stream (all of them, then half-closes) and
 // returns the answers by id, and the stream's status.
-std::pair<std::map<uint64_t, v1::BatchResponse>, grpc::Status> send_batches(Client& client,
-                                                                      const std::vector<v1::BatchRequest>& messages) {
+std::pair<std::map<uint64_t, v1::BatchResponse>, grpc::Status> send_batches(
+    Client& client, const std::vector<v1::BatchRequest>& messages) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   auto rw = client.stub()->Batches(&ctx);
@@ -102,8 +102,8 @@ TEST(Batches, ARefusedOperationLeavesTheOthersOfItsMessageAlone) {
   m.set_id(9);
   *m.add_ops() = put_op({1}, {"one"});
   *m.add_ops() = put_op({2, 3}, {"two", std::string(101, 'x')});  // one value over the limit
-  m.add_ops();                                                      // carries nothing
-  *m.add_ops() = get_op({});                                        // no keys
+  m.add_ops();                                                    // carries nothing
+  *m.add_ops() = get_op({});                                      // no keys
   *m.add_ops() = get_op({1, 2, 3});
   auto [got, status] = send_batches(*client, {m});
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -297,9 +297,11 @@ TEST(Service, BytesThatAreNotAMessageAreInvalidArgumentOnEveryMethodAndCounted) 
   // field 0 (never valid).
   const std::string truncated("\x0a\x10\x01\x02\x03", 5);
   const std::string garbage("\x00\xff\xff\xff\xff", 5);
-  const std::pair<const char*, const char*> methods[] = {{"Get", "GetRequest"},     {"Put", "PutRequest"},
-                                                          {"Delete", "DeleteRequest"}, {"Stats", "StatsRequest"},
-                                                          {"Shrink", "ShrinkRequest"}};
+  const std::pair<const char*, const char*> methods[] = {{"Get", "GetRequest"},
+                                                         {"Put", "PutRequest"},
+                                                         {"Delete", "DeleteRequest"},
+                                                         {"Stats", "StatsRequest"},
+                                                         {"Shrink", "ShrinkRequest"}};
   for (const auto& [method, type] : methods) {
     for (const std::string* bytes : {&truncated, &garbage}) {
       const grpc::Status s = raw_unary(*server, absl::StrCat("/gphkv.v1.KeyValue/", method), *bytes);

@@ -342,7 +342,6 @@ TEST(CudaStore, ValuesLargerThanTheSpeculativeDownloadComeBackWhole) {
   }
 }
 
-
 // Mixed sizes whose largest class is far above the mean: the gather's room is
 // sized for what values likely take, and a run whose values outgrow it takes
 // the slow path; every value still comes back whole.

@@ -30,9 +30,9 @@ std::unique_ptr<DeviceValueHeap> make_heap(uint32_t max_value) {
 #define SKIP_WITHOUT_DEVICE() \
   if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the device value heap needs one"
 
-#define SEEDED_RNG(rng)                                              \
-  const uint64_t seed = engine::testing::test_seed();                \
-  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);  \
+#define SEEDED_RNG(rng)                                             \
+  const uint64_t seed = engine::testing::test_seed();               \
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed); \
   std::mt19937_64 rng(seed)
 
 TEST(DeviceValueHeap, RandomBatchesAndReleasesMatchAModel) {

@@ -78,8 +78,8 @@ TEST(ServiceMetrics, ExportsTheFamiliesDeployRelies) {
   for (const auto& [name, f] : got) types[name] = f.type;
   EXPECT_EQ(types, want);
 
-  const auto* info = series(got.at("gphkv_build_info"),
-                            {{"version", "1.2.3"}, {"backend", "cpu"}, {"device", "Some CPU"}});
+  const auto* info =
+      series(got.at("gphkv_build_info"), {{"version", "1.2.3"}, {"backend", "cpu"}, {"device", "Some CPU"}});
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->gauge.value, 1.0);
   for (const char* cause : {"load_factor", "no_room", "burst", "shrink"}) {

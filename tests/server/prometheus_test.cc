@@ -55,7 +55,8 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
        }) {
     EXPECT_NE(page->find(line), std::string::npos) << "missing: " << line;
   }
-  EXPECT_TRUE(std::regex_search(*page, std::regex(R"(gphkv_build_info\{backend="cpu",device="[^"]*",version="[^"]+"\} 1)")))
+  EXPECT_TRUE(
+      std::regex_search(*page, std::regex(R"(gphkv_build_info\{backend="cpu",device="[^"]*",version="[^"]+"\} 1)")))
       << *page;
 }
 
@@ -135,8 +136,8 @@ TEST(Metrics, PrometheusScrapesTheServer) {
     EXPECT_TRUE(prom.running() || answered) << "prometheus exited early";
   }
   std::filesystem::remove_all(dir);
-  EXPECT_TRUE(answered) << "Prometheus never reported gphkv_requests_total{op=\"put\",code=\"OK\"} = "
-                        << kPuts << "; last answer: " << last;
+  EXPECT_TRUE(answered) << "Prometheus never reported gphkv_requests_total{op=\"put\",code=\"OK\"} = " << kPuts
+                        << "; last answer: " << last;
 }
 
 }  // namespace

@@ -20,11 +20,11 @@ namespace gphkv::testing {
 
 struct ReadYourWritesLoad {
   int clients = 16;
-  int ops = 150;           // calls per client
-  int max_keys = 8;        // keys per call: 1 .. max_keys
-  uint64_t key_slots = 64; // keys per client
-  int max_value = 100;     // padding bytes after "key@op"
-  uint64_t seed = 0;       // client t seeds its generator with seed + t
+  int ops = 150;            // calls per client
+  int max_keys = 8;         // keys per call: 1 .. max_keys
+  uint64_t key_slots = 64;  // keys per client
+  int max_value = 100;      // padding bytes after "key@op"
+  uint64_t seed = 0;        // client t seeds its generator with seed + t
 };
 
 // Runs the load; returns the number of wrong answers (each also reported

@@ -128,7 +128,8 @@ TEST(RunOrder, RandomBatchesNeverReorderTheOperationsOfAKey) {
     ASSERT_EQ(per_key(calls), before) << "seed " << seed << " batch " << batch;
     if (moved) {
       // Writes first, then gets: one stretch each.
-      const auto first_get = std::find_if(calls.begin(), calls.end(), [](Call* c) { return c->kind() == OpKind::kGet; });
+      const auto first_get =
+          std::find_if(calls.begin(), calls.end(), [](Call* c) { return c->kind() == OpKind::kGet; });
       ASSERT_TRUE(std::all_of(first_get, calls.end(), [](Call* c) { return c->kind() == OpKind::kGet; }))
           << "seed " << seed;
     }

@@ -269,7 +269,8 @@ TEST(Service, BadInputGetsInvalidArgumentNamingTheLimitAndWritesNothing) {
   auto client = connect(*server);
   using GetFn = grpc::Status (v1::KeyValue::Stub::*)(grpc::ClientContext*, const v1::GetRequest&, v1::GetResponse*);
   using PutFn = grpc::Status (v1::KeyValue::Stub::*)(grpc::ClientContext*, const v1::PutRequest&, v1::PutResponse*);
-  using DelFn = grpc::Status (v1::KeyValue::Stub::*)(grpc::ClientContext*, const v1::DeleteRequest&, v1::DeleteResponse*);
+  using DelFn =
+      grpc::Status (v1::KeyValue::Stub::*)(grpc::ClientContext*, const v1::DeleteRequest&, v1::DeleteResponse*);
   const GetFn get = &v1::KeyValue::Stub::Get;
   const PutFn put = &v1::KeyValue::Stub::Put;
   const DelFn del = &v1::KeyValue::Stub::Delete;
@@ -292,12 +293,11 @@ TEST(Service, BadInputGetsInvalidArgumentNamingTheLimitAndWritesNothing) {
   v1::PutRequest oversize = make_put_request(std::vector<uint64_t>{10, 11, 12},
                                              std::vector<std::string_view>{"a", std::string(1001, 'b'), "c"});
   expect_invalid(raw<v1::PutRequest, v1::PutResponse>(*client, oversize, put), "--max_value_bytes) is 1000");
-  v1::PutRequest mismatch = make_put_request(std::vector<uint64_t>{10, 11},
-                                             std::vector<std::string_view>{"a", "b"});
+  v1::PutRequest mismatch = make_put_request(std::vector<uint64_t>{10, 11}, std::vector<std::string_view>{"a", "b"});
   mismatch.add_value_lengths(1);
   expect_invalid(raw<v1::PutRequest, v1::PutResponse>(*client, mismatch, put), "value_lengths");
-  v1::PutRequest short_values = make_put_request(std::vector<uint64_t>{10, 11},
-                                                 std::vector<std::string_view>{"a", "b"});
+  v1::PutRequest short_values =
+      make_put_request(std::vector<uint64_t>{10, 11}, std::vector<std::string_view>{"a", "b"});
   short_values.mutable_values()->pop_back();
   expect_invalid(raw<v1::PutRequest, v1::PutResponse>(*client, short_values, put), "sum to 2");
 
@@ -379,14 +379,13 @@ TEST(Service, ShutdownAnswersEveryCallInFlight) {
   std::map<absl::StatusCode, int> codes;
   for (int i = 0; i < kCalls; ++i) {
     const uint64_t key = i;
-    client->PutAsync({&key, 1}, {std::vector<std::string_view>{"v"}},
-                     [&](absl::StatusOr<std::vector<bool>> r) {
-                       {
-                         std::lock_guard<std::mutex> l(mu);
-                         ++codes[r.status().code()];
-                       }
-                       latch.count_down();
-                     });
+    client->PutAsync({&key, 1}, {std::vector<std::string_view>{"v"}}, [&](absl::StatusOr<std::vector<bool>> r) {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        ++codes[r.status().code()];
+      }
+      latch.count_down();
+    });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(30));  // calls reach the queue
   // An established stream (one round trip done) with an op sent just before
@@ -420,8 +419,7 @@ TEST(Service, HealthIsServing) {
 TEST(Service, ReflectionListsTheService) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),
-                                     grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()), grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

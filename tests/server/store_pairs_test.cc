@@ -8,8 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "server/store.h"
-#include "tests/server/store_fixtures.h"
 #include "tests/loadgen/test_seed.h"
+#include "tests/server/store_fixtures.h"
 
 namespace gphkv::server {
 namespace {

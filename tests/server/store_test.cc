@@ -38,7 +38,8 @@ TEST(Store, RunsMatchAModelThroughGrowth) {
       for (int i = 0; i < n; ++i) keys.push_back(rng() % key_space);
       if (kind == OpKind::kPut) {
         std::vector<std::string> values;
-        for (uint64_t k : keys) values.push_back(std::to_string(k) + ":" + std::to_string(round) + std::string(rng() % 50, 'v'));
+        for (uint64_t k : keys)
+          values.push_back(std::to_string(k) + ":" + std::to_string(round) + std::string(rng() % 50, 'v'));
         calls.push_back(make_put(keys, values));
       } else if (kind == OpKind::kGet) {
         calls.push_back(make_get(keys));
@@ -162,8 +163,8 @@ TEST(Store, AGetOverTheResponseLimitIsRefusedAndOthersAreAnswered) {
   Call* p = &put->call;
   store->apply_puts({&p, 1}, &st);
   ASSERT_TRUE(st[0].ok());
-  auto big = make_get({1, 2, 3});    // 12000 bytes of values
-  auto small = make_get({1, 2});     // 8000
+  auto big = make_get({1, 2, 3});     // 12000 bytes of values
+  auto small = make_get({1, 2});      // 8000
   auto exists = make_get({1, 2, 3});  // no values: fine
   exists->get.set_value_mode(v1::VALUE_MODE_EXISTS);
   std::vector<Call*> run{&big->call, &small->call, &exists->call};

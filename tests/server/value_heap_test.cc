@@ -25,9 +25,9 @@ std::unique_ptr<HostValueHeap> make_heap(uint32_t max_value) {
   return h.ok() ? std::move(*h) : nullptr;
 }
 
-#define SEEDED_RNG(rng)                                                  \
-  const uint64_t seed = engine::testing::test_seed();                    \
-  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);      \
+#define SEEDED_RNG(rng)                                             \
+  const uint64_t seed = engine::testing::test_seed();               \
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed); \
   std::mt19937_64 rng(seed)
 
 TEST(HostValueHeap, RandomBatchesAndReleasesMatchAModel) {
@@ -51,8 +51,11 @@ TEST(HostValueHeap, AdversarialLengthsAreRefusedAndChangeNothing) {
 TEST(HostValueHeap, FreedMemoryServesValuesOfAnotherSize) {
   SEEDED_RNG(rng);
   testing::expect_refills([] { return make_heap(1 << 20); },
-                          {{72 << 20, 60000, 12000, 16}, {72 << 20, 12000, 60000, 1}, {16 << 20, 100, 5000, 64},
-                           {16 << 20, 5000, 100, 64}, {64 << 20, 1000, 1 << 20, 1}},
+                          {{72 << 20, 60000, 12000, 16},
+                           {72 << 20, 12000, 60000, 1},
+                           {16 << 20, 100, 5000, 64},
+                           {16 << 20, 5000, 100, 64},
+                           {64 << 20, 1000, 1 << 20, 1}},
                           rng);
 }
 

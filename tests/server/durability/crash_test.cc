@@ -127,7 +127,8 @@ RoundResult run_round(const std::string& path, const ChildPlan& plan, std::chron
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "the child ended by itself: exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  for (const std::string& name : testing::list_names(path)) r.killed_in_snapshot |= name.find(".tmp") != std::string::npos;
+  for (const std::string& name : testing::list_names(path))
+    r.killed_in_snapshot |= name.find(".tmp") != std::string::npos;
   return r;
 }
 
@@ -154,8 +155,8 @@ void kill_rounds(FsyncPolicy fsync, int rounds, bool in_snapshot) {
   plan.slow_snapshots = in_snapshot;
   int killed_in_snapshot = 0;
   for (int round = 0; round < rounds; ++round) {
-    const auto after = in_snapshot ? std::chrono::microseconds(rng() % 6000)
-                                   : std::chrono::microseconds(20000 + rng() % 280000);
+    const auto after =
+        in_snapshot ? std::chrono::microseconds(rng() % 6000) : std::chrono::microseconds(20000 + rng() % 280000);
     SCOPED_TRACE(::testing::Message() << "round " << round << ", kill " << after.count() << " us after "
                                       << (in_snapshot ? "a snapshot began" : "the first ack"));
     const RoundResult r = run_round(tmp.path(), plan, after, in_snapshot, 1 + static_cast<int>(rng() % 2));

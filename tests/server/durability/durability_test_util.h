@@ -84,7 +84,7 @@ class ScratchDir {
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 void copy_dir(const std::string& from, const std::string& to);  // plain files only
-std::vector<std::string> list_names(const std::string& dir);  // sorted
+std::vector<std::string> list_names(const std::string& dir);    // sorted
 // The last file of `dir` whose name starts with `prefix` (names sort by sequence).
 std::string last_file(const std::string& dir, const std::string& prefix);
 

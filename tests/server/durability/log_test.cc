@@ -244,9 +244,9 @@ TEST(Log, ASequenceNumberOutOfTurnIsRefused) {
   ModelSink sink;
   auto dir = DataDir::open(tmp.path(), options(FsyncPolicy::kNever), sink);
   ASSERT_EQ(dir.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(dir.status().message().find("at offset " + std::to_string(offset_of_5) +
-                                        ": batch 5 where batch 4 was expected"),
-            std::string::npos)
+  EXPECT_NE(
+      dir.status().message().find("at offset " + std::to_string(offset_of_5) + ": batch 5 where batch 4 was expected"),
+      std::string::npos)
       << dir.status();
   expect_recovers_to(tmp.path(), seed, 3, options(FsyncPolicy::kNever, 64 << 20, RecoverMode::kSkipCorrupt));
 }

@@ -210,7 +210,8 @@ TEST(Snapshot, AFormatVersionFromANewerBuildIsRefusedInEitherMode) {
   payload[0] = 2;  // the version field
   const auto frame = record_header(payload);
   std::string bytes = w.bytes;
-  bytes.replace(kSnapshotMagic.size(), frame.size() + payload.size(), std::string(frame.data(), frame.size()) + payload);
+  bytes.replace(kSnapshotMagic.size(), frame.size() + payload.size(),
+                std::string(frame.data(), frame.size()) + payload);
   testing::write_file(w.path, bytes);
   for (RecoverMode mode : {RecoverMode::kStrict, RecoverMode::kSkipCorrupt}) {
     ModelSink sink;

@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "gphkv/client/tls.h"
@@ -96,8 +96,7 @@ class GetResult {
   explicit GetResult(v1::GetResponse response);
   // Keys [first_key, first_key + keys) of `response`, whose values start at
   // byte first_byte of response->values().
-  GetResult(std::shared_ptr<const v1::GetResponse> response, uint32_t first_key, uint32_t keys,
-            uint64_t first_byte);
+  GetResult(std::shared_ptr<const v1::GetResponse> response, uint32_t first_key, uint32_t keys, uint64_t first_byte);
 
   size_t size() const { return keys_; }
   bool found(size_t i) const { return response_->found(static_cast<int>(first_key_ + i)); }
@@ -123,8 +122,7 @@ class PipelineStream {
   ~PipelineStream();
   // Sends one operation; returns its id, or an error once the stream broke.
   absl::StatusOr<uint64_t> SendGet(absl::Span<const uint64_t> keys, bool exists_only = false);
-  absl::StatusOr<uint64_t> SendPut(absl::Span<const uint64_t> keys,
-                                   absl::Span<const std::string_view> values);
+  absl::StatusOr<uint64_t> SendPut(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   absl::StatusOr<uint64_t> SendDelete(absl::Span<const uint64_t> keys);
   // The next answer (in completion order; match it by id()). NOT_FOUND once
   // the server has answered everything and ended the stream.
@@ -150,8 +148,7 @@ class Client {
   // Sync calls: the whole batch is one request, answered in request order.
   absl::StatusOr<GetResult> Get(absl::Span<const uint64_t> keys, bool exists_only = false);
   // created[i]: keys[i] was not stored before.
-  absl::StatusOr<std::vector<bool>> Put(absl::Span<const uint64_t> keys,
-                                        absl::Span<const std::string_view> values);
+  absl::StatusOr<std::vector<bool>> Put(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   // deleted[i]: keys[i] was stored and is now removed.
   absl::StatusOr<std::vector<bool>> Delete(absl::Span<const uint64_t> keys);
   absl::StatusOr<v1::StatsResponse> Stats();
@@ -164,12 +161,10 @@ class Client {
 
   // Async calls: `done` runs on a gRPC thread when the answer arrives (keep
   // it short: other answers wait behind it). The Client must outlive the calls.
-  void GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
-                std::function<void(absl::StatusOr<GetResult>)> done);
+  void GetAsync(absl::Span<const uint64_t> keys, bool exists_only, std::function<void(absl::StatusOr<GetResult>)> done);
   void PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
                 std::function<void(absl::StatusOr<std::vector<bool>>)> done);
-  void DeleteAsync(absl::Span<const uint64_t> keys,
-                   std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  void DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done);
 
   // Opens a Pipeline stream (deadline: none; close it when done).
   std::unique_ptr<PipelineStream> OpenPipeline();
@@ -195,7 +190,6 @@ class Client {
 };
 
 // Builds requests (exposed for tests and tools that use the stub directly).
-v1::PutRequest make_put_request(absl::Span<const uint64_t> keys,
-                                absl::Span<const std::string_view> values);
+v1::PutRequest make_put_request(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
 
 }  // namespace gphkv

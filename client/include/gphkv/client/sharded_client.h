@@ -79,8 +79,7 @@ class ShardedClient {
  public:
   // `servers`: a server list (shard_list.h). Connects lazily, as Client does;
   // fails only when the list is malformed or its DNS name does not resolve.
-  static absl::StatusOr<std::unique_ptr<ShardedClient>> Connect(const std::string& servers,
-                                                                ClientOptions options = {});
+  static absl::StatusOr<std::unique_ptr<ShardedClient>> Connect(const std::string& servers, ClientOptions options = {});
   ~ShardedClient();
 
   // The shards, as ShardList gives them, and the one that holds `key`.
@@ -94,8 +93,7 @@ class ShardedClient {
 
   // `done` runs once, on a gRPC thread, when every shard has answered. The
   // ShardedClient must outlive the calls.
-  void GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
-                std::function<void(absl::StatusOr<GetResult>)> done);
+  void GetAsync(absl::Span<const uint64_t> keys, bool exists_only, std::function<void(absl::StatusOr<GetResult>)> done);
   void PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
                 std::function<void(absl::StatusOr<std::vector<bool>>)> done);
   void DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done);

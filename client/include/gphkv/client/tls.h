@@ -34,11 +34,11 @@ struct TlsOptions {
 
 // TLS as the CLI and the load generator take it, from PEM files.
 struct TlsFiles {
-  bool enabled = false;       // --tls: TLS with gRPC's default roots
-  std::string ca_file;        // --tls_ca (implies TLS)
-  std::string cert_file;      // --tls_cert (implies TLS; needs --tls_key)
-  std::string key_file;       // --tls_key
-  std::string server_name;    // --tls_server_name
+  bool enabled = false;     // --tls: TLS with gRPC's default roots
+  std::string ca_file;      // --tls_ca (implies TLS)
+  std::string cert_file;    // --tls_cert (implies TLS; needs --tls_key)
+  std::string key_file;     // --tls_key
+  std::string server_name;  // --tls_server_name
 
   // Whether these flags ask for TLS.
   bool on() const { return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty(); }

@@ -80,8 +80,7 @@ class ElasticTable {
 
   // As Table::find: one probe of the current table per key, and the writes a
   // rebuild in flight has not taken in yet.
-  absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values,
-                    absl::Span<uint8_t> found);
+  absl::Status find(absl::Span<const uint64_t> keys, absl::Span<uint64_t> values, absl::Span<uint8_t> found);
   // Inserts or overwrites (outcomes are kInserted or kAssigned, last write of
   // a repeated key wins). RESOURCE_EXHAUSTED, with nothing changed, when the
   // batch could leave more keys than the largest table under the cap holds.
@@ -156,9 +155,8 @@ class ElasticTable {
   uint64_t max_buckets() const { return max_buckets_under(options_.max_table_bytes); }
   uint64_t max_buckets_under(uint64_t max_table_bytes) const;
   // Applies a batch of writes to the overlay of a rebuild in flight.
-  absl::Status write_pending(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
-                             bool erase, absl::Span<UpsertOutcome> outcomes,
-                             absl::Span<uint8_t> erased);
+  absl::Status write_pending(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values, bool erase,
+                             absl::Span<UpsertOutcome> outcomes, absl::Span<uint8_t> erased);
 
   ElasticOptions options_;
   std::unique_ptr<Table> table_;

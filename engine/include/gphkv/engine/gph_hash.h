@@ -37,26 +37,23 @@ GPHKV_HD uint32_t fmix32(uint32_t h) {
 GPHKV_HD uint32_t seeded(uint32_t x, uint32_t seed) { return fmix32(x ^ seed); }
 
 // Maps a 32-bit hash onto [0, n) by multiply-shift: uniform for any n, no division.
-GPHKV_HD uint32_t reduce(uint32_t h, uint32_t n) {
-  return static_cast<uint32_t>((static_cast<uint64_t>(h) * n) >> 32);
-}
+GPHKV_HD uint32_t reduce(uint32_t h, uint32_t n) { return static_cast<uint32_t>((static_cast<uint64_t>(h) * n) >> 32); }
 
 // The seeds of the three hash families. The paper defines a multi-argument
 // hash as H_i(k1..kn) = H_{i,0}(H_{i,1}(k1) + ... + H_{i,n}(kn)), each H_{i,n} an
 // fmix32 with its own seed. A 64-bit key enters as two 32-bit arguments
 // (low word, high word), so H_c has three components, H_v and H_b four.
 struct HashSeeds {
-  uint32_t cell[3];    // H_c(k_lo, k_hi)
-  uint32_t vbucket[4]; // H_v(k_lo, k_hi, Φ)
-  uint32_t bucket[4];  // H_b(i, r, Φ)
+  uint32_t cell[3];     // H_c(k_lo, k_hi)
+  uint32_t vbucket[4];  // H_v(k_lo, k_hi, Φ)
+  uint32_t bucket[4];   // H_b(i, r, Φ)
 };
 
 // Derives the eleven distinct component seeds from one table seed.
 inline HashSeeds derive_seeds(uint32_t table_seed) {
   HashSeeds s{};
-  uint32_t* all[] = {&s.cell[0],    &s.cell[1],    &s.cell[2],    &s.vbucket[0],
-                     &s.vbucket[1], &s.vbucket[2], &s.vbucket[3], &s.bucket[0],
-                     &s.bucket[1],  &s.bucket[2],  &s.bucket[3]};
+  uint32_t* all[] = {&s.cell[0],    &s.cell[1],   &s.cell[2],   &s.vbucket[0], &s.vbucket[1], &s.vbucket[2],
+                     &s.vbucket[3], &s.bucket[0], &s.bucket[1], &s.bucket[2],  &s.bucket[3]};
   uint32_t x = table_seed;
   for (uint32_t i = 0; i < 11; ++i) {
     // A Weyl step before mixing keeps the seeds distinct even for seed 0.
@@ -68,24 +65,20 @@ inline HashSeeds derive_seeds(uint32_t table_seed) {
 
 // The shape of one table: plain data, passed by value into kernels.
 struct Geometry {
-  uint32_t num_cells = 0;        // L: one-byte cells in the Cell Index
-  uint32_t num_buckets = 0;      // N: buckets of M slots
-  uint32_t slots_per_bucket = 0; // M
-  uint32_t virtual_buckets = 0;  // R: a power of two, 2..kMaxVirtualBuckets
-  uint32_t delta_bits = 0;       // log2(R): the low bits of a cell hold Δ
+  uint32_t num_cells = 0;         // L: one-byte cells in the Cell Index
+  uint32_t num_buckets = 0;       // N: buckets of M slots
+  uint32_t slots_per_bucket = 0;  // M
+  uint32_t virtual_buckets = 0;   // R: a power of two, 2..kMaxVirtualBuckets
+  uint32_t delta_bits = 0;        // log2(R): the low bits of a cell hold Δ
   HashSeeds seeds{};
 
   GPHKV_HD uint32_t num_mappings() const { return 1u << (8u - delta_bits); }
-  GPHKV_HD uint64_t num_slots() const {
-    return static_cast<uint64_t>(num_buckets) * slots_per_bucket;
-  }
+  GPHKV_HD uint64_t num_slots() const { return static_cast<uint64_t>(num_buckets) * slots_per_bucket; }
 };
 
 // One Cell Index entry: Mapping Φ in the high bits, Offset Δ in the low log2(R) bits.
 GPHKV_HD uint32_t cell_mapping(const Geometry& g, uint8_t cell) { return cell >> g.delta_bits; }
-GPHKV_HD uint32_t cell_offset(const Geometry& g, uint8_t cell) {
-  return cell & (g.virtual_buckets - 1u);
-}
+GPHKV_HD uint32_t cell_offset(const Geometry& g, uint8_t cell) { return cell & (g.virtual_buckets - 1u); }
 GPHKV_HD uint8_t make_cell(const Geometry& g, uint32_t mapping, uint32_t offset) {
   return static_cast<uint8_t>((mapping << g.delta_bits) | offset);
 }
@@ -103,9 +96,9 @@ GPHKV_HD uint32_t cell_of(const Geometry& g, uint64_t key) {
 // j = H_v(k, Φ): the key's virtual bucket within its cell, in [0, R).
 GPHKV_HD uint32_t virtual_bucket_of(const Geometry& g, uint64_t key, uint32_t mapping) {
   const HashSeeds& s = g.seeds;
-  uint32_t h = seeded(seeded(key_lo(key), s.vbucket[1]) + seeded(key_hi(key), s.vbucket[2]) +
-                          seeded(mapping, s.vbucket[3]),
-                      s.vbucket[0]);
+  uint32_t h =
+      seeded(seeded(key_lo(key), s.vbucket[1]) + seeded(key_hi(key), s.vbucket[2]) + seeded(mapping, s.vbucket[3]),
+             s.vbucket[0]);
   return h & (g.virtual_buckets - 1u);
 }
 
@@ -114,9 +107,8 @@ GPHKV_HD uint32_t virtual_bucket_of(const Geometry& g, uint64_t key, uint32_t ma
 // rotates which virtual bucket goes to which of them (GPH §4.2, §6.1).
 GPHKV_HD uint32_t bucket_of(const Geometry& g, uint32_t cell, uint32_t rotated, uint32_t mapping) {
   const HashSeeds& s = g.seeds;
-  uint32_t h = seeded(seeded(cell, s.bucket[1]) + seeded(rotated, s.bucket[2]) +
-                          seeded(mapping, s.bucket[3]),
-                      s.bucket[0]);
+  uint32_t h =
+      seeded(seeded(cell, s.bucket[1]) + seeded(rotated, s.bucket[2]) + seeded(mapping, s.bucket[3]), s.bucket[0]);
   return reduce(h, g.num_buckets);
 }
 

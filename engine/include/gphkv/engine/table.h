@@ -42,9 +42,7 @@ enum class UpsertOutcome : uint8_t {
 struct KeyValue {
   uint64_t key;
   uint64_t value;
-  friend bool operator==(const KeyValue& a, const KeyValue& b) {
-    return a.key == b.key && a.value == b.value;
-  }
+  friend bool operator==(const KeyValue& a, const KeyValue& b) { return a.key == b.key && a.value == b.value; }
 };
 
 // A full copy of a table's state, for tests and for rebuilds: the Cell Index,
@@ -74,8 +72,7 @@ class Table {
 
   // Inserts or overwrites each pair; outcomes[i] says what happened to keys[i].
   // A kNoRoom outcome is not an error of the call: the call still returns OK.
-  virtual absl::Status insert_or_assign(absl::Span<const uint64_t> keys,
-                                        absl::Span<const uint64_t> values,
+  virtual absl::Status insert_or_assign(absl::Span<const uint64_t> keys, absl::Span<const uint64_t> values,
                                         absl::Span<UpsertOutcome> outcomes) = 0;
 
   // Removes each key; erased[i] = 1 if keys[i] was present. The slot is
@@ -136,8 +133,7 @@ int cuda_device_count();
 std::string cuda_device_name(int device);
 
 // The table of the given backend (device is ignored by the CPU backend).
-absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options,
-                                                  int device = 0);
+absl::StatusOr<std::unique_ptr<Table>> make_table(Backend backend, const TableOptions& options, int device = 0);
 
 }  // namespace gphkv::engine
 
@@ -168,8 +164,7 @@ struct BuildStats {
 // RESOURCE_EXHAUSTED when some cell cannot be fitted at options.num_buckets:
 // the caller grows and retries. See docs/gph.md, "Bulk build".
 absl::StatusOr<std::unique_ptr<Table>> bulk_build(Backend backend, const TableOptions& options,
-                                                  absl::Span<const KeyValue> base,
-                                                  absl::Span<const WriteOp> burst,
+                                                  absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst,
                                                   BuildStats* stats = nullptr, int device = 0);
 
 }  // namespace gphkv::engine

@@ -20,18 +20,17 @@ namespace gphkv::engine::gph {
 // buckets that share a real bucket (V_i^{j1} = V_i^{j2}) share its room.
 // Returns false when no (Φ', Δ') fits: the insert fails and the caller grows.
 template <class OthersFn>
-GPHKV_HD bool plan_extended_move(const Geometry& g, uint32_t cell, uint8_t current,
-                                 const uint64_t* keys, uint32_t n, OthersFn&& others,
-                                 uint8_t* chosen) {
+GPHKV_HD bool plan_extended_move(const Geometry& g, uint32_t cell, uint8_t current, const uint64_t* keys, uint32_t n,
+                                 OthersFn&& others, uint8_t* chosen) {
   const uint32_t R = g.virtual_buckets;
   const uint32_t M = g.slots_per_bucket;
   if (n > R * M) return false;  // more keys than the cell's buckets hold (§6.2)
   const uint32_t mappings = g.num_mappings();
   const uint32_t first = cell_mapping(g, current);
   uint32_t bucket[kMaxVirtualBuckets];
-  uint32_t canon[kMaxVirtualBuckets];  // first r with the same real bucket
-  uint32_t room[kMaxVirtualBuckets];   // free slots of bucket[r] (canonical r)
-  uint32_t vcount[kMaxVirtualBuckets]; // keys per virtual bucket j
+  uint32_t canon[kMaxVirtualBuckets];   // first r with the same real bucket
+  uint32_t room[kMaxVirtualBuckets];    // free slots of bucket[r] (canonical r)
+  uint32_t vcount[kMaxVirtualBuckets];  // keys per virtual bucket j
   uint32_t load[kMaxVirtualBuckets];
   for (uint32_t t = 0; t < mappings; ++t) {
     const uint32_t phi = (first + t) % mappings;

@@ -19,7 +19,10 @@
 # scripts/device-bundle-service.sh (BUNDLE, default .device-svc); everything
 # lands in OUT (default build/service-suite), one folder per part, and
 # OUT/suite.tgz holds it all (also copied to COPY_TO, when set: the device
-# tool's $OUT). scripts/loadgen-compare.sh does parts 1-4.
+# tool's $OUT). scripts/loadgen-compare.sh does parts 1-4. Back here, unpack
+# suite.tgz and run scripts/service-suite-results.py on it: it writes the run
+# into bench/results/ and redraws docs/keys-per-request.svg; then
+# scripts/perf-tables.py rewrites the tables (bench/results/README.md: the index).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${BUNDLE:-.device-svc}

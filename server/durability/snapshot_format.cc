@@ -4,12 +4,8 @@
 #include "server/durability/byte_order.h"
 
 namespace gphkv::server::durability {
-namespace {
-constexpr size_t kHeaderPayloadBytes = 44;
-}  // namespace
-
 std::string encode_snapshot_header(const SnapshotHeader& h) {
-  std::string p(kHeaderPayloadBytes, '\0');
+  std::string p(kSnapshotHeaderPayloadBytes, '\0');
   store_le32(&p[0], h.version);
   store_le32(&p[4], 0);
   store_le64(&p[8], h.sequence);
@@ -21,8 +17,8 @@ std::string encode_snapshot_header(const SnapshotHeader& h) {
 }
 
 absl::StatusOr<SnapshotHeader> decode_snapshot_header(std::string_view p) {
-  if (p.size() != kHeaderPayloadBytes) {
-    return absl::DataLossError(absl::StrCat("a header of ", p.size(), " bytes, not ", kHeaderPayloadBytes));
+  if (p.size() != kSnapshotHeaderPayloadBytes) {
+    return absl::DataLossError(absl::StrCat("a header of ", p.size(), " bytes, not ", kSnapshotHeaderPayloadBytes));
   }
   SnapshotHeader h;
   h.version = load_le32(&p[0]);

@@ -2,7 +2,7 @@
 // sequence number, as records (record_format.h):
 //
 //   "GPHKVSNP"                       8 bytes of magic
-//   header record, payload 44 bytes: u32 version (1), u32 flags (0),
+//   header record, payload 48 bytes: u32 version (1), u32 flags (0),
 //                                    u64 sequence, u64 pairs, u64 value bytes,
 //                                    u64 blocks, u64 created (Unix ms)
 //   block records, `blocks` of them: pair entries (pair_codec.h), about
@@ -40,7 +40,9 @@ std::string encode_snapshot_header(const SnapshotHeader& h);
 // build does not read.
 absl::StatusOr<SnapshotHeader> decode_snapshot_header(std::string_view payload);
 
-// Where the first block starts.
-inline constexpr uint64_t kSnapshotBlocksOffset = 8 + 8 + 44;
+// The header record's payload: two u32 and five u64.
+inline constexpr size_t kSnapshotHeaderPayloadBytes = 4 + 4 + 5 * 8;
+// Where the first block starts: the magic, the header record's framing, its payload.
+inline constexpr uint64_t kSnapshotBlocksOffset = 8 + 8 + kSnapshotHeaderPayloadBytes;
 
 }  // namespace gphkv::server::durability

@@ -13,6 +13,7 @@
 #include "server/durability/posix_file.h"
 #include "server/durability/record_format.h"
 #include "server/durability/snapshot_feed.h"
+#include "server/durability/snapshot_format.h"
 #include "server/durability/snapshot_reader.h"
 #include "server/durability/snapshot_writer.h"
 #include "tests/server/durability/durability_test_util.h"
@@ -80,6 +81,28 @@ Written write_random_snapshot(const std::string& dir, uint64_t seed, uint64_t se
   EXPECT_EQ(info->header.pairs, w.model.size());
   EXPECT_GT(info->header.blocks, 20u);
   return w;
+}
+
+// Every field of the header comes back whole: each holds a value that needs
+// all its bytes, so a field cut short or written past the payload shows.
+TEST(Snapshot, TheHeaderKeepsEveryFieldWhole) {
+  SnapshotHeader h;
+  h.sequence = 0x0102030405060708ULL;
+  h.pairs = 0x1112131415161718ULL;
+  h.value_bytes = 0x2122232425262728ULL;
+  h.blocks = 0x3132333435363738ULL;
+  h.created_unix_ms = 0x4142434445464748LL;
+  const std::string payload = encode_snapshot_header(h);
+  EXPECT_EQ(payload.size(), kSnapshotHeaderPayloadBytes);
+  auto back = decode_snapshot_header(payload);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->version, kSnapshotVersion);
+  EXPECT_EQ(back->sequence, h.sequence);
+  EXPECT_EQ(back->pairs, h.pairs);
+  EXPECT_EQ(back->value_bytes, h.value_bytes);
+  EXPECT_EQ(back->blocks, h.blocks);
+  EXPECT_EQ(back->created_unix_ms, h.created_unix_ms);
+  EXPECT_EQ(decode_snapshot_header(payload.substr(0, payload.size() - 4)).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(Snapshot, RoundTrip) {

@@ -18,8 +18,7 @@ struct BaselineTable {
 };
 
 __device__ __forceinline__ uint64_t baseline_home(const BaselineTable& t, uint64_t key) {
-  return static_cast<uint64_t>(
-             bench_fmix32(static_cast<uint32_t>(key) ^ bench_fmix32(static_cast<uint32_t>(key >> 32)))) *
+  return static_cast<uint64_t>(fmix32(static_cast<uint32_t>(key) ^ fmix32(static_cast<uint32_t>(key >> 32)))) *
              t.num_buckets >>
          32;
 }

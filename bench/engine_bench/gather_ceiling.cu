@@ -18,7 +18,7 @@ __global__ void gather_ceiling(const int4* table, uint64_t nb, uint64_t nq, uint
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x / G;
   uint64_t acc = 0;
   for (uint64_t q = tid / G; q < nq; q += stride) {
-    const uint32_t h = bench_fmix32(static_cast<uint32_t>(q) ^ seed);
+    const uint32_t h = fmix32(static_cast<uint32_t>(q) ^ seed);
     const uint64_t b = static_cast<uint64_t>(h) * nb >> 32;
     const int4* p = table + b * (BYTES / 16) + lane * V;
     int4 v[V];
@@ -27,7 +27,7 @@ __global__ void gather_ceiling(const int4* table, uint64_t nb, uint64_t nq, uint
 #pragma unroll
     for (int i = 0; i < V; ++i) acc += static_cast<uint32_t>(v[i].x) ^ static_cast<uint32_t>(v[i].w);
     if (value_every > 0 && lane == 0 && q % value_every == 0) {
-      acc += __ldg(values + (static_cast<uint64_t>(bench_fmix32(h)) * nvalues >> 32));
+      acc += __ldg(values + (static_cast<uint64_t>(fmix32(h)) * nvalues >> 32));
     }
   }
   if (acc == 42) atomicAdd(sink, 1ull);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "bench/engine_bench/axes.h"
+#include "gphkv/engine/gph_hash.h"
 #include "gphkv/engine/table.h"
 
 namespace gphkv::bench {
@@ -25,16 +26,9 @@ __host__ __device__ inline uint64_t bench_key(uint64_t i) { return mix64(i * 0x9
 constexpr uint64_t kAbsentBase = 1ull << 40;
 constexpr uint64_t kBurstBase = 1ull << 41;
 
-// murmur3's 32-bit finalizer: where the gather ceiling and the baseline table
-// send a query.
-__device__ __forceinline__ uint32_t bench_fmix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
+// Where the gather ceiling and the baseline table send a query: the engine's
+// own finalizer (MurmurHash3's fmix32).
+using engine::gph::fmix32;
 
 // queries[q]: a stored key (of n_keys) with probability c.hit_pct/100, else
 // an absent one, drawn by c.distribution. Zipf ranks are scattered over the

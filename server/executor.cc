@@ -72,10 +72,12 @@ void Executor::loop() {
       continue;
     }
     if (durable_ != nullptr && snapshot_step()) continue;
+    if (shrink_step()) continue;
     // Shared: get runs still in flight after run_batch returns point into it.
     auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch());
     if (batch->empty()) {  // closed and drained
       finish_all_gets();
+      while (store_->shrinking()) shrink_step();
       if (durable_ != nullptr) durable_->close(*store_);
       return;
     }
@@ -91,6 +93,27 @@ bool Executor::snapshot_step() {
   // Idle, with an export under way: go on with it; when the writer has no
   // room, wait for room or for a call (false once the batcher closed).
   return exported || batcher_->wait_for_call(kSnapshotRoomWait);
+}
+
+bool Executor::shrink_step() {
+  if (!store_->shrinking()) return false;
+  finish_all_gets();  // values move: no gather in flight may read their old places
+  const absl::Status s = store_->shrink_step();
+  if (!s.ok() || !store_->shrinking()) finish_shrinks(s);
+  publish();
+  return store_->shrinking() && batcher_->empty();
+}
+
+void Executor::finish_shrinks(const absl::Status& trimmed) {
+  if (shrinks_.calls.empty()) return;
+  std::vector<absl::Status> statuses;
+  if (trimmed.ok()) {
+    store_->apply_shrinks(shrinks_.calls, &statuses);
+  } else {
+    statuses.assign(shrinks_.calls.size(), trimmed);
+  }
+  answer(shrinks_.calls, statuses, false);
+  shrinks_ = {};
 }
 
 void Executor::commit_writes(bool end_of_batch) {
@@ -236,14 +259,21 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
       answer(run, statuses, begin == live.size());  // once the log failed, no run waits unlogged
       continue;
     }
+    if (kind == OpKind::kShrink) {
+      // Answered once the value heap's trim, begun (or begun again) here, is done.
+      store_->begin_shrink();
+      shrinks_.batches.push_back(batch_ptr);
+      shrinks_.calls.insert(shrinks_.calls.end(), run.begin(), run.end());
+      continue;
+    }
     const Clock::time_point t0 = Clock::now();
     switch (kind) {
       case OpKind::kGet: store_->apply_gets(run, &statuses); break;
       case OpKind::kPut: store_->apply_puts(run, &statuses); break;
       case OpKind::kDelete: store_->apply_deletes(run, &statuses); break;
-      case OpKind::kShrink: store_->apply_shrinks(run, &statuses); break;
+      case OpKind::kShrink: break;  // above
     }
-    if (metrics_ != nullptr && kind != OpKind::kShrink) {
+    if (metrics_ != nullptr) {
       metrics_->device_seconds[static_cast<int>(kind)]->Observe(seconds_since(t0));
       metrics_->batch_keys->Observe(static_cast<double>(keys));
     }

@@ -28,6 +28,10 @@
 // UNAVAILABLE (applied but not logged), every later write is refused, gets
 // go on, and the server is told (it reports NOT_SERVING, so an orchestrator
 // restarts it). Snapshots are exported between batches, a chunk at a time.
+//
+// A shrink's value-heap trim also runs between batches, a bounded step at a
+// time (one per batch under load, back to back when idle); its calls are
+// answered when it is done.
 #pragma once
 
 #include <atomic>
@@ -96,6 +100,13 @@ class Executor {
   // should come back here before waiting for a batch (an export goes on
   // and no call waits).
   bool snapshot_step();
+  // Between batches: a step of a shrink's value-heap trim, and the shrink
+  // calls' answers once it is done. True when the loop should come back
+  // here before waiting for a batch (the trim goes on and no call waits).
+  bool shrink_step();
+  // The table's part of the shrinks waiting for the trim, and their answers
+  // (the trim's error instead, when it failed).
+  void finish_shrinks(const absl::Status& trimmed);
   void run_batch(const std::shared_ptr<std::vector<Call>>& batch);
   // Appends the batch's record, then answers the write runs it holds.
   void commit_writes(bool end_of_batch);
@@ -125,6 +136,13 @@ class Executor {
     std::vector<absl::Status> statuses;
   };
   std::vector<Unlogged> unlogged_;
+
+  // Shrink calls waiting for the value heap's trim (Store::begin_shrink).
+  struct PendingShrinks {
+    std::vector<std::shared_ptr<std::vector<Call>>> batches;  // own the Calls
+    std::vector<Call*> calls;
+  };
+  PendingShrinks shrinks_;
 
   std::unique_ptr<Store> store_;
   ExecutorDataDir data_dir_config_;

@@ -48,6 +48,9 @@ class ExtentValueHeap : public ValueHeap {
   uint64_t used_bytes() const override { return used_; }
   uint64_t live_values() const override { return live_; }
   absl::StatusOr<uint64_t> trim() override;
+  void begin_trim() override;
+  bool trimming() const override { return trim_.has_value(); }
+  absl::StatusOr<TrimProgress> trim_step(uint64_t max_values) override;
 
   uint64_t chunk_bytes() const { return chunk_granules_ * kGranuleBytes; }
   uint64_t mapped_chunks() const { return mapped_chunks_; }
@@ -157,6 +160,23 @@ class ExtentValueHeap : public ValueHeap {
   Move relocate(uint64_t id, uint64_t to, std::vector<uint64_t>* old_addrs);
   // Undoes relocate()s (bookkeeping only).
   void put_back(absl::Span<const Move> moves, absl::Span<const uint64_t> old_addrs);
+  // A trim in steps (extent_value_heap_trim.cc): the pass it is in and the
+  // chunks the pass visits, sparsest first as when the pass began.
+  enum class TrimPass { kEmpty, kSlide, kEmptyAgain, kDone };
+  struct TrimState {
+    TrimPass pass = TrimPass::kEmpty;
+    std::vector<uint64_t> order;
+    size_t next = 0;
+  };
+  // Orders the mapped, partly used chunks for `pass`.
+  void plan_trim_pass(TrimPass pass);
+  // One chunk of the pass: the values it moved (its member count), 0 when it
+  // was skipped. Ends the pass (next = order.size()) when no later chunk can
+  // be emptied.
+  absl::StatusOr<uint64_t> trim_chunk(uint64_t c);
+  // Unmaps every wholly free chunk.
+  void release_free_chunks();
+
   // The free extents of chunk c: the gaps between its members.
   std::vector<std::pair<uint64_t, uint64_t>> gaps(uint64_t c) const;
   absl::StatusOr<uint64_t> add_chunk();
@@ -182,6 +202,7 @@ class ExtentValueHeap : public ValueHeap {
   uint64_t used_ = 0;
   uint64_t live_ = 0;
   uint64_t moved_granules_ = 0;
+  std::optional<TrimState> trim_;
 };
 
 }  // namespace gphkv::server

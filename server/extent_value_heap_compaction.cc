@@ -1,6 +1,6 @@
 // ExtentValueHeap's compaction: contiguous room made out of scattered holes,
 // for a put that finds enough free bytes but no hole that holds its values,
-// and for trim(). Two moves, both keeping every handle valid (a value keeps
+// and for trim (extent_value_heap_trim.cc). Two moves, both keeping every handle valid (a value keeps
 // its id, only its place changes):
 //  - emptying a chunk: its values go to holes of fuller chunks (all of them,
 //    or none move), leaving a whole free chunk for values of any size, or to
@@ -9,7 +9,6 @@
 //    one extent at its end; needs no room elsewhere, so it serves when the
 //    holes elsewhere are too small for the values of every sparse chunk.
 #include <algorithm>
-#include <climits>
 
 #include "server/extent_value_heap.h"
 
@@ -216,23 +215,6 @@ absl::StatusOr<bool> ExtentValueHeap::compact(uint64_t goal, uint64_t allowed, u
   auto have = slide_chunks(goal, *whole + allowed, chunk_granules_ / kMinSlideShare, want);
   if (!have.ok()) return have.status();
   return *have >= goal;
-}
-
-absl::StatusOr<uint64_t> ExtentValueHeap::trim() {
-  // Empty every chunk that can be; then slide the chunks at least a quarter
-  // free, so values too large for the scattered holes fit their tails, and
-  // empty again; then hand every wholly free chunk back.
-  for (int pass = 0; pass < 2; ++pass) {
-    if (auto s = empty_sparse_chunks(UINT64_MAX, 0, INT_MAX); !s.ok()) return s.status();
-    if (pass == 0) {
-      if (auto s = slide_chunks(UINT64_MAX, 0, chunk_granules_ / 4, 0); !s.ok()) return s.status();
-    }
-  }
-  const uint64_t before = reserved_;
-  for (uint64_t c = 0; c < chunks_.size(); ++c) {
-    if (chunks_[c].base != nullptr && chunks_[c].members.empty()) remove_chunk(c);
-  }
-  return before - reserved_;
 }
 
 }  // namespace gphkv::server

@@ -14,6 +14,7 @@
 // whoever holds the store before it is handed to the executor.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,10 +58,19 @@ class Store {
   void apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
-  // An operator's shrink request (every call of the run gets the same
-  // answer): starts a background rebuild into a table sized for the keys
-  // stored now, unless the table already is. FAILED_PRECONDITION while
-  // another rebuild runs, since waiting for it would stall every call behind.
+  // An operator's shrink, in two parts so that serving goes on meanwhile.
+  // First the value heap gives freed memory back, in steps of bounded work
+  // (a whole trim of millions of values holds the executor about a second):
+  // begin_shrink() starts it (or starts it over), the executor calls
+  // shrink_step() between batches while shrinking(), with no pipelined get
+  // in flight (values move). A step's error ends the trim. Then
+  // apply_shrinks() answers the calls (every call the same answer): it
+  // starts a background rebuild into a table sized for the keys stored now,
+  // unless the table already is; FAILED_PRECONDITION while another rebuild
+  // runs, since waiting for it would stall every call behind.
+  void begin_shrink();
+  bool shrinking() const;
+  absl::Status shrink_step();
   void apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
 
   // The pipelined CUDA get path (server/get_pipeline.h). Usable while the
@@ -135,6 +145,13 @@ class Store {
   SyncGets sync_gets_;
   StoreCounters counters_;
   RelocationTally relocations_;
+  // The value heap's trim of a shrink under way (begin_shrink to its last step).
+  struct HeapTrim {
+    std::chrono::steady_clock::time_point start;
+    uint64_t steps = 0;
+    uint64_t released_bytes = 0;
+  };
+  HeapTrim trim_;
   // Scratch of the put path, reused across runs.
   std::vector<uint64_t> keys_, handles_;
   std::vector<engine::UpsertOutcome> outcomes_;

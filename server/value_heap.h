@@ -62,8 +62,22 @@ class ValueHeap {
   virtual uint64_t live_values() const = 0;
   // Gives freed memory back to the backend (an operator's Shrink): moves
   // values out of sparse chunks and releases every chunk left wholly free.
-  // Returns the bytes released; fails only on a device error.
+  // Returns the bytes released; fails only on a device error. All at once:
+  // the server trims in steps instead (below), serving between them.
   virtual absl::StatusOr<uint64_t> trim() = 0;
+
+  // The same trim, in steps of bounded work. begin_trim() starts one (or
+  // starts over); each trim_step() moves the values of chunks holding about
+  // `max_values` values in all (at least one chunk's, whatever its count)
+  // and releases the chunks left wholly free. Puts, deletes and gets may run
+  // between steps: a step works on the heap as it finds it.
+  struct TrimProgress {
+    uint64_t released_bytes = 0;  // by this step
+    bool done = false;            // nothing left to move: trimming() is false
+  };
+  virtual void begin_trim() = 0;
+  virtual bool trimming() const = 0;
+  virtual absl::StatusOr<TrimProgress> trim_step(uint64_t max_values) = 0;
 
   // The cap on reserved_bytes(); the executor lowers it by what the table takes.
   void set_limit(uint64_t bytes) { limit_ = bytes; }

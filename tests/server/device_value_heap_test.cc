@@ -72,6 +72,14 @@ TEST(DeviceValueHeap, TrimMovesValuesAndGivesChunksBack) {
   testing::check_trim(*heap, rng);
 }
 
+TEST(DeviceValueHeap, TrimInBoundedStepsWhileValuesComeAndGo) {
+  SKIP_WITHOUT_DEVICE();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(64 * 1024);
+  ASSERT_NE(heap, nullptr);
+  testing::check_trim_in_steps(*heap, rng);
+}
+
 TEST(DeviceValueHeap, LengthsTravelInTheHandleAndTheLargestLiveExtentBoundsThem) {
   SKIP_WITHOUT_DEVICE();
   SEEDED_RNG(rng);

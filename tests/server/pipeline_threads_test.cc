@@ -64,7 +64,7 @@ TEST(PipelineThreads, ClientsReadTheirWritesThroughTheExecutorAndCompletionThrea
   Batcher batcher(bo);
   ServiceMetrics metrics;
   Executor executor(std::move(*store), &batcher, &metrics, /*completion_threads=*/2);
-  executor.start();
+  ASSERT_TRUE(executor.start().ok());
   const Intake intake(&batcher, RequestLimits{});
 
   constexpr int kClients = 6;

@@ -446,6 +446,8 @@ TEST(Store, MemoryFreedByDeletesServesOtherSizesAndShrinkGivesItBack) {
   shrink.op = ShrinkOp{&answer};
   Call* run = &shrink;
   std::vector<absl::Status> statuses;
+  store.begin_shrink();
+  while (store.shrinking()) ASSERT_TRUE(store.shrink_step().ok());
   store.apply_shrinks({&run, 1}, &statuses);
   ASSERT_TRUE(statuses[0].ok()) << statuses[0];
   ASSERT_TRUE(store.finish_rebuild().ok());

@@ -170,6 +170,49 @@ void check_trim(ExtentValueHeap& heap, std::mt19937_64& rng) {
   EXPECT_EQ(heap.moved_bytes(), moved);
 }
 
+void check_trim_in_steps(ExtentValueHeap& heap, std::mt19937_64& rng) {
+  HeapModel model;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<std::string> values(200);
+    for (auto& v : values) v = random_bytes(rng, static_cast<uint32_t>(rng() % 2000));
+    ASSERT_TRUE(put_values(heap, model, values).ok());
+  }
+  release_share(heap, model, rng, 0.75);
+  const uint64_t before = heap.reserved_bytes();
+  heap.begin_trim();
+  ASSERT_TRUE(heap.trimming());
+  int steps = 0;
+  uint64_t released = 0;
+  for (bool done = false; !done; ++steps) {
+    ASSERT_LT(steps, 100000) << "the trim never ended";
+    auto step = heap.trim_step(256);
+    ASSERT_TRUE(step.ok()) << step.status();
+    released += step->released_bytes;
+    done = step->done;
+    EXPECT_EQ(heap.trimming(), !done);
+    // What a server does between steps: small puts and some releases.
+    std::vector<std::string> values(1 + rng() % 8);
+    for (auto& v : values) v = random_bytes(rng, static_cast<uint32_t>(rng() % 2000));
+    ASSERT_TRUE(put_values(heap, model, values).ok());
+    if (rng() % 4 == 0) release_share(heap, model, rng, 0.01);
+    if (steps % 16 == 0) {
+      expect_heap_matches(heap, model, rng);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(steps, 4) << "a bounded step did the whole trim";
+  EXPECT_GT(released, 0u);
+  EXPECT_GT(heap.moved_bytes(), 0u);
+  EXPECT_LT(heap.reserved_bytes(), before);
+  EXPECT_LE(heap.reserved_bytes(), heap.used_bytes() * 5 / 4 + 2 * heap.chunk_bytes()) << "used " << heap.used_bytes();
+  expect_heap_matches(heap, model, rng);
+  // A step with no trim begun does nothing.
+  auto idle = heap.trim_step(256);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_TRUE(idle->done);
+  EXPECT_EQ(idle->released_bytes, 0u);
+}
+
 namespace {
 
 // The bytes of second_size values stored as a share of the bytes released.

@@ -46,6 +46,12 @@ uint64_t release_share(ValueHeap& heap, HeapModel& model, std::mt19937_64& rng, 
 // every value; a second trim finds nothing more to do.
 void check_trim(ExtentValueHeap& heap, std::mt19937_64& rng);
 
+// The same heap and releases as check_trim, trimmed in steps of at most 256
+// values' work with random puts and releases between the steps (a server's
+// batches): the trim takes many steps, ends, gives chunks back, and every
+// value written before or during it reads back.
+void check_trim_in_steps(ExtentValueHeap& heap, std::mt19937_64& rng);
+
 // Lengths 0, 1, max_value and max_value + 1 (INVALID_ARGUMENT, in a batch
 // with valid ones: nothing taken).
 void check_adversarial_lengths(ValueHeap& heap, uint32_t max_value, std::mt19937_64& rng);

@@ -84,6 +84,12 @@ TEST(HostValueHeap, TrimMovesValuesOutOfSparseChunksAndGivesThemBack) {
   testing::check_trim(*heap, rng);
 }
 
+TEST(HostValueHeap, TrimInBoundedStepsWhileValuesComeAndGo) {
+  SEEDED_RNG(rng);
+  auto heap = make_heap(64 * 1024);
+  testing::check_trim_in_steps(*heap, rng);
+}
+
 TEST(HostValueHeap, ARefusedBatchLeavesNoChunkMapped) {
   SEEDED_RNG(rng);
   auto heap = make_heap(64 * 1024);

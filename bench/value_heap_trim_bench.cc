@@ -118,12 +118,14 @@ int main(int argc, char** argv) {
     return median(v);
   };
   const Rep& last = reps.back();  // same seed: the same heap, the same bytes
-  std::printf("trim of %llu TaoBench-like values with %.0f%% released: %.0f MB reserved, %.1f MB given back, %.1f MB "
-              "copied; medians of %d\n",
-              static_cast<unsigned long long>(absl::GetFlag(FLAGS_live)), 100 * absl::GetFlag(FLAGS_release),
-              last.reserved / 1e6, last.released / 1e6, last.moved / 1e6, absl::GetFlag(FLAGS_reps));
-  std::printf("| whole trim (s) | in steps of %llu values: total (s) | steps | longest step (ms) | median step (ms) |\n",
-              static_cast<unsigned long long>(absl::GetFlag(FLAGS_step_values)));
+  std::printf(
+      "trim of %llu TaoBench-like values with %.0f%% released: %.0f MB reserved, %.1f MB given back, %.1f MB "
+      "copied; medians of %d\n",
+      static_cast<unsigned long long>(absl::GetFlag(FLAGS_live)), 100 * absl::GetFlag(FLAGS_release),
+      last.reserved / 1e6, last.released / 1e6, last.moved / 1e6, absl::GetFlag(FLAGS_reps));
+  std::printf(
+      "| whole trim (s) | in steps of %llu values: total (s) | steps | longest step (ms) | median step (ms) |\n",
+      static_cast<unsigned long long>(absl::GetFlag(FLAGS_step_values)));
   std::printf("|---:|---:|---:|---:|---:|\n| %.3f | %.3f | %llu | %.2f | %.2f |\n", med(&Rep::whole_s),
               med(&Rep::stepped_s), static_cast<unsigned long long>(last.steps), 1e3 * med(&Rep::longest_step_s),
               1e3 * med(&Rep::median_step_s));

@@ -131,7 +131,7 @@ def engine_gpu_build():
 
 
 def lookup_bounds():
-    """What the memory system allows each lookup layout (bench/lookup_bounds.cu)."""
+    """What the memory system allows each lookup layout (engine/bench/lookup_bounds.cu)."""
     hit = newest("lookup_bounds", lambda d: d.get("keys") == 10 ** 8)
     if not hit:
         return []

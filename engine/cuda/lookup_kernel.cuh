@@ -2,7 +2,7 @@
 // M slots per bucket, |g| threads per bucket, K keys per thread, and whether
 // bucket and value loads are marked evict-first. lookup.cu instantiates the
 // shape production launches; engine_bench instantiates the others it
-// measures (bench/engine_bench/lookup_shapes.cuh).
+// measures (engine/bench/lookup_shapes.cuh).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "bench/cuda_check.h"
+#include "engine/bench/cuda_check.h"
 #include "engine/cuda/device_table.cuh"
 #include "engine/cuda/lookup_kernel.cuh"
 

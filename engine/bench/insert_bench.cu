@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "bench/engine_bench/key_spaces.cuh"
-#include "bench/engine_bench/measurements.h"
+#include "engine/bench/key_spaces.cuh"
+#include "engine/bench/measurements.h"
 
 namespace gphkv::bench {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <utility>
 
-#include "bench/engine_bench/key_spaces.cuh"
-#include "bench/engine_bench/measurements.h"
-#include "bench/engine_bench/sections.h"
+#include "engine/bench/key_spaces.cuh"
+#include "engine/bench/measurements.h"
+#include "engine/bench/sections.h"
 
 namespace gphkv::bench {
 namespace {

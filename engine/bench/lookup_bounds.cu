@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cuda_check.h"
+#include "engine/bench/cuda_check.h"
 
 #ifndef GPHKV_GIT_COMMIT
 #define GPHKV_GIT_COMMIT "unknown"

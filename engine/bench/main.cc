@@ -19,8 +19,8 @@
 #include <ctime>
 #include <string>
 
-#include "bench/engine_bench/context.h"
-#include "bench/engine_bench/sections.h"
+#include "engine/bench/context.h"
+#include "engine/bench/sections.h"
 
 #ifndef GPHKV_GIT_COMMIT
 #define GPHKV_GIT_COMMIT "unknown"

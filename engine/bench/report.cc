@@ -1,4 +1,4 @@
-#include "bench/engine_bench/report.h"
+#include "engine/bench/report.h"
 
 #include <cstdio>
 

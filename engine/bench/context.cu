@@ -1,4 +1,4 @@
-#include "bench/engine_bench/context.h"
+#include "engine/bench/context.h"
 
 #include <algorithm>
 #include <cmath>

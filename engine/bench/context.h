@@ -13,9 +13,9 @@
 #include <functional>
 
 #include "absl/status/status.h"
-#include "bench/cuda_check.h"
-#include "bench/engine_bench/args.h"
-#include "bench/engine_bench/report.h"
+#include "engine/bench/args.h"
+#include "engine/bench/cuda_check.h"
+#include "engine/bench/report.h"
 #include "gphkv/engine/table.h"
 
 // OK(status): a benchmark's check of an engine call: on an error, print it

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "bench/engine_bench/context.h"
+#include "engine/bench/context.h"
 
 namespace gphkv::bench {
 

@@ -2,8 +2,8 @@
 // order that leaves each measurement the table state it needs.
 #include <algorithm>
 
-#include "bench/engine_bench/measurements.h"
-#include "bench/engine_bench/sections.h"
+#include "engine/bench/measurements.h"
+#include "engine/bench/sections.h"
 
 namespace gphkv::bench {
 

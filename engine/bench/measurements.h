@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "bench/engine_bench/axes.h"
-#include "bench/engine_bench/context.h"
+#include "engine/bench/axes.h"
+#include "engine/bench/context.h"
 #include "engine/cuda/cuda_table.h"
 
 namespace gphkv::bench {

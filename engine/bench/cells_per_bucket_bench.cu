@@ -3,8 +3,8 @@
 // ~31 MB (4) and ~62 MB (8), around the H100's 50 MB of L2.
 #include <algorithm>
 
-#include "bench/engine_bench/measurements.h"
-#include "bench/engine_bench/sections.h"
+#include "engine/bench/measurements.h"
+#include "engine/bench/sections.h"
 
 namespace gphkv::bench {
 

@@ -4,9 +4,9 @@
 // window (docs/gph.md, "Tuning on the H100").
 #include <string>
 
-#include "bench/engine_bench/key_spaces.cuh"
-#include "bench/engine_bench/lookup_shapes.cuh"
-#include "bench/engine_bench/measurements.h"
+#include "engine/bench/key_spaces.cuh"
+#include "engine/bench/lookup_shapes.cuh"
+#include "engine/bench/measurements.h"
 
 namespace gphkv::bench {
 

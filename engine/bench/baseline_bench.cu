@@ -3,8 +3,8 @@
 // the next bucket while the bucket is full; a lookup stops at the key or at a
 // bucket with a vacant slot. The kind of table the GPH paper compares against,
 // measured at the same N, M and load as the GPH table.
-#include "bench/engine_bench/key_spaces.cuh"
-#include "bench/engine_bench/measurements.h"
+#include "engine/bench/key_spaces.cuh"
+#include "engine/bench/measurements.h"
 
 namespace gphkv::bench {
 namespace {

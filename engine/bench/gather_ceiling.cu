@@ -1,7 +1,7 @@
 // The random-gather ceiling (the method of shared/device/ceiling_probe.cu):
 // the memory traffic of a one-probe lookup without its work.
-#include "bench/engine_bench/key_spaces.cuh"
-#include "bench/engine_bench/measurements.h"
+#include "engine/bench/key_spaces.cuh"
+#include "engine/bench/measurements.h"
 
 namespace gphkv::bench {
 namespace {

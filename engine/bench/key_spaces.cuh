@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "bench/engine_bench/axes.h"
+#include "engine/bench/axes.h"
 #include "gphkv/engine/gph_hash.h"
 #include "gphkv/engine/table.h"
 

@@ -1,7 +1,7 @@
 // Find: the GPH lookup (one bucket probe per key, hit or miss) at one point
 // of the lookup axes, on the table's own launch (CudaTable::find_async).
-#include "bench/engine_bench/key_spaces.cuh"
-#include "bench/engine_bench/measurements.h"
+#include "engine/bench/key_spaces.cuh"
+#include "engine/bench/measurements.h"
 
 namespace gphkv::bench {
 

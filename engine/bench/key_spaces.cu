@@ -1,6 +1,6 @@
-#include "bench/engine_bench/key_spaces.cuh"
+#include "engine/bench/key_spaces.cuh"
 
-#include "bench/engine_bench/context.h"
+#include "engine/bench/context.h"
 
 namespace gphkv::bench {
 namespace {

@@ -1,4 +1,4 @@
-#include "bench/engine_bench/args.h"
+#include "engine/bench/args.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -201,6 +201,8 @@ void Store::begin_shrink() {
   owner_.check("begin_shrink");
   heap_->begin_trim();
   trim_ = HeapTrim{std::chrono::steady_clock::now(), 0, 0};
+  spdlog::info("shrink requested: the value heap ({} bytes, {} values) gives freed memory back in steps",
+               heap_->reserved_bytes(), heap_->live_values());
 }
 
 bool Store::shrinking() const { return heap_->trimming(); }

@@ -34,7 +34,8 @@ absl::Status BulkLoad::add(absl::Span<const uint64_t> keys, absl::Span<const std
   // As a put of the whole run that brings the table to every pair so far
   // (an upper bound on the keys: a key may repeat), so the table the build
   // makes fits beside the values.
-  if (absl::Status s = budget_.admit_put(writes_.size() + keys.size(), lengths_, &slots_, /*packed=*/true); !s.ok()) return s;
+  if (absl::Status s = budget_.admit_put(writes_.size() + keys.size(), lengths_, &slots_, /*packed=*/true); !s.ok())
+    return s;
   const auto t1 = std::chrono::steady_clock::now();
   slot_seconds_ += std::chrono::duration<double>(t1 - t0).count();
   if (absl::Status s = heap_.write(slots_, values); !s.ok()) {
@@ -82,8 +83,9 @@ absl::Status BulkLoad::finish() {
   spdlog::info(
       "recovery: {} snapshot pairs ({} value bytes) went to the value heap (slots {:.2f} s, bytes {:.2f} s), then "
       "one bulk build of the table: {} keys in {} buckets (load factor {:.2f}), {:.2f} s{}",
-      writes_.size(), value_bytes_, slot_seconds_, write_seconds_, table_.size(), table_.num_buckets(), table_.load_factor(),
-      seconds_since(t0), repeats == 0 ? std::string() : absl::StrCat("; ", repeats, " repeated keys' earlier values freed"));
+      writes_.size(), value_bytes_, slot_seconds_, write_seconds_, table_.size(), table_.num_buckets(),
+      table_.load_factor(), seconds_since(t0),
+      repeats == 0 ? std::string() : absl::StrCat("; ", repeats, " repeated keys' earlier values freed"));
   writes_ = {};
   value_bytes_ = 0;
   slot_seconds_ = write_seconds_ = 0;

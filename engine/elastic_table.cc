@@ -214,6 +214,48 @@ absl::Status ElasticTable::finish_rebuild() {
   return absl::OkStatus();
 }
 
+absl::Status ElasticTable::load(absl::Span<const WriteOp> writes, BuildStats* stats) {
+  if (auto s = finish_rebuild(); !s.ok()) return s;
+  if (size_ != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("load: the table holds ", size_, " keys; it must be empty"));
+  }
+  uint64_t keys = 0;  // an upper bound: a key may be written more than once
+  for (const WriteOp& w : writes) keys += !w.erase;
+  if (keys == 0) return absl::OkStatus();
+  const uint64_t limit = key_limit();
+  if (keys > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat("table full: loading ", keys, " keys; a table under the cap of ",
+                                                     options_.max_table_bytes, " bytes holds at most ", limit,
+                                                     " keys (at load factor ", options_.max_load_factor, ")"));
+  }
+  // The empty table's memory goes to the build; put back (empty, its size)
+  // if the build fails.
+  const uint64_t old_buckets = num_buckets();
+  table_.reset();
+  TableOptions shape = options_.shape;
+  shape.num_buckets = std::min(buckets_for_keys(keys), max_buckets());
+  for (;;) {
+    auto built = bulk_build(options_.backend, shape, {}, writes, stats, options_.device);
+    if (built.ok()) {
+      table_ = std::move(*built);
+      size_ = table_->size();
+      return absl::OkStatus();
+    }
+    // A build that found no fit for some cell is retried roomier, as a rebuild is.
+    const uint64_t roomier = std::min(max_buckets(), shape.num_buckets + shape.num_buckets / 8 + 1);
+    if (built.status().code() == absl::StatusCode::kResourceExhausted && roomier > shape.num_buckets) {
+      shape.num_buckets = roomier;
+      continue;
+    }
+    TableOptions empty = options_.shape;
+    empty.num_buckets = old_buckets;
+    auto restored = make_table(options_.backend, empty, options_.device);
+    if (!restored.ok()) return restored.status();
+    table_ = std::move(*restored);
+    return built.status();
+  }
+}
+
 absl::Status ElasticTable::shrink_to_fit() {
   if (auto s = finish_rebuild(); !s.ok()) return s;
   if (buckets_for_keys(size_) >= num_buckets()) return absl::OkStatus();

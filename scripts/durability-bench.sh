@@ -21,7 +21,9 @@
 #
 # Knobs (environment, defaults below): BACKEND, KEYS (loadgen's key space),
 # SECONDS_EACH, WRITE_BATCH, VALUE, API, THREADS, CONNECTIONS, DEPTH, MEMORY,
-# RESTART_KEYS, RESTART_VALUE, KILL_TESTS, RESULTS_DIR (every log and JSON
+# RESTART_KEYS, RESTART_VALUE, KILL_TESTS, SECTIONS (which of the three
+# steps run, comma-separated: puts,restart,kill, all by default; e.g.
+# SECTIONS=restart times only the restart), RESULTS_DIR (every log and JSON
 # report, and durability-bench.tgz of them all, also copied to COPY_TO when
 # set), DATA (the directory whose disk is measured), BIN (the binaries).
 # Exits 1 when a step failed.
@@ -53,6 +55,7 @@ else
   KEYS=${KEYS:-200000} THREADS=${THREADS:-2} CONNECTIONS=${CONNECTIONS:-2} DEPTH=${DEPTH:-8}
   RESTART_KEYS=${RESTART_KEYS:-1000000} KILL_TESTS=${KILL_TESTS:-0}
 fi
+SECTIONS=${SECTIONS:-puts,restart,kill}
 SECONDS_EACH=${SECONDS_EACH:-10}
 WRITE_BATCH=${WRITE_BATCH:-16}
 VALUE=${VALUE:-100}
@@ -64,8 +67,9 @@ addr=127.0.0.1:50171
 server=""
 status=0
 trap '[ -n "$server" ] && kill $server 2>/dev/null; wait' EXIT
+section() { [[ ",$SECTIONS," == *",$1,"* ]]; }
 
-echo "durability-bench: backend=$BACKEND, puts of $WRITE_BATCH keys x $VALUE B over $KEYS keys, ${SECONDS_EACH}s per" \
+echo "durability-bench: sections $SECTIONS; backend=$BACKEND, puts of $WRITE_BATCH keys x $VALUE B over $KEYS keys, ${SECONDS_EACH}s per" \
   "setting ($THREADS threads x $CONNECTIONS connections x depth $DEPTH); a restart with $RESTART_KEYS keys x" \
   "$RESTART_VALUE B; kill -9 tests: $([ "$KILL_TESTS" = 1 ] && echo yes || echo no); results in $RESULTS_DIR"
 echo "commit: $(cat "$here/COMMIT" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
@@ -111,58 +115,62 @@ time_restart() {
 }
 
 # 1. Puts at each setting.
-echo
-echo "setting    put line of gphkv-loadgen: op calls/s keys/s bytes/s hit% errors p50 p90 p99 p99.9 max"
-declare -A keys_per_s
-for setting in none never everysec always; do
+if section puts; then
+  echo
+  echo "setting    put line of gphkv-loadgen: op calls/s keys/s bytes/s hit% errors p50 p90 p99 p99.9 max"
+  declare -A keys_per_s
+  for setting in none never everysec always; do
+    rm -rf "$DATA"
+    flags=(--memory="$MEMORY")
+    [ "$setting" != none ] && flags+=(--data_dir="$DATA" --fsync="$setting")
+    start_server "$setting" "${flags[@]}"
+    if ! wait_serving 120; then
+      echo "$setting: the server did not start"
+      tail -20 "$RESULTS_DIR/server-$setting.log"
+      status=1
+      stop_server
+      continue
+    fi
+    "$LOADGEN" --target=gphkv --address=$addr --api="$API" --keys="$KEYS" --write_fraction=1 --delete_fraction=0 \
+      --write_batch="$WRITE_BATCH" --object_value="$VALUE" --association_value="$VALUE" --threads="$THREADS" \
+      --connections="$CONNECTIONS" --depth="$DEPTH" --warmup=2 --duration="$SECONDS_EACH" --progress=false \
+      --json="$RESULTS_DIR/$setting.json" >"$RESULTS_DIR/loadgen-$setting.txt" 2>&1 ||
+      { echo "$setting: loadgen failed"; tail -20 "$RESULTS_DIR/loadgen-$setting.txt"; status=1; }
+    line=$(grep -E '^put ' "$RESULTS_DIR/loadgen-$setting.txt")
+    printf '%-10s %s\n' "$setting" "$line"
+    keys_per_s[$setting]=$(echo "$line" | awk '{ print $3 }')
+    stop_server
+    if [ "$setting" = always ]; then
+      time_restart "$DATA" "restart-after-always" --memory="$MEMORY" || status=1
+      stop_server
+    fi
+  done
+  awk -v none="${keys_per_s[none]:-0}" -v es="${keys_per_s[everysec]:-0}" -v nv="${keys_per_s[never]:-0}" \
+    -v al="${keys_per_s[always]:-0}" 'function k(s) { m = 1; if (s ~ /k$/) m = 1e3; if (s ~ /M$/) m = 1e6; return s * m }
+    BEGIN { if (k(none) > 0) printf "puts against no log: never %+.1f%%, everysec %+.1f%% (goal: above -10%%), always %+.1f%%\n",
+      100 * (k(nv) / k(none) - 1), 100 * (k(es) / k(none) - 1), 100 * (k(al) / k(none) - 1) }'
   rm -rf "$DATA"
-  flags=(--memory="$MEMORY")
-  [ "$setting" != none ] && flags+=(--data_dir="$DATA" --fsync="$setting")
-  start_server "$setting" "${flags[@]}"
-  if ! wait_serving 120; then
-    echo "$setting: the server did not start"
-    tail -20 "$RESULTS_DIR/server-$setting.log"
-    status=1
-    stop_server
-    continue
-  fi
-  "$LOADGEN" --target=gphkv --address=$addr --api="$API" --keys="$KEYS" --write_fraction=1 --delete_fraction=0 \
-    --write_batch="$WRITE_BATCH" --object_value="$VALUE" --association_value="$VALUE" --threads="$THREADS" \
-    --connections="$CONNECTIONS" --depth="$DEPTH" --warmup=2 --duration="$SECONDS_EACH" --progress=false \
-    --json="$RESULTS_DIR/$setting.json" >"$RESULTS_DIR/loadgen-$setting.txt" 2>&1 ||
-    { echo "$setting: loadgen failed"; tail -20 "$RESULTS_DIR/loadgen-$setting.txt"; status=1; }
-  line=$(grep -E '^put ' "$RESULTS_DIR/loadgen-$setting.txt")
-  printf '%-10s %s\n' "$setting" "$line"
-  keys_per_s[$setting]=$(echo "$line" | awk '{ print $3 }')
-  stop_server
-  if [ "$setting" = always ]; then
-    time_restart "$DATA" "restart-after-always" --memory="$MEMORY" || status=1
-    stop_server
-  fi
-done
-awk -v none="${keys_per_s[none]:-0}" -v es="${keys_per_s[everysec]:-0}" -v nv="${keys_per_s[never]:-0}" \
-  -v al="${keys_per_s[always]:-0}" 'function k(s) { m = 1; if (s ~ /k$/) m = 1e3; if (s ~ /M$/) m = 1e6; return s * m }
-  BEGIN { if (k(none) > 0) printf "puts against no log: never %+.1f%%, everysec %+.1f%% (goal: above -10%%), always %+.1f%%\n",
-    100 * (k(nv) / k(none) - 1), 100 * (k(es) / k(none) - 1), 100 * (k(al) / k(none) - 1) }'
-rm -rf "$DATA"
+fi
 
 # 2. A restart with RESTART_KEYS pairs.
-echo
-restart_memory=$((RESTART_KEYS * (64 + 2 * (RESTART_VALUE + 16))))
-[ "$restart_memory" -lt $((1 << 30)) ] && restart_memory=$((1 << 30))
-timeout 300 "$SNAPSHOT_BENCH" --backend="$BACKEND" --keys="$RESTART_KEYS" --value_bytes="$RESTART_VALUE" --dir="$RESULTS_DIR" \
-  --keep --recover=false --json="$RESULTS_DIR/store_snapshot_bench.json" 2>&1 | tee "$RESULTS_DIR/store_snapshot_bench.txt"
-if [ -d "$RESULTS_DIR/store_snapshot_bench" ]; then
-  time_restart "$RESULTS_DIR/store_snapshot_bench" "restart-$RESTART_KEYS-keys" --memory="$restart_memory" || status=1
-  stop_server
-  rm -rf "$RESULTS_DIR/store_snapshot_bench"
-else
-  echo "store_snapshot_bench left no directory: no restart timed"
-  status=1
+if section restart; then
+  echo
+  restart_memory=$((RESTART_KEYS * (64 + 2 * (RESTART_VALUE + 16))))
+  [ "$restart_memory" -lt $((1 << 30)) ] && restart_memory=$((1 << 30))
+  timeout 300 "$SNAPSHOT_BENCH" --backend="$BACKEND" --keys="$RESTART_KEYS" --value_bytes="$RESTART_VALUE" --dir="$RESULTS_DIR" \
+    --keep --recover=false --json="$RESULTS_DIR/store_snapshot_bench.json" 2>&1 | tee "$RESULTS_DIR/store_snapshot_bench.txt"
+  if [ -d "$RESULTS_DIR/store_snapshot_bench" ]; then
+    time_restart "$RESULTS_DIR/store_snapshot_bench" "restart-$RESTART_KEYS-keys" --memory="$restart_memory" || status=1
+    stop_server
+    rm -rf "$RESULTS_DIR/store_snapshot_bench"
+  else
+    echo "store_snapshot_bench left no directory: no restart timed"
+    status=1
+  fi
 fi
 
 # 3. The kill -9 tests against this backend's server.
-if [ "$KILL_TESTS" = 1 ]; then
+if [ "$KILL_TESTS" = 1 ] && section kill; then
   echo
   GPHKV_SERVER=$SERVER GPHKV_SERVER_FLAGS="--backend=$BACKEND" TEST_TMPDIR="$RESULTS_DIR" timeout 300 "$KILL_TESTS_BIN" \
     --gtest_filter='DurableServer.*:DataDirDamage.*' >"$RESULTS_DIR/durable_server_tests.txt" 2>&1

@@ -116,7 +116,8 @@ absl::Status ExtentValueHeap::too_long(uint64_t length) const {
       absl::StrCat("value of ", length, " bytes is over the limit of ", max_value_bytes_, " bytes"));
 }
 
-absl::Status ExtentValueHeap::allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) {
+absl::Status ExtentValueHeap::allocate(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles,
+                                       bool packed) {
   uint64_t need = 0, largest = 0;
   for (uint32_t len : lengths) {
     if (len > max_value_bytes_) return too_long(len);
@@ -134,14 +135,14 @@ absl::Status ExtentValueHeap::allocate_slots(absl::Span<const uint32_t> lengths,
     return refusal(lengths, need);
   }
   const size_t first = handles->size();
-  absl::Status placed = place(lengths, id_growth, handles);
+  absl::Status placed = place(lengths, id_growth, handles, packed);
   if (placed.code() == absl::StatusCode::kResourceExhausted) {
     // Enough free bytes but no holes to hold them: compact, then try once
     // more. The slack covers the end of a chunk that values cannot straddle.
     auto compacted = compact(need + largest, addable_chunks(id_growth) * chunk_granules_, largest);
     if (!compacted.ok()) return compacted.status();
     // Even short of the goal the chunks it emptied may be enough.
-    placed = place(lengths, id_growth, handles);
+    placed = place(lengths, id_growth, handles, packed);
     if (placed.code() == absl::StatusCode::kResourceExhausted) return refusal(lengths, need);
   }
   if (!placed.ok()) return placed;
@@ -157,7 +158,7 @@ absl::Status ExtentValueHeap::allocate_slots(absl::Span<const uint32_t> lengths,
 }
 
 absl::Status ExtentValueHeap::place(absl::Span<const uint32_t> lengths, uint64_t id_growth,
-                                    std::vector<ValueHandle>* handles) {
+                                    std::vector<ValueHandle>* handles, bool packed) {
   const size_t first = handles->size();
   std::vector<uint64_t> mapped;
   auto undo = [&](absl::Status why) {
@@ -167,32 +168,51 @@ absl::Status ExtentValueHeap::place(absl::Span<const uint32_t> lengths, uint64_t
     for (uint64_t c : mapped) remove_chunk(c);
     return why;
   };
-  for (uint32_t len : lengths) {
-    const uint64_t g = granules(len);
-    std::optional<uint64_t> addr = free_.take(g);
+  for (size_t i = 0; i < lengths.size();) {
+    // Values [i, end) go back to back into one extent of `run` granules: one
+    // value, or packed, the next values up to a chunk's worth, halved until a
+    // free extent holds them.
+    size_t end = i + 1;
+    uint64_t run = granules(lengths[i]);
+    if (packed) {
+      while (end < lengths.size() && run + granules(lengths[end]) <= chunk_granules_) run += granules(lengths[end++]);
+    }
+    std::optional<uint64_t> addr;
+    while (!(addr = free_.take(run)) && end > i + 1) {
+      const size_t keep = (end - i) / 2;
+      while (end > i + keep) run -= granules(lengths[--end]);
+    }
     if (!addr && addable_chunks(id_growth) > 0) {
       auto c = add_chunk();
       if (!c.ok()) return undo(c.status());
       mapped.push_back(*c);
-      addr = free_.take(g);  // an empty chunk holds kMaxValuesPerChunk of the largest values
+      addr = free_.take(run);  // an empty chunk holds kMaxValuesPerChunk of the largest values
     }
     if (!addr) return undo(absl::ResourceExhaustedError("no free extent"));
-    uint64_t id;
-    if (!free_ids_.empty()) {
-      id = free_ids_.back();
-      free_ids_.pop_back();
-    } else {
-      id = records_.size();
-      records_.emplace_back();
+    for (; i < end; ++i) {
+      place_one(lengths[i], *addr, handles);
+      *addr += granules(lengths[i]);
     }
-    records_[id].length = len;
-    attach(id, *addr);
-    used_ += g * kGranuleBytes;
-    ++live_;
-    ++live_by_bin_[size_bin(g)];
-    handles->push_back(value_handle::make(len & value_handle::kMaxLength, id));
   }
   return absl::OkStatus();
+}
+
+void ExtentValueHeap::place_one(uint32_t len, uint64_t addr, std::vector<ValueHandle>* handles) {
+  const uint64_t g = granules(len);
+  uint64_t id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = records_.size();
+    records_.emplace_back();
+  }
+  records_[id].length = len;
+  attach(id, addr);
+  used_ += g * kGranuleBytes;
+  ++live_;
+  ++live_by_bin_[size_bin(g)];
+  handles->push_back(value_handle::make(len & value_handle::kMaxLength, id));
 }
 
 void ExtentValueHeap::release(ValueHandle handle) {

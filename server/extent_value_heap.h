@@ -41,7 +41,12 @@ class ExtentValueHeap : public ValueHeap {
   static constexpr uint64_t kMaxValuesPerChunk = 4;
 
   absl::StatusOr<ValueHandle> allocate(std::string_view bytes) override;
-  absl::Status allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) override;
+  absl::Status allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) override {
+    return allocate(lengths, handles, /*packed=*/false);
+  }
+  absl::Status allocate_packed_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) override {
+    return allocate(lengths, handles, /*packed=*/true);
+  }
   void release(ValueHandle handle) override;
   uint32_t length(ValueHandle handle) const override { return records_[value_handle::id(handle)].length; }
   uint64_t reserved_bytes() const override { return reserved_; }
@@ -132,7 +137,12 @@ class ExtentValueHeap : public ValueHeap {
   // Takes an extent and an id for each length, mapping chunks while the
   // limit allows; all or nothing: RESOURCE_EXHAUSTED (or a backing error)
   // leaves everything as it was.
-  absl::Status place(absl::Span<const uint32_t> lengths, uint64_t id_growth, std::vector<ValueHandle>* handles);
+  absl::Status allocate(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles, bool packed);
+  // packed: runs of consecutive values share one take() of their extents.
+  absl::Status place(absl::Span<const uint32_t> lengths, uint64_t id_growth, std::vector<ValueHandle>* handles,
+                     bool packed);
+  // Takes an id for a value of `len` bytes at `addr` and appends its handle.
+  void place_one(uint32_t len, uint64_t addr, std::vector<ValueHandle>* handles);
   // Compaction (extent_value_heap_compaction.cc). Makes whole free chunks
   // plus `allowed` granules (chunks the limit allows) reach `goal`: empties
   // sparse chunks, then slides chunks so that each ends in a free extent of

@@ -15,7 +15,7 @@ void MemoryBudget::fit_table_to_heap() {
 }
 
 absl::Status MemoryBudget::admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths,
-                                     std::vector<ValueHandle>* slots) {
+                                     std::vector<ValueHandle>* slots, bool packed) {
   const uint64_t table_need = std::max(table_->table_bytes(), table_->bytes_to_hold(projected_keys));
   if (table_need > limit_) {
     return absl::ResourceExhaustedError(
@@ -25,7 +25,8 @@ absl::Status MemoryBudget::admit_put(uint64_t projected_keys, absl::Span<const u
   heap_->set_limit(limit_ - table_need);
   slots->clear();
   // All or nothing: a refusal takes no slot and maps no chunk.
-  if (absl::Status st = heap_->allocate_slots(lengths, slots); !st.ok()) {
+  absl::Status st = packed ? heap_->allocate_packed_slots(lengths, slots) : heap_->allocate_slots(lengths, slots);
+  if (!st.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("put refused: ", st.message(), " (table ", table_need,
                                                      " bytes, value heap ", heap_->reserved_bytes(),
                                                      " bytes; --memory=", limit_, ")"));

@@ -37,7 +37,9 @@ class MemoryBudget {
   // batch), plus every value slot the call adds, must fit under the cap. On
   // success `slots` holds the call's value slots (their bytes unwritten);
   // otherwise RESOURCE_EXHAUSTED naming the sizes, and nothing was taken.
-  absl::Status admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* slots);
+  // packed: the slots are taken with ValueHeap::allocate_packed_slots (a bulk load).
+  absl::Status admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* slots,
+                         bool packed = false);
 
  private:
   const uint64_t limit_;

@@ -1,6 +1,7 @@
 #include "server/store.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/bulk_load.h"
 #include "server/distinct_keys.h"
 #include "server/put_plan.h"
 #include "server/table_growth.h"

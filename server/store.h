@@ -40,6 +40,7 @@
 
 namespace gphkv::server {
 
+class BulkLoad;
 struct DistinctKeys;
 class PutPlan;
 
@@ -113,6 +114,21 @@ class Store {
   absl::Status put_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   // Removes the keys that are stored.
   absl::Status erase_keys(absl::Span<const uint64_t> keys);
+  // Recovery's bulk path for a snapshot (server/bulk_load.h): begin_bulk_load
+  // on an empty store (FAILED_PRECONDITION otherwise), then bulk_load_pairs
+  // per run of pairs (values to the heap, admitted under --memory as
+  // put_pairs is: RESOURCE_EXHAUSTED, nothing taken for the run), then
+  // finish_bulk_load builds the table from them all in one step, sized for
+  // them (no rebuild). The keys are not stored (keys() stays 0) until then;
+  // no other operation may come between. abandon_bulk_load frees what was
+  // loaded (the store is empty again).
+  absl::Status begin_bulk_load(uint64_t expected_pairs);
+  absl::Status bulk_load_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
+  absl::Status finish_bulk_load();
+  void abandon_bulk_load();
+  bool bulk_loading() const { return bulk_ != nullptr; }
+  // Pairs a bulk load in progress has taken.
+  uint64_t bulk_load_pairs_taken() const;
   // Removes every key (a rebuild in flight is finished first).
   absl::Status clear();
   // Every key stored now. FAILED_PRECONDITION while a rebuild runs: the
@@ -152,6 +168,7 @@ class Store {
     uint64_t released_bytes = 0;
   };
   HeapTrim trim_;
+  std::unique_ptr<BulkLoad> bulk_;  // while recovery bulk-loads a snapshot
   // Scratch of the put path, reused across runs.
   std::vector<uint64_t> keys_, handles_;
   std::vector<engine::UpsertOutcome> outcomes_;

@@ -4,6 +4,7 @@
 #include "server/store.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/bulk_load.h"
 #include "server/distinct_keys.h"
 #include "server/put_plan.h"
 
@@ -28,8 +29,43 @@ absl::Status Store::erase_keys(absl::Span<const uint64_t> keys) {
   return erase_distinct(unique, &erased);
 }
 
+absl::Status Store::begin_bulk_load(uint64_t expected_pairs) {
+  begin_run("begin_bulk_load");
+  if (bulk_ != nullptr) return absl::FailedPreconditionError("a bulk load is in progress already");
+  if (absl::Status s = finish_rebuild(); !s.ok()) return s;
+  if (table_->size() != 0 || heap_->live_values() != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a bulk load needs an empty store; this one holds ", table_->size(), " keys"));
+  }
+  bulk_ = std::make_unique<BulkLoad>(*table_, *heap_, budget_);
+  bulk_->reserve(expected_pairs);
+  return absl::OkStatus();
+}
+
+absl::Status Store::bulk_load_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
+  begin_run("bulk_load_pairs");
+  if (bulk_ == nullptr) return absl::FailedPreconditionError("no bulk load is in progress");
+  return bulk_->add(keys, values);
+}
+
+absl::Status Store::finish_bulk_load() {
+  begin_run("finish_bulk_load");
+  if (bulk_ == nullptr) return absl::FailedPreconditionError("no bulk load is in progress");
+  absl::Status s = bulk_->finish();
+  bulk_.reset();
+  return s;
+}
+
+void Store::abandon_bulk_load() {
+  begin_run("abandon_bulk_load");
+  bulk_.reset();  // frees what it loaded
+}
+
+uint64_t Store::bulk_load_pairs_taken() const { return bulk_ == nullptr ? 0 : bulk_->pairs(); }
+
 absl::Status Store::clear() {
   begin_run("clear");
+  bulk_.reset();  // a bulk load in progress frees what it loaded
   if (absl::Status s = finish_rebuild(); !s.ok()) return s;
   auto pairs = table_->serving_table().export_pairs();
   if (!pairs.ok()) return pairs.status();

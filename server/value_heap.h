@@ -40,6 +40,13 @@ class ValueHeap {
   // max_value_bytes. May move stored values to make room (their handles stay
   // valid). The slots' bytes are undefined until write().
   virtual absl::Status allocate_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) = 0;
+  // As allocate_slots, for a bulk load (recovery's, server/bulk_load.h): the
+  // values go back to back into as few free extents as hold them, one
+  // free-list operation per extent rather than per value. Not for the
+  // serving path: it passes over the holes single values left.
+  virtual absl::Status allocate_packed_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) {
+    return allocate_slots(lengths, handles);
+  }
   // Stores bytes[i] in handles[i]'s slot (bytes[i].size() must be the length
   // the slot was taken for). On a device: one upload of the concatenated bytes
   // and a place kernel; returns once they are stored.

@@ -26,6 +26,16 @@ struct Pairs {
 class RecoverySink {
  public:
   virtual ~RecoverySink() = default;
+  // A snapshot's pairs follow: its header counts `pairs` (repeats
+  // included) and `value_bytes` of values. A hint, before its first
+  // on_puts, for a sink that loads a snapshot in bulk (sizes its table once,
+  // builds it at on_snapshot_loaded); damaged blocks may deliver fewer
+  // (--recover=skip-corrupt), and on_reset may follow.
+  virtual absl::Status on_snapshot_begin(uint64_t pairs, uint64_t value_bytes) {
+    (void)pairs;
+    (void)value_bytes;
+    return absl::OkStatus();
+  }
   virtual absl::Status on_puts(const Pairs& pairs) = 0;
   virtual absl::Status on_deletes(absl::Span<const uint64_t> keys) = 0;
   // The snapshot is in (`sequence`: the last batch it covers); the log's

@@ -44,6 +44,8 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
                    absl::StrCat("the header says batch ", header->sequence, ", the name batch ", file.sequence));
   }
 
+  if (absl::Status s = sink.on_snapshot_begin(header->pairs, header->value_bytes); !s.ok()) return s;
+
   // Under kSkipCorrupt: notes the damage and returns where to go on (none: stop).
   auto skip = [&](uint64_t offset, std::string what) -> std::optional<uint64_t> {
     const std::optional<uint64_t> next = next_intact_record(bytes, offset);

@@ -286,6 +286,69 @@ TEST_P(ElasticTableTest, ShrinkToFitKeepsEveryKey) {
   expect_contents(*t, model);
 }
 
+TEST_P(ElasticTableTest, LoadFillsAnEmptyTableInOneBuildWithNoRebuild) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed);
+  ElasticOptions o;
+  o.shape.num_buckets = 4;  // far too small: inserts would grow it many times
+  auto t = make_elastic(o);
+  ASSERT_NE(t, nullptr);
+  // 200k writes over 150k keys (0 and the sentinel among them): repeats,
+  // whose last write wins, and some erases.
+  const auto pool = key_pool(rng, 150000);
+  std::vector<WriteOp> writes;
+  Model model;
+  for (int i = 0; i < 200000; ++i) {
+    const size_t at = i < 3 ? i : rng() % pool.size();
+    const uint64_t key = pool[at];
+    const bool erase = at >= 3 && rng() % 20 == 0;  // 0, 1 and the sentinel stay
+    writes.push_back({key, rng(), erase});
+    if (erase) {
+      model.erase(key);
+    } else {
+      model[key] = writes.back().value;
+    }
+  }
+  ASSERT_TRUE(model.count(0) && model.count(gph::kEmptyKey));
+  BuildStats stats;
+  ASSERT_TRUE(t->load(writes, &stats).ok());
+  EXPECT_FALSE(t->rebuilding());
+  EXPECT_EQ(t->rebuilds(), 0u);
+  EXPECT_TRUE(events_.empty());
+  EXPECT_EQ(stats.keys, model.size());
+  expect_contents(*t, model);
+  // Sized as a grown table: at most rebuild_load_factor full, so writes go on without a rebuild.
+  EXPECT_LE(t->load_factor(), o.rebuild_load_factor + 0.01);
+  for (int i = 0; i < 50; ++i) random_batch(*t, model, rng, pool, 1 + rng() % 500);
+  expect_contents(*t, model);
+  // Only into an empty table.
+  EXPECT_EQ(t->load(writes).code(), absl::StatusCode::kFailedPrecondition);
+  expect_contents(*t, model);
+}
+
+TEST_P(ElasticTableTest, LoadPastTheCapIsRefusedAndChangesNothing) {
+  std::mt19937_64 rng(test_seed());
+  ElasticOptions o;
+  o.shape.num_buckets = 64;
+  auto t = make_elastic(o);
+  ASSERT_NE(t, nullptr);
+  t->set_max_table_bytes(t->bytes_to_hold(3000));
+  std::vector<WriteOp> writes;
+  for (int i = 0; i < 4000; ++i) writes.push_back({rng(), rng(), false});
+  const absl::Status refused = t->load(writes);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_EQ(t->size(), 0u);
+  EXPECT_EQ(t->num_buckets(), 64u);
+  // At the cap that holds them, the largest table under it takes them all.
+  t->set_max_table_bytes(t->bytes_to_hold(4000));
+  ASSERT_TRUE(t->load(writes).ok());
+  EXPECT_LE(t->table_bytes(), t->max_table_bytes());
+  Model model;
+  for (const WriteOp& w : writes) model[w.key] = w.value;
+  expect_contents(*t, model);
+}
+
 TEST_P(ElasticTableTest, BurstThresholdDefaultsToTheBackendsMeasuredValue) {
   auto t = make_elastic(ElasticOptions{});
   ASSERT_NE(t, nullptr);

@@ -16,11 +16,12 @@ std::string random_bytes(std::mt19937_64& rng, uint32_t len) {
   return s;
 }
 
-absl::Status put_values(ValueHeap& heap, HeapModel& model, const std::vector<std::string>& values) {
+absl::Status put_values(ValueHeap& heap, HeapModel& model, const std::vector<std::string>& values, bool packed) {
   std::vector<uint32_t> lengths;
   for (const auto& v : values) lengths.push_back(static_cast<uint32_t>(v.size()));
   std::vector<ValueHandle> handles;
-  if (absl::Status s = heap.allocate_slots(lengths, &handles); !s.ok()) {
+  absl::Status taken = packed ? heap.allocate_packed_slots(lengths, &handles) : heap.allocate_slots(lengths, &handles);
+  if (absl::Status s = taken; !s.ok()) {
     EXPECT_TRUE(handles.empty()) << "a refused batch returned handles";
     return s;
   }

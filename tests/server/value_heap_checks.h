@@ -24,7 +24,8 @@ std::string random_bytes(std::mt19937_64& rng, uint32_t len);
 // Allocates and writes `values` in one batch; on success adds them to the
 // model. Returns allocate_slots' status (a refusal must change nothing: the
 // caller checks).
-absl::Status put_values(ValueHeap& heap, HeapModel& model, const std::vector<std::string>& values);
+// packed: with allocate_packed_slots (a bulk load's).
+absl::Status put_values(ValueHeap& heap, HeapModel& model, const std::vector<std::string>& values, bool packed = false);
 
 // Every live handle's length and bytes (one gather, in a shuffled order),
 // live_values(), distinct handles, and reserved_bytes() within limit().

@@ -110,5 +110,44 @@ TEST(HostValueHeap, ARefusedBatchLeavesNoChunkMapped) {
   testing::expect_heap_matches(*heap, model, rng);
 }
 
+// A bulk load's slots: runs of values share one extent, so a fresh heap
+// fills its chunks front to back; mixed with single slots and releases (the
+// holes they leave), under a limit that refuses some runs whole.
+TEST(HostValueHeap, PackedSlotsFillChunksBackToBackAndMatchAModel) {
+  SEEDED_RNG(rng);
+  auto heap = make_heap(64 * 1024);
+  HeapModel model;
+  // Into an empty heap: every chunk but the last full to within one value.
+  for (int run = 0; run < 20; ++run) {
+    std::vector<std::string> values;
+    for (int i = 0; i < 3000; ++i) values.push_back(random_bytes(rng, rng() % 10 == 0 ? rng() % 4000 : rng() % 40));
+    ASSERT_TRUE(testing::put_values(*heap, model, values, /*packed=*/true).ok());
+  }
+  EXPECT_GT(heap->mapped_chunks(), 2u);
+  EXPECT_GE(heap->used_bytes() + (heap->mapped_chunks() - 1) * 4000, (heap->mapped_chunks() - 1) * heap->chunk_bytes());
+  testing::expect_heap_matches(*heap, model, rng);
+  // Holes, single slots, then packed runs again under a limit.
+  testing::release_share(*heap, model, rng, 0.3);
+  heap->set_limit(heap->reserved_bytes() + 2 * heap->chunk_bytes());
+  int refused = 0;
+  for (int run = 0; run < 60; ++run) {
+    std::vector<std::string> values;
+    for (int i = 0, n = 1 + static_cast<int>(rng() % 2000); i < n; ++i)
+      values.push_back(random_bytes(rng, rng() % 200));
+    const uint64_t reserved = heap->reserved_bytes(), live = heap->live_values();
+    const absl::Status s = testing::put_values(*heap, model, values, /*packed=*/run % 3 != 0);
+    if (!s.ok()) {
+      ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+      EXPECT_EQ(heap->reserved_bytes(), reserved);
+      EXPECT_EQ(heap->live_values(), live);
+      ++refused;
+      testing::release_share(*heap, model, rng, 0.2);
+    }
+  }
+  EXPECT_GT(refused, 0) << "the limit should refuse some runs";
+  EXPECT_LE(heap->reserved_bytes(), heap->limit());
+  testing::expect_heap_matches(*heap, model, rng);
+}
+
 }  // namespace
 }  // namespace gphkv::server

@@ -14,6 +14,13 @@
 
 namespace gphkv::server::durability::testing {
 
+absl::Status ModelSink::on_snapshot_begin(uint64_t pairs, uint64_t value_bytes) {
+  begun_pairs = pairs;
+  begun_value_bytes = value_bytes;
+  puts_before_begin = state.size();
+  return absl::OkStatus();
+}
+
 absl::Status ModelSink::on_puts(const Pairs& pairs) {
   for (size_t i = 0; i < pairs.keys.size(); ++i) state[pairs.keys[i]] = std::string(pairs.values[i]);
   return absl::OkStatus();

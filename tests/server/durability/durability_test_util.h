@@ -22,6 +22,7 @@ using Model = std::map<uint64_t, std::string>;
 // A store as recovery rebuilds it.
 class ModelSink : public RecoverySink {
  public:
+  absl::Status on_snapshot_begin(uint64_t pairs, uint64_t value_bytes) override;
   absl::Status on_puts(const Pairs& pairs) override;
   absl::Status on_deletes(absl::Span<const uint64_t> keys) override;
   absl::Status on_snapshot_loaded(uint64_t sequence) override;
@@ -30,6 +31,8 @@ class ModelSink : public RecoverySink {
   Model state;
   uint64_t snapshot_sequence = UINT64_MAX;  // UINT64_MAX until on_snapshot_loaded
   uint64_t resets = 0;
+  // What the last on_snapshot_begin said, and the pairs delivered before it (0).
+  uint64_t begun_pairs = UINT64_MAX, begun_value_bytes = UINT64_MAX, puts_before_begin = UINT64_MAX;
 };
 
 // Batch `sequence` of the stream drawn from `seed`: 1 to 3 runs of puts and

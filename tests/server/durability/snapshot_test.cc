@@ -115,6 +115,12 @@ TEST(Snapshot, RoundTrip) {
   auto load = load_snapshot({42, w.path}, RecoverMode::kStrict, sink);
   ASSERT_TRUE(load.ok()) << load.status();
   EXPECT_EQ(sink.state, w.model);
+  // The bulk-load hint came first, with the header's counts.
+  EXPECT_EQ(sink.puts_before_begin, 0u);
+  EXPECT_EQ(sink.begun_pairs, w.model.size());
+  uint64_t value_bytes = 0;
+  for (const auto& [k, v] : w.model) value_bytes += v.size();
+  EXPECT_EQ(sink.begun_value_bytes, value_bytes);
   EXPECT_EQ(load->header.sequence, 42u);
   EXPECT_EQ(load->pairs, w.model.size());
   EXPECT_EQ(testing::list_names(tmp.path()), std::vector<std::string>{"snapshot-00000000000000000042.gphkv"});

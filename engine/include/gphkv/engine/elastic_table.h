@@ -89,6 +89,18 @@ class ElasticTable {
   // As Table::erase.
   absl::Status erase(absl::Span<const uint64_t> keys, absl::Span<uint8_t> erased);
 
+  // Fills an empty table (no rebuild in flight) with one bulk build of
+  // `writes`, applied in order (a key written more than once: the last write
+  // wins; an erase removes it), in the foreground, into a table sized for
+  // them as a grown table is (rebuild_load_factor, not below the initial
+  // size; the largest table under the cap where that one is not). For an
+  // owner restoring a saved state in one step (the server's recovery from a
+  // snapshot) instead of growing through inserts and rebuilds. Not a
+  // rebuild: rebuilds() and the listener are untouched. RESOURCE_EXHAUSTED,
+  // with nothing changed, when the writes could leave more keys than
+  // key_limit(); FAILED_PRECONDITION when the table holds keys.
+  absl::Status load(absl::Span<const WriteOp> writes, BuildStats* stats = nullptr);
+
   // Rebuilds into a table sized for the keys now stored (not below the
   // initial size), in the background like any rebuild.
   absl::Status shrink_to_fit();

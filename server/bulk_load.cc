@@ -1,0 +1,103 @@
+#include "server/bulk_load.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace gphkv::server {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+void BulkLoad::reserve(uint64_t pairs) {
+  // A hint from a file: never more than the table could hold under --memory.
+  writes_.reserve(std::min<uint64_t>(pairs, table_.key_limit_under(budget_.limit_bytes())));
+}
+
+absl::Status BulkLoad::add(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
+  if (keys.size() != values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(keys.size(), " keys but ", values.size(), " values"));
+  }
+  if (keys.empty()) return absl::OkStatus();
+  if (writes_.size() + keys.size() > kMaxPairs) {
+    return absl::InvalidArgumentError(absl::StrCat("a bulk load takes at most ", kMaxPairs, " pairs"));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  lengths_.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) lengths_[i] = static_cast<uint32_t>(values[i].size());
+  // As a put of the whole run that brings the table to every pair so far
+  // (an upper bound on the keys: a key may repeat), so the table the build
+  // makes fits beside the values.
+  if (absl::Status s = budget_.admit_put(writes_.size() + keys.size(), lengths_, &slots_, /*packed=*/true); !s.ok())
+    return s;
+  const auto t1 = std::chrono::steady_clock::now();
+  slot_seconds_ += std::chrono::duration<double>(t1 - t0).count();
+  if (absl::Status s = heap_.write(slots_, values); !s.ok()) {
+    for (ValueHandle h : slots_) heap_.release(h);
+    return absl::InternalError(absl::StrCat("value heap write failed: ", s.message()));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    writes_.push_back({keys[i], slots_[i], false});
+    value_bytes_ += lengths_[i];
+  }
+  write_seconds_ += seconds_since(t1);
+  return absl::OkStatus();
+}
+
+absl::Status BulkLoad::finish() {
+  if (writes_.empty()) return absl::OkStatus();
+  const auto t0 = std::chrono::steady_clock::now();
+  // The table may take what the values left; admission kept room for it.
+  budget_.fit_table_to_heap();
+  engine::BuildStats stats;
+  absl::Status s = table_.load(writes_, &stats);
+  budget_.fit_heap_to_table();
+  if (!s.ok()) {
+    abandon();
+    return s;
+  }
+  uint64_t repeats = 0;
+  if (table_.size() != writes_.size()) {
+    // A key came more than once: the table holds its last handle; free the others.
+    std::vector<uint64_t> keys(writes_.size()), handles(writes_.size());
+    std::vector<uint8_t> found(writes_.size());
+    for (size_t i = 0; i < writes_.size(); ++i) keys[i] = writes_[i].key;
+    if (s = table_.find(keys, absl::MakeSpan(handles), absl::MakeSpan(found)); !s.ok()) {
+      writes_ = {};  // the table holds them now: not the load's to free
+      return s;
+    }
+    for (size_t i = 0; i < writes_.size(); ++i) {
+      if (found[i] && handles[i] == writes_[i].value) continue;
+      heap_.release(writes_[i].value);
+      ++repeats;
+    }
+    budget_.fit_table_to_heap();
+    budget_.fit_heap_to_table();
+  }
+  spdlog::info(
+      "recovery: {} snapshot pairs ({} value bytes) went to the value heap (slots {:.2f} s, bytes {:.2f} s), then "
+      "one bulk build of the table: {} keys in {} buckets (load factor {:.2f}), {:.2f} s{}",
+      writes_.size(), value_bytes_, slot_seconds_, write_seconds_, table_.size(), table_.num_buckets(),
+      table_.load_factor(), seconds_since(t0),
+      repeats == 0 ? std::string() : absl::StrCat("; ", repeats, " repeated keys' earlier values freed"));
+  writes_ = {};
+  value_bytes_ = 0;
+  slot_seconds_ = write_seconds_ = 0;
+  return absl::OkStatus();
+}
+
+void BulkLoad::abandon() {
+  for (const engine::WriteOp& w : writes_) heap_.release(w.value);
+  if (!writes_.empty()) budget_.fit_table_to_heap();
+  writes_ = {};
+  value_bytes_ = 0;
+  slot_seconds_ = write_seconds_ = 0;
+}
+
+}  // namespace gphkv::server

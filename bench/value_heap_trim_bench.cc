@@ -1,7 +1,7 @@
 // What a shrink's value-heap trim holds the executor for, whole and in the
-// server's bounded steps (ValueHeap::trim_step), in host memory (the host
-// heap; the device heap does the same bookkeeping on the host, plus one move
-// kernel per chunk and a cudaFree per chunk given back).
+// server's bounded steps (ValueHeap::trim_step): the host heap by default,
+// the device heap with --heap=device in a CUDA build (the same bookkeeping on
+// the host, plus the move kernels and a cudaFree per chunk given back).
 //
 // The heap as a soak leaves it: --live TaoBench-like values (half TAO
 // objects, half associations, as value_heap_bench's churn), then a random
@@ -23,11 +23,15 @@
 #include "bench/bench_report.h"
 #include "loadgen/size_distribution.h"
 #include "server/host_value_heap.h"
+#ifdef GPHKV_HAVE_CUDA
+#include "server/cuda/device_value_heap.h"
+#endif
 
 ABSL_FLAG(uint64_t, live, 4000000, "values stored before the releases (the soak's 4 M keys)");
 ABSL_FLAG(double, release, 0.15, "share of the values released at random before the trim");
 ABSL_FLAG(uint64_t, step_values, 4096, "values a step may move (the server's kTrimStepValues)");
 ABSL_FLAG(uint32_t, max_value_bytes, 1 << 20, "the largest value (the server's default --max_value_bytes)");
+ABSL_FLAG(std::string, heap, "host", "host, or device (CUDA builds, device 0)");
 ABSL_FLAG(int, reps, 3, "repetitions; medians are reported");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the sizes and of the releases");
 ABSL_FLAG(std::string, json, "", "write the results as JSON to this file");
@@ -35,7 +39,31 @@ ABSL_FLAG(std::string, json, "", "write the results as JSON to this file");
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using gphkv::server::ExtentValueHeap;
 using gphkv::server::HostValueHeap;
+
+[[noreturn]] void fail(const absl::Status& s) {
+  std::fprintf(stderr, "value_heap_trim_bench: %s\n", s.ToString().c_str());
+  std::exit(1);
+}
+
+std::unique_ptr<ExtentValueHeap> new_heap() {
+  const uint32_t max_value = absl::GetFlag(FLAGS_max_value_bytes);
+  const std::string kind = absl::GetFlag(FLAGS_heap);
+  if (kind == "host") {
+    auto heap = HostValueHeap::create(max_value);
+    if (!heap.ok()) fail(heap.status());
+    return std::move(*heap);
+  }
+#ifdef GPHKV_HAVE_CUDA
+  if (kind == "device") {
+    auto heap = gphkv::server::DeviceValueHeap::create(max_value, 0);
+    if (!heap.ok()) fail(heap.status());
+    return std::move(*heap);
+  }
+#endif
+  fail(absl::InvalidArgumentError("--heap=" + kind + ": host, or device in a CUDA build"));
+}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -45,12 +73,8 @@ double median(std::vector<double> v) {
 }
 
 // The heap of one repetition: --live values stored, --release of them released.
-std::unique_ptr<HostValueHeap> make_heap(uint64_t seed) {
-  auto heap = HostValueHeap::create(absl::GetFlag(FLAGS_max_value_bytes));
-  if (!heap.ok()) {
-    std::fprintf(stderr, "%s\n", heap.status().ToString().c_str());
-    std::exit(1);
-  }
+std::unique_ptr<ExtentValueHeap> make_heap(uint64_t seed) {
+  std::unique_ptr<ExtentValueHeap> heap = new_heap();
   std::mt19937_64 rng(seed);
   auto object = gphkv::loadgen::ParseSizeDistribution("tao-object");
   auto association = gphkv::loadgen::ParseSizeDistribution("tao-association");
@@ -59,16 +83,13 @@ std::unique_ptr<HostValueHeap> make_heap(uint64_t seed) {
   std::vector<uint32_t> lengths(64);
   for (uint64_t n = 0; n < absl::GetFlag(FLAGS_live); n += lengths.size()) {
     for (auto& len : lengths) len = (rng() % 2 == 0 ? *object : *association)->Quantile(u(rng));
-    if (absl::Status s = (*heap)->allocate_slots(lengths, &handles); !s.ok()) {
-      std::fprintf(stderr, "%s\n", s.ToString().c_str());
-      std::exit(1);
-    }
+    if (absl::Status s = heap->allocate_slots(lengths, &handles); !s.ok()) fail(s);
   }
   const double share = absl::GetFlag(FLAGS_release);
   for (auto h : handles) {
-    if (u(rng) < share) (*heap)->release(h);
+    if (u(rng) < share) heap->release(h);
   }
-  return std::move(*heap);
+  return heap;
 }
 
 struct Rep {
@@ -83,7 +104,7 @@ Rep run_rep(uint64_t seed) {
     const Clock::time_point t0 = Clock::now();
     auto released = heap->trim();
     r.whole_s = seconds_since(t0);
-    if (!released.ok()) std::exit(1);
+    if (!released.ok()) fail(released.status());
   }
   auto heap = make_heap(seed);
   r.reserved = heap->reserved_bytes();
@@ -94,7 +115,7 @@ Rep run_rep(uint64_t seed) {
     const Clock::time_point s0 = Clock::now();
     auto step = heap->trim_step(absl::GetFlag(FLAGS_step_values));
     steps.push_back(seconds_since(s0));
-    if (!step.ok()) std::exit(1);
+    if (!step.ok()) fail(step.status());
     r.released += step->released_bytes;
     done = step->done;
   }
@@ -132,6 +153,7 @@ int main(int argc, char** argv) {
   const std::string path = absl::GetFlag(FLAGS_json);
   if (!path.empty()) {
     auto record = gphkv::bench::run_record("value_heap_trim_bench", gphkv::bench::cpu_model(), argc, argv);
+    record["heap"] = absl::GetFlag(FLAGS_heap);
     record["live"] = absl::GetFlag(FLAGS_live);
     record["release"] = absl::GetFlag(FLAGS_release);
     record["step_values"] = absl::GetFlag(FLAGS_step_values);

@@ -30,8 +30,8 @@
 // restarts it). Snapshots are exported between batches, a chunk at a time.
 //
 // A shrink's value-heap trim also runs between batches, a bounded step at a
-// time (one per batch under load, back to back when idle); its calls are
-// answered when it is done.
+// time (under load at most a fifth of the executor's time, back to back when
+// idle); its calls are answered when it is done.
 #pragma once
 
 #include <atomic>
@@ -143,6 +143,10 @@ class Executor {
     std::vector<Call*> calls;
   };
   PendingShrinks shrinks_;
+  // Calls waiting, no trim step before this (shrink_step): after a step of d,
+  // kServePerTrim * d of serving.
+  static constexpr int kServePerTrim = 4;
+  Clock::time_point next_trim_step_{};
 
   std::unique_ptr<Store> store_;
   ExecutorDataDir data_dir_config_;

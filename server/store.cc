@@ -1,5 +1,7 @@
 #include "server/store.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/bulk_load.h"
 #include "server/distinct_keys.h"
@@ -201,7 +203,8 @@ constexpr uint64_t kTrimStepValues = 4096;
 void Store::begin_shrink() {
   owner_.check("begin_shrink");
   heap_->begin_trim();
-  trim_ = HeapTrim{std::chrono::steady_clock::now(), 0, 0};
+  trim_ = HeapTrim{};
+  trim_.start = std::chrono::steady_clock::now();
   spdlog::info("shrink requested: the value heap ({} bytes, {} values) gives freed memory back in steps",
                heap_->reserved_bytes(), heap_->live_values());
 }
@@ -210,7 +213,11 @@ bool Store::shrinking() const { return heap_->trimming(); }
 
 absl::Status Store::shrink_step() {
   begin_run("shrink_step");
+  const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<ValueHeap::TrimProgress> step = heap_->trim_step(kTrimStepValues);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  trim_.step_seconds += took;
+  trim_.longest_step_s = std::max(trim_.longest_step_s, took);
   if (!step.ok()) {
     spdlog::error("shrink: the value heap's trim failed after {} steps: {}", trim_.steps, step.status().ToString());
     return step.status();
@@ -221,8 +228,11 @@ absl::Status Store::shrink_step() {
   if (step->released_bytes > 0) budget_.fit_table_to_heap();
   if (step->done) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - trim_.start).count();
-    spdlog::info("shrink requested: the value heap gave back {} bytes in {} steps over {:.3f} s (holds {})",
-                 trim_.released_bytes, trim_.steps, seconds, heap_->reserved_bytes());
+    spdlog::info(
+        "shrink requested: the value heap gave back {} bytes in {} steps over {:.3f} s ({:.3f} s in the steps, the "
+        "longest {:.1f} ms; holds {})",
+        trim_.released_bytes, trim_.steps, seconds, trim_.step_seconds, 1e3 * trim_.longest_step_s,
+        heap_->reserved_bytes());
   }
   return absl::OkStatus();
 }

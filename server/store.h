@@ -166,6 +166,8 @@ class Store {
     std::chrono::steady_clock::time_point start;
     uint64_t steps = 0;
     uint64_t released_bytes = 0;
+    double step_seconds = 0;    // in the steps, all together
+    double longest_step_s = 0;  // the longest step: what it held the executor
   };
   HeapTrim trim_;
   std::unique_ptr<BulkLoad> bulk_;  // while recovery bulk-loads a snapshot

@@ -39,6 +39,12 @@ struct LogOptions {
   // (the disk is slower than the writes), append syncs itself before it
   // returns, so the loss window stays bounded; Redis waits 2 s likewise.
   double max_sync_lag_seconds = 2.0;
+  // kEverySec and kNever: each time the open segment has grown by this many
+  // bytes, a background thread starts their writeback to the disk
+  // (sync_file_range, SYNC_FILE_RANGE_WRITE), so the fdatasync a segment's
+  // rotation makes on the appending thread, and everysec's background sync,
+  // find little left to write. Changes nothing that is promised; 0: off.
+  uint64_t writeback_bytes = uint64_t{4} << 20;
 };
 
 struct DataDirOptions {

@@ -26,7 +26,8 @@ LogWriter::LogWriter(std::string dir, uint64_t next_sequence, const LogOptions& 
       metrics_(metrics),
       last_sequence_(next_sequence - 1),
       durable_sequence_(next_sequence - 1),
-      synced_through_(Clock::now()) {}
+      synced_through_(Clock::now()),
+      writeback_on_(options.fsync != FsyncPolicy::kAlways && options.writeback_bytes > 0) {}
 
 absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::open(const std::string& dir, uint64_t next_sequence,
                                                            const std::vector<NumberedFile>& existing,
@@ -38,7 +39,9 @@ absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::open(const std::string& di
     if (!size.ok()) return size.status();
     w->segments_.push_back(Segment{f.sequence, f.path, *size, nullptr});
   }
-  if (options.fsync == FsyncPolicy::kEverySec) w->syncer_ = std::thread([p = w.get()] { p->sync_loop(); });
+  if (options.fsync == FsyncPolicy::kEverySec || w->writeback_on_) {
+    w->background_ = std::thread([p = w.get()] { p->background_loop(); });
+  }
   return w;
 }
 
@@ -47,8 +50,8 @@ LogWriter::~LogWriter() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
-  if (syncer_.joinable()) syncer_.join();
+  wake_cv_.notify_all();
+  if (background_.joinable()) background_.join();
   sync_open_segment().IgnoreError();  // a failure was logged by fail()
 }
 
@@ -71,6 +74,8 @@ absl::Status LogWriter::start_segment(uint64_t first_sequence) {
   if (absl::Status s = sync_dir(dir_); !s.ok()) return fail(s);
   std::lock_guard<std::mutex> lock(mu_);
   segments_.push_back(Segment{first_sequence, path, 0, std::make_shared<File>(std::move(*file))});
+  writeback_started_ = 0;
+  writeback_wanted_ = false;
   return absl::OkStatus();
 }
 
@@ -108,11 +113,15 @@ absl::StatusOr<uint64_t> LogWriter::append(WriteBatch& batch) {
     return fail(s);
   }
   bool sync_now = options_.fsync == FsyncPolicy::kAlways;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_sequence_ = sequence;
-    segments_.back().bytes += record_bytes;
+    const uint64_t bytes = segments_.back().bytes += record_bytes;
     counters_.appended_bytes += record_bytes;
+    if (writeback_on_ && !writeback_wanted_ && bytes - writeback_started_ >= options_.writeback_bytes) {
+      writeback_wanted_ = wake = true;
+    }
     if (options_.fsync == FsyncPolicy::kEverySec) {
       const double lag = seconds_between(synced_through_, Clock::now());
       if (lag > options_.max_sync_lag_seconds) {
@@ -132,6 +141,7 @@ absl::StatusOr<uint64_t> LogWriter::append(WriteBatch& batch) {
       }
     }
   }
+  if (wake) wake_cv_.notify_one();
   if (metrics_ != nullptr) metrics_->on_log_append(record_bytes);
   if (sync_now) {
     if (absl::Status s = sync_open_segment(); !s.ok()) return s;
@@ -188,15 +198,50 @@ absl::Status LogWriter::rotate() {
 
 absl::Status LogWriter::sync() { return sync_open_segment(); }
 
-void LogWriter::sync_loop() {
+void LogWriter::background_loop() {
+  const bool syncs = options_.fsync == FsyncPolicy::kEverySec;
   const auto interval =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.sync_interval_seconds));
+  Clock::time_point next_sync = Clock::now() + interval;
   for (;;) {
+    std::shared_ptr<File> file;
+    uint64_t from = 0, to = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (stop_cv_.wait_for(lock, interval, [this] { return stopping_; })) return;
+      const auto woken = [this] { return stopping_ || writeback_wanted_; };
+      if (syncs) {
+        wake_cv_.wait_until(lock, next_sync, woken);
+      } else {
+        wake_cv_.wait(lock, woken);
+      }
+      if (stopping_ || !broken_.ok()) return;  // broken: fail() logged it, appends return it
+      if (writeback_wanted_) {
+        writeback_wanted_ = false;
+        if (!segments_.empty() && segments_.back().file != nullptr) {
+          file = segments_.back().file;
+          from = writeback_started_;
+          to = segments_.back().bytes;
+          writeback_started_ = to;
+        }
+      }
     }
-    if (!sync_open_segment().ok()) return;  // broken: fail() logged it, appends return it
+    if (file != nullptr && to > from) {
+      // Without SYNC_FILE_RANGE_WAIT_* it reports no write error of the
+      // pages (and consumes none: the next fdatasync still sees it), so a
+      // failure here only means no more early writeback.
+      const absl::Status s = file->start_writeback(from, to - from);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (s.ok()) {
+        ++counters_.writebacks;
+      } else {
+        writeback_on_ = false;
+        spdlog::warn("log: {}; segments are no longer written back early (their syncs wait for more)", s.ToString());
+      }
+    }
+    if (syncs && Clock::now() >= next_sync) {
+      if (!sync_open_segment().ok()) return;  // broken: fail() logged it, appends return it
+      next_sync = Clock::now() + interval;
+    }
   }
 }
 

@@ -8,6 +8,14 @@
 //             LogOptions::max_sync_lag_seconds, append syncs before it returns
 //   never     the record is written; the OS syncs when it likes
 //
+// Under everysec and never, each LogOptions::writeback_bytes appended to a
+// segment wake the background thread (the one that syncs under everysec),
+// which starts their writeback (sync_file_range, no wait): the pages head
+// for the disk while the appends go on, so the sync that closes a segment,
+// on the appending thread, and the once-a-second sync have only the last few
+// MiB left to write instead of up to a whole segment. It promises nothing
+// (only fdatasync does) and so changes nothing of the above.
+//
 // A segment is started by the first batch after open or rotate() (named
 // after that batch's sequence number) and closed once it holds
 // LogOptions::segment_bytes: closing syncs it under every policy, so only
@@ -47,6 +55,8 @@ struct LogWriterState {
   // everysec: appends that synced themselves because the background sync
   // had fallen behind.
   uint64_t syncs_fell_behind = 0;
+  // everysec and never: writebacks the background thread started.
+  uint64_t writebacks = 0;
 };
 
 class LogWriter {
@@ -89,7 +99,8 @@ class LogWriter {
   absl::Status start_segment(uint64_t first_sequence);
   // Syncs the open segment up to the batches appended so far. Any thread.
   absl::Status sync_open_segment();
-  void sync_loop();
+  // everysec: the once-a-second sync; everysec and never: the writebacks.
+  void background_loop();
   // Records the first error; every later append returns it.
   absl::Status fail(absl::Status s);
 
@@ -108,10 +119,15 @@ class LogWriter {
   Clock::time_point last_lag_warning_{};
   uint64_t lag_warnings_suppressed_ = 0;
 
+  // The open segment's bytes whose writeback was started (or asked for).
+  uint64_t writeback_started_ = 0;
+  bool writeback_wanted_ = false;  // append woke the background thread for it
+  bool writeback_on_;              // everysec, never; off after an error
+
   std::mutex sync_mu_;  // one fdatasync at a time
-  std::condition_variable stop_cv_;
+  std::condition_variable wake_cv_;
   bool stopping_ = false;
-  std::thread syncer_;
+  std::thread background_;
 };
 
 }  // namespace gphkv::server::durability

@@ -84,6 +84,15 @@ absl::Status File::sync_data() {
   return absl::OkStatus();
 }
 
+absl::Status File::start_writeback(uint64_t offset, uint64_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  if (::sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(bytes), SYNC_FILE_RANGE_WRITE) != 0) {
+    return errno_error(errno, absl::StrCat("cannot start writeback of ", bytes, " bytes at offset ", offset, " of"),
+                       path_);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status File::truncate(uint64_t size) {
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     return errno_error(errno, absl::StrCat("cannot truncate to ", size, " bytes"), path_);

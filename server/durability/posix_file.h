@@ -35,6 +35,12 @@ class File {
   absl::Status write_at(uint64_t offset, std::string_view bytes);
   // fdatasync(2): the data, and the size, are on the device.
   absl::Status sync_data();
+  // sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writing the dirty
+  // pages of [offset, offset + bytes) to the device and returns without
+  // waiting for them (it may wait for a full request queue). Promises
+  // nothing about durability: only a later sync_data does; it just leaves
+  // that sync less to write.
+  absl::Status start_writeback(uint64_t offset, uint64_t bytes);
   absl::Status truncate(uint64_t size);
   absl::StatusOr<uint64_t> size() const;
   absl::Status close();

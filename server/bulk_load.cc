@@ -24,56 +24,33 @@ absl::Status BulkLoad::add(absl::Span<const uint64_t> keys, absl::Span<const std
   if (keys.size() != values.size()) {
     return absl::InvalidArgumentError(absl::StrCat(keys.size(), " keys but ", values.size(), " values"));
   }
-  if (writes_.size() + run_keys_.size() + keys.size() > kMaxPairs) {
+  if (keys.empty()) return absl::OkStatus();
+  if (writes_.size() + keys.size() > kMaxPairs) {
     return absl::InvalidArgumentError(absl::StrCat("a bulk load takes at most ", kMaxPairs, " pairs"));
   }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    run_keys_.push_back(keys[i]);
-    lengths_.push_back(static_cast<uint32_t>(values[i].size()));
-    run_bytes_.append(values[i]);
-  }
-  if (run_bytes_.size() >= kRunValueBytes || run_keys_.size() >= kRunPairs) return store_run();
-  return absl::OkStatus();
-}
-
-absl::Status BulkLoad::store_run() {
-  const size_t n = run_keys_.size();
-  if (n == 0) return absl::OkStatus();
   const auto t0 = std::chrono::steady_clock::now();
+  lengths_.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) lengths_[i] = static_cast<uint32_t>(values[i].size());
   // As a put of the whole run that brings the table to every pair so far
   // (an upper bound on the keys: a key may repeat), so the table the build
   // makes fits beside the values.
-  slots_.clear();
-  absl::Status s = budget_.admit_put(writes_.size() + n, lengths_, &slots_, /*packed=*/true);
+  if (absl::Status s = budget_.admit_put(writes_.size() + keys.size(), lengths_, &slots_, /*packed=*/true); !s.ok())
+    return s;
   const auto t1 = std::chrono::steady_clock::now();
   slot_seconds_ += std::chrono::duration<double>(t1 - t0).count();
-  if (s.ok()) {
-    views_.resize(n);
-    uint64_t at = 0;
-    for (size_t i = 0; i < n; ++i) {
-      views_[i] = std::string_view(run_bytes_).substr(at, lengths_[i]);
-      at += lengths_[i];
-    }
-    if (absl::Status w = heap_.write(slots_, views_); !w.ok()) {
-      for (ValueHandle h : slots_) heap_.release(h);
-      s = absl::InternalError(absl::StrCat("value heap write failed: ", w.message()));
-    } else {
-      for (size_t i = 0; i < n; ++i) writes_.push_back({run_keys_[i], slots_[i], false});
-      value_bytes_ += run_bytes_.size();
-    }
-    write_seconds_ += seconds_since(t1);
+  if (absl::Status s = heap_.write(slots_, values); !s.ok()) {
+    for (ValueHandle h : slots_) heap_.release(h);
+    return absl::InternalError(absl::StrCat("value heap write failed: ", s.message()));
   }
-  run_keys_.clear();
-  lengths_.clear();
-  run_bytes_.clear();
-  return s;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    writes_.push_back({keys[i], slots_[i], false});
+    value_bytes_ += lengths_[i];
+  }
+  write_seconds_ += seconds_since(t1);
+  return absl::OkStatus();
 }
 
 absl::Status BulkLoad::finish() {
-  if (absl::Status s = store_run(); !s.ok()) {
-    abandon();
-    return s;
-  }
   if (writes_.empty()) return absl::OkStatus();
   const auto t0 = std::chrono::steady_clock::now();
   // The table may take what the values left; admission kept room for it.
@@ -116,9 +93,6 @@ absl::Status BulkLoad::finish() {
 }
 
 void BulkLoad::abandon() {
-  run_keys_.clear();
-  lengths_.clear();
-  run_bytes_.clear();
   for (const engine::WriteOp& w : writes_) heap_.release(w.value);
   if (!writes_.empty()) budget_.fit_table_to_heap();
   writes_ = {};

@@ -3,13 +3,10 @@
 // build of the table instead of going through the insert path block by
 // block, which grows the table by rebuilds on the way.
 //
-// The snapshot reader's blocks (4096 pairs) are gathered into runs of about
-// kRunValueBytes of values, and each run goes to the value heap with one
-// allocate_packed_slots and one write (on a device, one upload and one place
-// kernel per 64 MiB staged, not one per block: per block, the calls' fixed
-// cost took most of a 10^8-key restart's upload), admitted under --memory as
-// a put that brings the table to every pair so far, with the same
-// RESOURCE_EXHAUSTED as any put. Only (key, handle) is kept. Once the
+// Each block of pairs the snapshot reader hands over goes straight to the
+// value heap (one allocate_packed_slots and one write for the whole block), admitted
+// under --memory as a put that brings the table to every pair so far, with
+// the same RESOURCE_EXHAUSTED as any put. Only (key, handle) is kept. Once the
 // snapshot is in, finish() builds the table from them in one step
 // (engine::ElasticTable::load), sized for them: no insert, no rebuild. A key
 // that occurs more than once (a snapshot may repeat one: the last occurrence
@@ -17,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -46,29 +42,18 @@ class BulkLoad {
 
   // Room for this many pairs (the snapshot header's count, a hint).
   void reserve(uint64_t pairs);
-  // Value bytes gathered before a run goes to the heap (and at most
-  // kRunPairs pairs).
-  static constexpr uint64_t kRunValueBytes = uint64_t{32} << 20;
-  static constexpr uint64_t kRunPairs = uint64_t{1} << 20;
-
-  // Copies the pairs into the run being gathered; when it is full, stores
-  // its values in the heap and keeps their handles for the build.
-  // RESOURCE_EXHAUSTED past --memory, with nothing taken for that run.
+  // Stores values[i] for keys[i] in the heap and keeps its handle for the
+  // build. RESOURCE_EXHAUSTED past --memory, with nothing taken for this run.
   absl::Status add(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
-  // Stores the run gathered so far, then builds the table from every pair
-  // added (then the load is empty again).
+  // Builds the table from every pair added (then the load is empty again).
   // On an error every slot taken is freed and the table stays empty.
   absl::Status finish();
   // Frees every slot taken so far; the table stays empty.
   void abandon();
 
-  // Pairs whose values are in the heap (a run still being gathered is not).
   uint64_t pairs() const { return writes_.size(); }
 
  private:
-  // The gathered run to the heap.
-  absl::Status store_run();
-
   engine::ElasticTable& table_;
   ValueHeap& heap_;
   MemoryBudget& budget_;
@@ -77,12 +62,8 @@ class BulkLoad {
   uint64_t value_bytes_ = 0;
   // In add(), for the log line: taking the slots, writing the bytes.
   double slot_seconds_ = 0, write_seconds_ = 0;
-  // The run being gathered: keys, value lengths, the values back to back.
-  std::vector<uint64_t> run_keys_;
+  // Scratch of add().
   std::vector<uint32_t> lengths_;
-  std::string run_bytes_;
-  // Scratch of store_run().
-  std::vector<std::string_view> views_;
   std::vector<ValueHandle> slots_;
 };
 

@@ -18,7 +18,6 @@
 #include "absl/strings/str_cat.h"
 #include "gphkv/engine/gph_hash.h"
 #include "gtest/gtest.h"
-#include "server/bulk_load.h"
 #include "server/durability/snapshot_writer.h"
 #include "server/store_durability.h"
 #include "tests/loadgen/test_seed.h"
@@ -193,34 +192,6 @@ TEST(BulkRecovery, SnapshotThenLogGiveExactlyTheModelWithNoRebuild) {
   ASSERT_TRUE(d2.ok()) << d2.status();
   EXPECT_EQ(again->counters().rebuilds, 0u);
   EXPECT_EQ(contents(*again), sorted(model));
-  fs::remove_all(dir);
-}
-
-// Values past one run's worth (BulkLoad::kRunValueBytes) go to the heap in
-// several runs: every pair still comes back, in one build.
-TEST(BulkRecovery, ValuesPastOneRunGoInSeveralRunsAndAllComeBack) {
-  const uint64_t seed = loadgen::testing::TestSeed();
-  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
-  std::mt19937_64 rng(seed);
-  const std::string dir = scratch("runs");
-  Model model;
-  std::vector<Pair> pairs;
-  uint64_t bytes = 0;
-  while (bytes < BulkLoad::kRunValueBytes * 5 / 2) {
-    const uint64_t key = rng();
-    // Distinct bytes per value (its key and length in front), cheap to make.
-    std::string v = absl::StrCat(key, ":", pairs.size(), ":");
-    v.resize(500 + rng() % 3500, static_cast<char>(rng()));  // the store takes up to 4096
-    bytes += v.size();
-    model[key] = v;
-    pairs.push_back({key, std::move(v)});
-  }
-  ASSERT_NO_FATAL_FAILURE(write_snapshot_of(dir, 1, pairs));
-  auto store = tiny_first_table();
-  auto d = StoreDurability::open(config_of(dir), *store, nullptr, nullptr);
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(store->counters().rebuilds, 0u);
-  EXPECT_EQ(contents(*store), sorted(model));
   fs::remove_all(dir);
 }
 

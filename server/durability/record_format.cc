@@ -42,4 +42,8 @@ std::optional<uint64_t> next_intact_record(std::string_view bytes, uint64_t offs
   return std::nullopt;
 }
 
+const char* damage_text(RecordCheck check) {
+  return check == RecordCheck::kTruncated ? "cut short" : "with a CRC32C that does not match";
+}
+
 }  // namespace gphkv::server::durability

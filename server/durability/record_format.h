@@ -28,6 +28,10 @@ enum class RecordCheck {
   kBadChecksum,  // the bytes are all there but the CRC does not match
 };
 
+// What is wrong with a damaged record, for messages: "cut short" or "with a
+// CRC32C that does not match".
+const char* damage_text(RecordCheck check);
+
 struct RecordAt {
   RecordCheck check = RecordCheck::kOk;
   std::string_view payload;  // kOk only

@@ -3,19 +3,15 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "server/durability/pair_codec.h"
 #include "server/durability/posix_file.h"
 #include "server/durability/record_format.h"
+#include "server/durability/snapshot_blocks.h"
 
 namespace gphkv::server::durability {
 namespace {
 
 absl::Status damaged(const std::string& path, uint64_t offset, absl::string_view what) {
   return absl::DataLossError(absl::StrCat("snapshot ", path, " at offset ", offset, ": ", what));
-}
-
-const char* bad_record_text(RecordCheck check) {
-  return check == RecordCheck::kTruncated ? "cut short" : "with a CRC32C that does not match";
 }
 
 }  // namespace
@@ -29,7 +25,7 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
     return damaged(path, 0, "not a gphkv snapshot (no magic)");
   const RecordAt head = read_record(bytes, kSnapshotMagic.size());
   if (head.check != RecordCheck::kOk) {
-    return damaged(path, kSnapshotMagic.size(), absl::StrCat("the header record, ", bad_record_text(head.check)));
+    return damaged(path, kSnapshotMagic.size(), absl::StrCat("the header record, ", damage_text(head.check)));
   }
   SnapshotLoad load;
   auto header = decode_snapshot_header(head.payload);
@@ -46,42 +42,27 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
 
   if (absl::Status s = sink.on_snapshot_begin(header->pairs, header->value_bytes); !s.ok()) return s;
 
-  // Under kSkipCorrupt: notes the damage and returns where to go on (none: stop).
-  auto skip = [&](uint64_t offset, std::string what) -> std::optional<uint64_t> {
-    const std::optional<uint64_t> next = next_intact_record(bytes, offset);
-    load.dropped.push_back(absl::StrCat(path, " from offset ", offset,
-                                        next ? absl::StrCat(" to ", *next) : std::string(" to its end"), ": ", what));
-    return next;
-  };
-  std::vector<uint64_t> keys;
-  std::vector<std::string_view> values;
+  // Read, checked and decoded a few blocks ahead on another thread; the
+  // sink takes them here, in file order.
+  SnapshotBlocks blocks_ahead(bytes, head.end, header->blocks, mode);
   uint64_t blocks = 0;
   uint64_t off = head.end;
-  while (off < bytes.size()) {
-    const RecordAt r = read_record(bytes, off);
-    std::string what;
-    if (r.check != RecordCheck::kOk) {
-      what = blocks == load.header.blocks ? std::string("bytes after the last block")
-                                          : absl::StrCat("a block record ", bad_record_text(r.check));
-    } else {
-      keys.clear();
-      values.clear();
-      uint64_t at = 0;
-      if (!decode_pair_entries(r.payload, &at, UINT64_MAX, &keys, &values))
-        what = "a block whose pairs run past its end";
-    }
-    if (!what.empty()) {
-      if (mode == RecoverMode::kStrict) return damaged(path, off, what);
-      const std::optional<uint64_t> next = skip(off, what);
-      if (!next) break;
-      off = *next;
+  while (std::optional<SnapshotBlock> b = blocks_ahead.next()) {
+    off = b->offset;
+    if (!b->damage.empty()) {
+      if (mode == RecoverMode::kStrict) return damaged(path, b->offset, b->damage);
+      load.dropped.push_back(absl::StrCat(path, " from offset ", b->offset,
+                                          b->resume ? absl::StrCat(" to ", *b->resume) : std::string(" to its end"),
+                                          ": ", b->damage));
+      if (!b->resume) break;
+      off = *b->resume;
       continue;
     }
-    if (absl::Status s = sink.on_puts(Pairs{keys, values}); !s.ok()) return s;
+    if (absl::Status s = sink.on_puts(Pairs{b->keys, b->values}); !s.ok()) return s;
     ++blocks;
-    load.pairs += keys.size();
-    load.bytes_read += r.end - off;
-    off = r.end;
+    load.pairs += b->keys.size();
+    load.bytes_read += b->end - b->offset;
+    off = b->end;
   }
   if (blocks != load.header.blocks || load.pairs != load.header.pairs) {
     const std::string what = absl::StrCat("read ", blocks, " of ", load.header.blocks, " blocks and ", load.pairs,

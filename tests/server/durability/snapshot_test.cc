@@ -126,6 +126,32 @@ TEST(Snapshot, RoundTrip) {
   EXPECT_EQ(testing::list_names(tmp.path()), std::vector<std::string>{"snapshot-00000000000000000042.gphkv"});
 }
 
+// A sink that refuses a block (recovery out of --memory) ends the load with
+// its error at once, while the blocks are being read ahead of it: the
+// blocks before it were delivered, none after.
+TEST(Snapshot, ASinkErrorEndsTheLoadWhileBlocksAreReadAhead) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  ScratchDir tmp;
+  const Written w = write_random_snapshot(tmp.path(), seed, 5);
+  class RefusingSink : public ModelSink {
+   public:
+    absl::Status on_puts(const Pairs& pairs) override {
+      if (++blocks == 3) return absl::ResourceExhaustedError("full");
+      return ModelSink::on_puts(pairs);
+    }
+    int blocks = 0;
+  };
+  RefusingSink sink;
+  auto load = load_snapshot({5, w.path}, RecoverMode::kStrict, sink);
+  EXPECT_EQ(load.status().code(), absl::StatusCode::kResourceExhausted) << load.status();
+  EXPECT_EQ(sink.blocks, 3);
+  const std::vector<uint64_t> offs = block_offsets(w.bytes);
+  Model first_two = block_pairs(w.bytes, offs[0]);
+  for (const auto& [k, v] : block_pairs(w.bytes, offs[1])) first_two[k] = v;
+  EXPECT_EQ(sink.state, first_two);
+}
+
 // A key that occurs twice (a fuzzy export met it again) ends with its last value.
 TEST(Snapshot, TheLastOccurrenceOfAKeyWins) {
   class Twice : public PairSource {

@@ -174,9 +174,13 @@ class ExtentValueHeap : public ValueHeap {
   // chunks the pass visits, sparsest first as when the pass began.
   enum class TrimPass { kEmpty, kSlide, kEmptyAgain, kDone };
   struct TrimState {
-    TrimPass pass = TrimPass::kEmpty;
+    // A constructor, not member initializers: clang cannot use those of a
+    // nested class before the enclosing one is complete (std::optional's
+    // emplace would find it not constructible).
+    TrimState() : pass(TrimPass::kEmpty), next(0) {}
+    TrimPass pass;
     std::vector<uint64_t> order;
-    size_t next = 0;
+    size_t next;
   };
   // Orders the mapped, partly used chunks for `pass`.
   void plan_trim_pass(TrimPass pass);

@@ -81,7 +81,9 @@ absl::StatusOr<ValueHeap::TrimProgress> ExtentValueHeap::trim_step(uint64_t max_
     progress.done = true;
     return progress;
   }
-  // Emptied chunks are given back as they empty: count by what is reserved.
+  // Chunks that deletes emptied since the last step go back first; those
+  // this step empties go back as they empty (trim_chunk): count by what is
+  // reserved.
   const uint64_t reserved_before = reserved_;
   release_free_chunks();
   uint64_t spent = 0;
@@ -97,7 +99,6 @@ absl::StatusOr<ValueHeap::TrimProgress> ExtentValueHeap::trim_step(uint64_t max_
     }
     spent += *cost + 1;
   }
-  release_free_chunks();
   progress.released_bytes = reserved_before - reserved_;
   if (trim_->pass == TrimPass::kDone) {
     trim_.reset();

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "engine/bench/cuda_check.h"
+#include "gphkv/engine/gph_hash.h"
 
 #ifndef GPHKV_GIT_COMMIT
 #define GPHKV_GIT_COMMIT "unknown"
@@ -40,14 +41,7 @@
 
 namespace {
 
-__device__ __forceinline__ uint32_t fmix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
+using gphkv::engine::gph::fmix32;  // the engine's own hash, as the lookups use it
 
 constexpr int kGroup = 4;    // threads per bucket, as the lookup's default |g|
 constexpr int kVectors = 2;  // 16-byte vectors per thread: 4 x 2 x 16 = 128 bytes

@@ -79,7 +79,7 @@ def agreement(a, b):
 
 
 def engine_gpu():
-    hit = newest("engine_bench")
+    hit = newest("engine_bench", lambda d: d.get("sizes"))
     if not hit:
         return []
     _, path, d = hit
@@ -102,7 +102,8 @@ def engine_gpu():
 
 def newest_bulk_build():
     """The newest run with the bulk-build sections: a run of them alone, or a whole engine_bench run."""
-    hits = [h for h in (newest("engine_bench_build"), newest("engine_bench", lambda d: d.get("bulk_build"))) if h]
+    has_build = lambda d: d.get("bulk_build")  # a layout-only run is an "engine_bench_build" file too
+    hits = [h for h in (newest("engine_bench_build", has_build), newest("engine_bench", has_build)) if h]
     return max(hits) if hits else None
 
 
@@ -143,6 +144,22 @@ def lookup_bounds():
            "| 10^8 keys, load 0.8 | G/s | / gather ceiling |", "|---|---:|---:|"]
     for r in rows:
         out.append(f"| {r['pattern'].replace('|', '/')} | {r['g_per_s']:.2f} | {r['vs_ceiling']:.2f} |")
+    return out + [""]
+
+
+def pairs_layout():
+    """The engine's find against the same M = 8 tables read as key-value pairs (engine_bench --sections=layout)."""
+    hit = max([h for h in (newest(b, lambda d: d.get("layout_pairs_m8") and "1e8" in d["command"])
+                           for b in ("engine_bench", "engine_bench_build")) if h], default=None)
+    if not hit:
+        return []
+    _, path, d = hit
+    out = [f"**Key-value pairs in the bucket, on real tables** ({d['device']}, commit `{d['git_commit']}`, "
+           f"`{command_of(d)}`; `{path}`): G finds/s, median of the runs; 10^8 keys (docs/gph.md, "
+           "\"Pairs in the bucket, measured\").", "",
+           "| table | hits | keys / values arrays | the same slots as pairs |", "|---|---|---:|---:|"]
+    for r in d["layout_pairs_m8"]:
+        out.append(f"| {r['shape']} | {r['hit_pct']}% {r['distribution']} | {r['keys_values']:.2f} | {r['pairs']:.2f} |")
     return out + [""]
 
 
@@ -348,7 +365,7 @@ def front_end():
                                if lg and lm else ""]))
     return out + [""]
 
-DOC_TABLES = [front_end, engine_gpu, engine_gpu_build, lookup_bounds, engine_cpu, service, compare]
+DOC_TABLES = [front_end, engine_gpu, engine_gpu_build, lookup_bounds, pairs_layout, engine_cpu, service, compare]
 
 
 # ---------------------------------------------------------------- README.md headline
@@ -369,7 +386,7 @@ def links(paths):
 
 def engine_headline():
     """Lookups at 0/50/100% hits on 10^8 keys against the gather ceiling of the same run."""
-    hit = newest("engine_bench")
+    hit = newest("engine_bench", lambda d: d.get("sizes"))
     if not hit:
         return []
     _, path, d = hit

@@ -21,6 +21,16 @@
 // pairs) needs no value read: its bound is "cell+bucket" with the Cell Index
 // of twice as many buckets. Each cell pattern is run with the Cell Index
 // pinned in L2 (a persisting access-policy window) and without.
+//
+// Two more M = 16 layouts keep the Cell Index of today's table:
+//
+//   adjacent         a bucket is 256 bytes, its 16 keys then their 16 values,
+//                    so a hit's dependent value read falls in the DRAM page
+//                    the bucket was just read from
+//   fingerprints     a 32-byte line of 16 two-byte fingerprints per bucket,
+//                    read by one thread, and a separate array of key-value
+//                    pairs; a hit then reads the one 16-byte pair its
+//                    fingerprint names (dependent), a miss reads nothing more
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -81,6 +91,57 @@ __global__ void __launch_bounds__(256)
   if (acc == 0x2a2a2a2au) atomicAdd(sink, 1ull);
 }
 
+// The fingerprint layout: one thread per query reads the cell byte, then the
+// bucket's 32-byte fingerprint line (two 16-byte loads), and for every
+// hit_every-th query (0: none) the 16-byte pair at the slot the line names.
+__global__ void __launch_bounds__(256)
+    probe_fingerprints(const int4* fingerprints, uint64_t nb, const uint8_t* cells, uint64_t ncells, const int4* pairs,
+                       int hit_every, uint64_t nq, uint32_t seed, unsigned long long* sink) {
+  const uint64_t q = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (q >= nq) return;
+  const uint32_t h = fmix32(static_cast<uint32_t>(q) ^ seed);
+  const uint64_t c = static_cast<uint64_t>(h) * ncells >> 32;
+  const uint8_t byte = __ldg(cells + c);
+  const uint64_t b = (static_cast<uint64_t>(fmix32(h ^ byte)) * nb) >> 32;
+  const int4 f0 = __ldcs(fingerprints + 2 * b);
+  const int4 f1 = __ldcs(fingerprints + 2 * b + 1);
+  uint32_t acc = static_cast<uint32_t>(f0.x ^ f0.w ^ f1.y ^ f1.z);
+  if (hit_every > 0 && q % hit_every == 0) {
+    const uint32_t slot = acc & 15u;  // named by the line's contents
+    const int4 kv = __ldcs(pairs + b * 16 + slot);
+    acc ^= static_cast<uint32_t>(kv.x ^ kv.z);
+  }
+  if (acc == 0x2a2a2a2au) atomicAdd(sink, 1ull);
+}
+
+// The adjacent layout: a 256-byte bucket (16 keys, then 16 values) read the
+// way probe reads one, then for every value_every-th query the value at the
+// slot the keys name, in the bucket's second line.
+__global__ void __launch_bounds__(256)
+    probe_adjacent(const int4* buckets, uint64_t nb, const uint8_t* cells, uint64_t ncells, int value_every,
+                   uint64_t nq, uint32_t seed, unsigned long long* sink) {
+  const uint64_t q = (blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x) / kGroup;
+  const int member = threadIdx.x % kGroup;
+  if (q >= nq) return;
+  const uint32_t h = fmix32(static_cast<uint32_t>(q) ^ seed);
+  const uint64_t c = static_cast<uint64_t>(h) * ncells >> 32;
+  const uint8_t byte = __ldg(cells + c);
+  const uint64_t b = (static_cast<uint64_t>(fmix32(h ^ byte)) * nb) >> 32;
+  const int4* p = buckets + b * (256 / 16) + member * kVectors;
+  int4 v[kVectors];
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) v[i] = __ldcs(p + i);
+  uint32_t acc = 0;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) acc ^= static_cast<uint32_t>(v[i].x) ^ static_cast<uint32_t>(v[i].w);
+  if (value_every > 0 && member == 0 && q % value_every == 0) {
+    const uint32_t slot = acc & 15u;
+    acc ^= static_cast<uint32_t>(
+        __ldcs(reinterpret_cast<const unsigned long long*>(buckets + b * (256 / 16)) + 16 + slot));
+  }
+  if (acc == 0x2a2a2a2au) atomicAdd(sink, 1ull);
+}
+
 struct Args {
   double keys = 1e8;
   int reps = 7;
@@ -132,25 +193,36 @@ int main(int argc, char** argv) {
   const uint64_t nq = nkeys;
 
   int4* buckets;
+  int4* fingerprints;
   uint64_t* values;
   uint8_t* cells;
   unsigned long long* sink;
-  const uint64_t bucket_bytes = nb8 * 128;  // big enough for both layouts
+  // Big enough for every layout: nb8 128-byte buckets = nb16 256-byte ones =
+  // nb16 * 16 pairs of 16 bytes.
+  const uint64_t bucket_bytes = nb8 * 128;
+  const uint64_t cell_bytes = nb8 * 8;  // up to 8 cells per M = 8 bucket
   CK(cudaMalloc(&buckets, bucket_bytes));
+  CK(cudaMalloc(&fingerprints, nb16 * 32));
   CK(cudaMalloc(&values, nb16 * 128));
-  CK(cudaMalloc(&cells, nb8 * 4));
+  CK(cudaMalloc(&cells, cell_bytes));
   CK(cudaMalloc(&sink, 8));
   CK(cudaMemsetAsync(buckets, 0x5b, bucket_bytes, s));
+  CK(cudaMemsetAsync(fingerprints, 0x6d, nb16 * 32, s));
   CK(cudaMemsetAsync(values, 0x17, nb16 * 128, s));
-  CK(cudaMemsetAsync(cells, 0x3c, nb8 * 4, s));
+  CK(cudaMemsetAsync(cells, 0x3c, cell_bytes, s));
 
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   uint32_t seed = static_cast<uint32_t>(std::time(nullptr));
-  auto run = [&](uint64_t nb, const uint8_t* c, uint64_t ncells, int value_every, bool pinned) {
+  // Times `launch` (one pass over the nq queries with `threads_per_query`
+  // threads each) and returns G queries/s, the median of --reps after a
+  // warm-up; `pinned` sets a persisting L2 window over the Cell Index.
+  enum class Kernel { kProbe, kFingerprints, kAdjacent };
+  auto run = [&](Kernel kernel, uint64_t nb, const uint8_t* c, uint64_t ncells, int every, bool pinned) {
+    const uint64_t threads_per_query = kernel == Kernel::kFingerprints ? 1 : kGroup;
     cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>((nq * kGroup + 255) / 256));
+    config.gridDim = dim3(static_cast<unsigned>((nq * threads_per_query + 255) / 256));
     config.blockDim = dim3(256);
     config.stream = s;
     cudaLaunchAttribute attr[1];
@@ -170,8 +242,20 @@ int main(int argc, char** argv) {
     std::vector<float> ms;
     for (int r = 0; r <= args.reps; ++r) {  // run 0 is the warm-up
       CK(cudaEventRecord(e0, s));
-      CK(cudaLaunchKernelEx(&config, probe, static_cast<const int4*>(buckets), nb, c, ncells,
-                            static_cast<const uint64_t*>(values), value_every, nq, seed++, sink));
+      switch (kernel) {
+        case Kernel::kProbe:
+          CK(cudaLaunchKernelEx(&config, probe, static_cast<const int4*>(buckets), nb, c, ncells,
+                                static_cast<const uint64_t*>(values), every, nq, seed++, sink));
+          break;
+        case Kernel::kFingerprints:
+          CK(cudaLaunchKernelEx(&config, probe_fingerprints, static_cast<const int4*>(fingerprints), nb, c, ncells,
+                                static_cast<const int4*>(buckets), every, nq, seed++, sink));
+          break;
+        case Kernel::kAdjacent:
+          CK(cudaLaunchKernelEx(&config, probe_adjacent, static_cast<const int4*>(buckets), nb, c, ncells, every, nq,
+                                seed++, sink));
+          break;
+      }
       CK(cudaGetLastError());
       CK(cudaEventRecord(e1, s));
       CK(cudaEventSynchronize(e1));
@@ -191,7 +275,7 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, prop.l2CacheSize >> 20, prop.persistingL2CacheMaxSize >> 20,
               static_cast<unsigned long long>(nq), args.reps);
   std::vector<Row> rows;
-  const double ceiling = run(nb16, nullptr, 0, 0, false);
+  const double ceiling = run(Kernel::kProbe, nb16, nullptr, 0, 0, false);
   rows.push_back({"ceiling (bucket only)", 0, false, ceiling});
   struct Shape {
     const char* layout;
@@ -202,17 +286,34 @@ int main(int argc, char** argv) {
       {"keys|values M=16, 4 cells/bucket", nb16, nb16 * 4},
       {"pairs M=8, 4 cells/bucket", nb8, nb8 * 4},
       {"pairs M=8, 2 cells/bucket", nb8, nb8 * 2},
+      {"pairs M=8, 8 cells/bucket", nb8, nb8 * 8},
   };
   for (const Shape& sh : shapes) {
     for (bool pinned : {false, true}) {
-      rows.push_back(
-          {std::string("cell+bucket, ") + sh.layout, sh.ncells / 1e6, pinned, run(sh.nb, cells, sh.ncells, 0, pinned)});
+      rows.push_back({std::string("cell+bucket, ") + sh.layout, sh.ncells / 1e6, pinned,
+                      run(Kernel::kProbe, sh.nb, cells, sh.ncells, 0, pinned)});
     }
   }
   for (bool pinned : {false, true}) {
     rows.push_back({"cell+bucket+value dependent (every 2nd), keys|values M=16, 4 cells/bucket", nb16 * 4 / 1e6, pinned,
-                    run(nb16, cells, nb16 * 4, 2, pinned)});
+                    run(Kernel::kProbe, nb16, cells, nb16 * 4, 2, pinned)});
   }
+  // The two M = 16 layouts that keep today's Cell Index, at 0, 50 and 100%
+  // hits (every = 0, 2, 1).
+  const struct {
+    const char* name;
+    int every;
+  } hit_rates[] = {{"0% hits", 0}, {"50% hits", 2}, {"100% hits", 1}};
+  for (const auto& hr : hit_rates) {
+    rows.push_back({std::string("adjacent keys then values, 256 B bucket, M=16, 4 cells/bucket, ") + hr.name,
+                    nb16 * 4 / 1e6, false, run(Kernel::kAdjacent, nb16, cells, nb16 * 4, hr.every, false)});
+  }
+  for (const auto& hr : hit_rates) {
+    rows.push_back({std::string("fingerprint line + dependent 16 B pair, M=16, 4 cells/bucket, ") + hr.name,
+                    nb16 * 4 / 1e6, false, run(Kernel::kFingerprints, nb16, cells, nb16 * 4, hr.every, false)});
+  }
+  rows.push_back({"keys|values M=16, 4 cells/bucket, 100% hits (value dependent every query)", nb16 * 4 / 1e6, false,
+                  run(Kernel::kProbe, nb16, cells, nb16 * 4, 1, false)});
 
   std::printf("%-80s %8s %6s %8s %8s\n", "pattern", "cells MB", "pinned", "G/s", "/ceiling");
   for (const Row& r : rows) {
@@ -245,6 +346,7 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   CK(cudaFree(buckets));
+  CK(cudaFree(fingerprints));
   CK(cudaFree(values));
   CK(cudaFree(cells));
   CK(cudaFree(sink));

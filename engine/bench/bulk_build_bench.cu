@@ -1,9 +1,9 @@
 // Bulk build: the GPU bulk build (engine/cuda/bulk_build.h) of 10^8 and 10^9
-// unique pairs, its grouping, placement and overflow-scan variants at the
-// first size, and a burst of writes half of which repeat keys.
+// unique pairs, and a burst of writes half of which repeat keys. The variants
+// of its steps that lost were measured here until they left the engine
+// (engine/cuda/bulk_build.h says which, with their figures).
 #include <functional>
 #include <string>
-#include <utility>
 
 #include "engine/bench/key_spaces.cuh"
 #include "engine/bench/measurements.h"
@@ -17,9 +17,6 @@ using engine::KeyValue;
 using engine::WriteOp;
 using engine::cuda::BulkBuildConfig;
 using engine::cuda::BulkBuildTimes;
-using engine::cuda::BulkGrouping;
-using engine::cuda::BulkOverflowScan;
-using engine::cuda::BulkPlacement;
 
 // Median of --reps bulk loads (after a warm-up), CUDA events on the stream
 // around each (the build waits on its stream between its phases, so this is
@@ -67,8 +64,8 @@ void expect_keys(const char* what, uint64_t inputs, uint64_t keys, uint64_t held
   std::exit(3);
 }
 
-// n unique pairs, every variant at the first size (si == 0), the kept one at the others.
-void unique_pairs(Context& c, size_t si, uint64_t n, const engine::TableOptions& o) {
+// n unique pairs.
+void unique_pairs(Context& c, uint64_t n, const engine::TableOptions& o) {
   KeyValue* d_kv;
   CK(cudaMalloc(&d_kv, n * sizeof(KeyValue)));
   fill_pairs(d_kv, 0, n, c.s);
@@ -76,38 +73,17 @@ void unique_pairs(Context& c, size_t si, uint64_t n, const engine::TableOptions&
     auto made = CudaTable::create(o, 0);
     OK(made.status());
     CudaTable& t = **made;
-    struct Variant {
-      const char* name;
-      BulkGrouping grouping;
-      BulkPlacement placement;
-      BulkOverflowScan scan;
-    };
-    // The kept configuration last; the others for comparison, at the first size only.
-    const Variant variants[] = {
-        {"atomic count (V1)", BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
-        {"V2, atomic-cursor placement", BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor,
-         BulkOverflowScan::kBitsPerWarp},
-        {"V2, scan: thread per cell, loads", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
-         BulkOverflowScan::kLoadsPerCell},
-        {"V2, scan: thread per cell, bits", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
-         BulkOverflowScan::kBitsPerCell},
-        {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket,
-         BulkOverflowScan::kBitsPerWarp}};
-    for (const auto& [vname, grouping, placement, scan] : variants) {
-      if (si > 0 && (placement != BulkPlacement::kSortByBucket || scan != BulkOverflowScan::kBitsPerWarp)) continue;
+    // The name perf-tables.py reads the headline row by.
+    const char* vname = "radix sort by cell (V2, binned)";
+    trim_memory_pool();
+    // A trial build first: where the scratch does not fit (10^9 pairs, the
+    // radix sort's 16 B per pair), say so and go on.
+    if (absl::Status trial = t.bulk_load(d_kv, n, nullptr, 0, c.s, nullptr, BulkBuildConfig{}); !trial.ok()) {
+      std::printf("  bulk build unique, %s, %llu pairs: skipped: %s\n", vname, static_cast<unsigned long long>(n),
+                  trial.ToString().c_str());
+      std::fflush(stdout);
+    } else {
       BulkBuildConfig config;
-      config.grouping = grouping;
-      config.placement = placement;
-      config.overflow_scan = scan;
-      trim_memory_pool();
-      // A trial build first: where the scratch does not fit (10^9 pairs, the
-      // radix sort's 16 B per pair), say so and go on.
-      if (absl::Status trial = t.bulk_load(d_kv, n, nullptr, 0, c.s, nullptr, config); !trial.ok()) {
-        std::printf("  bulk build unique, %s, %llu pairs: skipped: %s\n", vname, static_cast<unsigned long long>(n),
-                    trial.ToString().c_str());
-        std::fflush(stdout);
-        continue;
-      }
       timed_build(c, std::string("unique, ") + vname, n, t, [&](BuildStats* st, BulkBuildTimes* times) {
         config.times = times;
         OK(t.bulk_load(d_kv, n, nullptr, 0, c.s, st, config));
@@ -129,18 +105,13 @@ void repeating_writes(Context& c, uint64_t n) {
   auto made = CudaTable::create(od, 0);
   OK(made.status());
   CudaTable& t = **made;
-  for (const auto& [vname, grouping] :
-       {std::pair<const char*, BulkGrouping>{"atomic count (V1)", BulkGrouping::kAtomicCount},
-        {"radix sort by cell (V2, binned)", BulkGrouping::kRadixSort}}) {
-    BulkBuildConfig config;
-    config.grouping = grouping;
-    timed_build(c, std::string("half the writes repeat keys, ") + vname, n, t,
-                [&](BuildStats* st, BulkBuildTimes* times) {
-                  config.times = times;
-                  OK(t.bulk_load(nullptr, 0, d_w, n, c.s, st, config));
-                });
-    expect_keys("writes over half as many keys", n, n / 2, t.size());
-  }
+  BulkBuildConfig config;
+  timed_build(c, "half the writes repeat keys, radix sort by cell (V2, binned)", n, t,
+              [&](BuildStats* st, BulkBuildTimes* times) {
+                config.times = times;
+                OK(t.bulk_load(nullptr, 0, d_w, n, c.s, st, config));
+              });
+  expect_keys("writes over half as many keys", n, n / 2, t.size());
   made->reset();
   CK(cudaFree(d_w));
   trim_memory_pool();
@@ -166,7 +137,7 @@ void bulk_build_section(Context& c) {
       std::printf("  skipped: does not fit\n");
       continue;
     }
-    unique_pairs(c, si, n, o);
+    unique_pairs(c, n, o);
     if (si == 0) repeating_writes(c, n);
   }
 }

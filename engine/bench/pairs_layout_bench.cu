@@ -148,8 +148,8 @@ void pairs_layout_section(Context& c, uint64_t n) {
       });
       check_same_answers(c, b, pairs_out, pairs_found, nq);
       const double rate = gops(nq, ms);
-      std::printf("  M=16 find %3d%% %-7s values of hits only %6.2f G/s   every value written %6.2f G/s\n",
-                  fc.hit_pct, distribution_name(fc.distribution), engine_rate, rate);
+      std::printf("  M=16 find %3d%% %-7s values of hits only %6.2f G/s   every value written %6.2f G/s\n", fc.hit_pct,
+                  distribution_name(fc.distribution), engine_rate, rate);
       c.report.layouts.push_back({"M=16 keys|values, the engine's table; pairs = every value written", fc.hit_pct,
                                   fc.distribution == Distribution::kZipf, engine_rate, rate});
     }
@@ -186,21 +186,21 @@ void pairs_layout_section(Context& c, uint64_t n) {
     interleave<<<blocks_for(slots), 256, 0, c.s>>>(t.keys, t.values, slots, pairs);
     CK(cudaGetLastError());
     char shape[160];
-    std::snprintf(shape, sizeof shape, "M=8 R=%u cells/bucket=%.0f (cell index %.1f MB, load %.3f, %llu kNoRoom)",
-                  sh.r, sh.cells_per_bucket, t.geo.num_cells / 1e6, static_cast<double>(fill - no_room) / slots,
+    std::snprintf(shape, sizeof shape, "M=8 R=%u cells/bucket=%.0f (cell index %.1f MB, load %.3f, %llu kNoRoom)", sh.r,
+                  sh.cells_per_bucket, t.geo.num_cells / 1e6, static_cast<double>(fill - no_room) / slots,
                   static_cast<unsigned long long>(no_room));
     std::printf("layout: %s, insert build %.2f G/s\n", shape, build);
     for (const FindCase& fc : kFindCases) {
       const double engine_rate = find_rate(c, table, fill, nq, fc, b);
       const double ms = median_ms(c.args.reps, c.s, [&] {
-        lookup_pairs<8, 4, false><<<blocks_for(nq), 256, 0, c.s>>>(t.geo, t.cells, pairs, t.oob, b.queries, nq,
-                                                                      pairs_out, pairs_found);
+        lookup_pairs<8, 4, false>
+            <<<blocks_for(nq), 256, 0, c.s>>>(t.geo, t.cells, pairs, t.oob, b.queries, nq, pairs_out, pairs_found);
         CK(cudaGetLastError());
       });
       check_same_answers(c, b, pairs_out, pairs_found, nq);
       const double ms_all = median_ms(c.args.reps, c.s, [&] {
-        lookup_pairs<8, 4, true><<<blocks_for(nq), 256, 0, c.s>>>(t.geo, t.cells, pairs, t.oob, b.queries, nq,
-                                                                     pairs_out, pairs_found);
+        lookup_pairs<8, 4, true>
+            <<<blocks_for(nq), 256, 0, c.s>>>(t.geo, t.cells, pairs, t.oob, b.queries, nq, pairs_out, pairs_found);
         CK(cudaGetLastError());
       });
       check_same_answers(c, b, pairs_out, pairs_found, nq);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <memory>
 
@@ -102,16 +101,6 @@ __device__ bool survives(const Inputs& in, uint64_t i, uint64_t* key, uint64_t* 
   return true;
 }
 
-// HashGraph V1 phase 1: count per cell; each survivor keeps its rank in its cell.
-__global__ void count_cells(gph::Geometry g, Inputs in, uint32_t* cell_count, uint32_t* rank) {
-  GRID_STRIDE(i, in.count()) {
-    uint64_t k, v;
-    uint32_t r = kDropped;
-    if (survives(in, i, &k, &v)) r = atomicAdd(&cell_count[gph::cell_of(g, k)], 1u);
-    rank[i] = r;
-  }
-}
-
 // Where a record goes with every cell at (0, 0), and its bucket's load: the
 // start of the choice of (Φ, Δ), done here while the record is in hand.
 __device__ __forceinline__ void locate(const gph::Geometry& g, uint64_t k, uint32_t c, uint64_t at, uint32_t* bucket,
@@ -121,23 +110,8 @@ __device__ __forceinline__ void locate(const gph::Geometry& g, uint64_t k, uint3
   atomicAdd(&load[b], 1u);
 }
 
-// HashGraph V1 phase 2, after the prefix sum: each survivor to its cell's range.
-__global__ void scatter_cells(gph::Geometry g, Inputs in, const uint32_t* rank, const uint32_t* cell_begin,
-                              uint64_t* rec_keys, uint64_t* rec_values, uint32_t* bucket, uint32_t* load) {
-  GRID_STRIDE(i, in.count()) {
-    const uint32_t r = rank[i];
-    if (r == kDropped) continue;
-    uint64_t k, v;
-    pair_of(in, i, &k, &v);
-    const uint32_t c = gph::cell_of(g, k);
-    const uint64_t at = cell_begin[c] + static_cast<uint64_t>(r);
-    rec_keys[at] = k;
-    rec_values[at] = v;
-    locate(g, k, c, at, bucket, load);
-  }
-}
-
-// Binned variant: each candidate's cell (L when dropped) for a radix sort.
+// HashGraph V2's binning by a radix sort: each candidate's cell (L when
+// dropped), sorted with its index.
 __global__ void cell_ids(gph::Geometry g, Inputs in, uint32_t* cell, uint32_t* index) {
   GRID_STRIDE(i, in.count()) {
     uint64_t k, v;
@@ -282,55 +256,32 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   };
   {
     StreamScratch group(s);
-    if (config.grouping == BulkGrouping::kAtomicCount) {
-      size_t scan_bytes = 0;
-      GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const uint32_t*>(nullptr),
-                                                   static_cast<uint32_t*>(nullptr), static_cast<int64_t>(L) + 1));
-      const size_t o_count = group.reserve<uint32_t>(static_cast<uint64_t>(L) + 1);
-      const size_t o_rank = group.reserve<uint32_t>(n_cand);
-      const size_t o_temp = group.reserve<uint8_t>(scan_bytes);
-      GPHKV_RETURN_IF_ERROR(group.allocate());
-      uint32_t* cell_count = group.at<uint32_t>(o_count);
-      uint32_t* rank = group.at<uint32_t>(o_rank);
-      GPHKV_CUDA_TRY(cudaMemsetAsync(cell_count, 0, sizeof(uint32_t) * (static_cast<uint64_t>(L) + 1), s));
-      count_cells<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, cell_count, rank);
-      GPHKV_CUDA_TRY_LAUNCH("count_cells");
-      GPHKV_CUDA_TRY(cub::DeviceScan::ExclusiveSum(group.at<void>(o_temp), scan_bytes, cell_count, cell_begin,
-                                                   static_cast<int64_t>(L) + 1, s));
-      GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
-      times.group = lap();
-      GPHKV_RETURN_IF_ERROR(allocate_records());
-      scatter_cells<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, rank, cell_begin, rec_keys, rec_values, rec_bucket,
-                                                        load);
-      GPHKV_CUDA_TRY_LAUNCH("scatter_cells");
-    } else {
-      const int end_bit = 32 - __builtin_clz(L);  // holds L, the mark of a dropped candidate
-      size_t sort_bytes = 0;
-      GPHKV_CUDA_TRY(
-          cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr),
-                                          static_cast<uint32_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
-                                          static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n_cand), 0, end_bit));
-      const size_t o_cell = group.reserve<uint32_t>(n_cand), o_index = group.reserve<uint32_t>(n_cand);
-      const size_t o_scell = group.reserve<uint32_t>(n_cand), o_sindex = group.reserve<uint32_t>(n_cand);
-      const size_t o_temp = group.reserve<uint8_t>(sort_bytes);
-      GPHKV_RETURN_IF_ERROR(group.allocate());
-      cell_ids<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_cell), group.at<uint32_t>(o_index));
-      GPHKV_CUDA_TRY_LAUNCH("cell_ids");
-      if (n_cand > 0) {
-        GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
-            group.at<void>(o_temp), sort_bytes, group.at<uint32_t>(o_cell), group.at<uint32_t>(o_scell),
-            group.at<uint32_t>(o_index), group.at<uint32_t>(o_sindex), static_cast<int64_t>(n_cand), 0, end_bit, s));
-      }
-      GPHKV_CUDA_TRY(cudaMemsetAsync(cell_begin, 0, sizeof(uint32_t) * (static_cast<uint64_t>(L) + 1), s));
-      cell_bounds<<<grid_for(n_cand), kBlock, 0, s>>>(group.at<uint32_t>(o_scell), n_cand, L, cell_begin);
-      GPHKV_CUDA_TRY_LAUNCH("cell_bounds");
-      GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
-      times.group = lap();
-      GPHKV_RETURN_IF_ERROR(allocate_records());
-      gather_cells<<<grid_for(m), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_scell), group.at<uint32_t>(o_sindex), m,
-                                                  rec_keys, rec_values, rec_bucket, load);
-      GPHKV_CUDA_TRY_LAUNCH("gather_cells");
+    const int end_bit = 32 - __builtin_clz(L);  // holds L, the mark of a dropped candidate
+    size_t sort_bytes = 0;
+    GPHKV_CUDA_TRY(
+        cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr),
+                                        static_cast<uint32_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
+                                        static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n_cand), 0, end_bit));
+    const size_t o_cell = group.reserve<uint32_t>(n_cand), o_index = group.reserve<uint32_t>(n_cand);
+    const size_t o_scell = group.reserve<uint32_t>(n_cand), o_sindex = group.reserve<uint32_t>(n_cand);
+    const size_t o_temp = group.reserve<uint8_t>(sort_bytes);
+    GPHKV_RETURN_IF_ERROR(group.allocate());
+    cell_ids<<<grid_for(n_cand), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_cell), group.at<uint32_t>(o_index));
+    GPHKV_CUDA_TRY_LAUNCH("cell_ids");
+    if (n_cand > 0) {
+      GPHKV_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+          group.at<void>(o_temp), sort_bytes, group.at<uint32_t>(o_cell), group.at<uint32_t>(o_scell),
+          group.at<uint32_t>(o_index), group.at<uint32_t>(o_sindex), static_cast<int64_t>(n_cand), 0, end_bit, s));
     }
+    GPHKV_CUDA_TRY(cudaMemsetAsync(cell_begin, 0, sizeof(uint32_t) * (static_cast<uint64_t>(L) + 1), s));
+    cell_bounds<<<grid_for(n_cand), kBlock, 0, s>>>(group.at<uint32_t>(o_scell), n_cand, L, cell_begin);
+    GPHKV_CUDA_TRY_LAUNCH("cell_bounds");
+    GPHKV_RETURN_IF_ERROR(read_back(&m, cell_begin + L, sizeof(uint32_t), s));
+    times.group = lap();
+    GPHKV_RETURN_IF_ERROR(allocate_records());
+    gather_cells<<<grid_for(m), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_scell), group.at<uint32_t>(o_sindex), m,
+                                                rec_keys, rec_values, rec_bucket, load);
+    GPHKV_CUDA_TRY_LAUNCH("gather_cells");
   }  // the grouping's scratch goes back to the pool, stream-ordered
   finish_oob<<<1, 1, 0, s>>>(in, dst.oob, dst.size, m);
   GPHKV_CUDA_TRY_LAUNCH("finish_oob");

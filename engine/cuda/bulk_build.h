@@ -1,10 +1,9 @@
 // HashGraph-style bulk build of a GPH table on the GPU (HashGraph §3 on the
 // device; GPH §6's invariants hold on the result). From device arrays of base
 // pairs and burst writes: dedupe the burst (stable radix sort, last write
-// wins), group the surviving pairs by cell (count per cell with atomics,
-// prefix-sum, scatter: HashGraph V1; or a radix sort by cell: the binned V2),
-// choose the (Φ, Δ) of every cell whose buckets overflow in parallel rounds,
-// settle the few left one at a time, and place the keys bucket by bucket (a
+// wins), group the surviving pairs by cell (a radix sort by cell: HashGraph
+// V2's binning), choose the (Φ, Δ) of every cell whose buckets overflow in
+// parallel rounds, settle the few left one at a time, and place the keys bucket by bucket (a
 // radix sort by bucket, then every slot written in order). docs/gph.md, "Bulk
 // build", has the measurements.
 #pragma once
@@ -48,26 +47,6 @@ struct BulkBase {
   }
 };
 
-// How the pairs are grouped by cell (docs/gph.md, "Bulk build": measured).
-enum class BulkGrouping {
-  kAtomicCount,  // HashGraph V1: atomic count per cell, prefix sum, scatter
-  kRadixSort,    // HashGraph V2's binning done by a radix sort on the cell id
-};
-
-// How the keys go into their buckets once every cell is chosen.
-enum class BulkPlacement {
-  kAtomicCursor,  // an atomic cursor per bucket, keys scattered into a cleared table
-  kSortByBucket,  // a radix sort of the records by bucket, then every slot written in order
-};
-
-// How the overflow scan (once per round) finds the cells with a key in an
-// overflowing bucket.
-enum class BulkOverflowScan {
-  kLoadsPerCell,  // a thread per cell reads its records' bucket loads
-  kBitsPerCell,   // a thread per cell reads one overflow bit per bucket
-  kBitsPerWarp,   // a warp per 32 cells reads their records 32 at a time, then the bits
-};
-
 // Host wall time of the build's phases, each ending where the build waits
 // for its stream anyway (so taking them adds no wait), in ms.
 struct BulkBuildTimes {
@@ -84,18 +63,18 @@ struct BulkBuildTimes {
   double place_sort = 0, place_fill = 0;
 };
 
+// One path per step, each the one that won its measurement (H100,
+// engine_bench --sections=build, bench/results/engine_bench_build_h100_da7a0063e549.json;
+// docs/gph.md, "Bulk build"; the losers left the engine after 5e5ab89, and
+// git history keeps them):
+// - grouping by a radix sort on the cell id (HashGraph V2's binning): 35.0 ms
+//   against 63.9 ms for V1's atomic count per cell on 10^8 unique pairs, 417
+//   against 694 ms on 10^9;
+// - placement by a radix sort of the records by bucket, then every slot
+//   written in order: 35.0 against 43.8 ms for an atomic cursor per bucket;
+// - the overflow scan over one bit per bucket, a warp per 32 cells: 35.0
+//   against 35.4 (bits, a thread per cell) and 38.6 ms (loads, a thread per cell).
 struct BulkBuildConfig {
-  // The radix sort by cell: 35.0 ms against 63.9 ms for the atomic count on
-  // 10^8 unique pairs, 417 against 694 ms on 10^9, 31.2 against 45.4 ms for
-  // 10^8 writes over 5*10^7 keys (H100, engine_bench --sections=build,
-  // bench/results/engine_bench_build_h100_da7a0063e549.json; docs/gph.md).
-  BulkGrouping grouping = BulkGrouping::kRadixSort;
-  // Sort by bucket: 35.0 ms against 43.8 ms for the atomic cursor on 10^8
-  // unique pairs (placement 9.7 against 18.2 ms), same run.
-  BulkPlacement placement = BulkPlacement::kSortByBucket;
-  // Bits, a warp per 32 cells: 35.0 ms against 35.4 (bits, a thread per cell)
-  // and 38.6 (loads, a thread per cell), same run.
-  BulkOverflowScan overflow_scan = BulkOverflowScan::kBitsPerWarp;
   // Parallel rounds of (Φ, Δ) choice at most; the cells still overflowing
   // after them are settled one at a time (exact, so the build always ends).
   uint32_t max_parallel_rounds = 32;

@@ -58,31 +58,15 @@ __global__ void overflow_bits_kernel(uint32_t N, uint32_t M, const uint32_t* loa
   }
 }
 
-__device__ __forceinline__ bool overflows(uint32_t b, uint32_t M, const uint32_t* load, const uint32_t* bits) {
-  return bits != nullptr ? ((bits[b >> 5] >> (b & 31u)) & 1u) != 0 : load[b] > M;
+__device__ __forceinline__ bool overflows(uint32_t b, const uint32_t* bits) {
+  return ((bits[b >> 5] >> (b & 31u)) & 1u) != 0;
 }
 
 // Lists the cells with a key in an overflowing bucket (counts[0] of them),
-// from the overflow bits when `bits` is set, else from the loads.
-__global__ void mark_kernel(uint32_t L, uint32_t M, const uint32_t* cell_begin, const uint32_t* bucket,
-                            const uint32_t* load, const uint32_t* bits, uint32_t* list, uint32_t* counts) {
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
-    const uint64_t c = first + threadIdx.x;
-    bool over = false;
-    if (c < L) {
-      for (uint32_t r = cell_begin[c], end = cell_begin[c + 1]; r < end && !over; ++r) {
-        over = overflows(bucket[r], M, load, bits);
-      }
-    }
-    warp_append(over, static_cast<uint32_t>(c), list, &counts[0]);
-  }
-}
-
-// The same list from the bits, a warp at a time: a warp's 32 cells own one
+// from the overflow bits, a warp at a time: a warp's 32 cells own one
 // contiguous run of records, which its lanes read 32 at a time (coalesced,
-// independent loads, where a thread per cell walks its own few records one
-// dependent load after another); a ballot of the records in overflowing
+// independent loads; a thread per cell walking its own few records, one
+// dependent load after another, measured slower: docs/gph.md); a ballot of the records in overflowing
 // buckets, masked to each lane's record range, flags that lane's cell.
 __global__ void mark_warp_kernel(uint32_t L, const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* bits,
                                  uint32_t* list, uint32_t* counts) {
@@ -100,7 +84,7 @@ __global__ void mark_warp_kernel(uint32_t L, const uint32_t* cell_begin, const u
       bool o = false;
       if (r < warp_end) {
         const uint32_t b = bucket[r];
-        o = ((bits[b >> 5] >> (b & 31u)) & 1u) != 0;
+        o = overflows(b, bits);
       }
       const unsigned mask = __ballot_sync(0xffffffffu, o);
       const uint32_t lo = begin > base ? begin - base : 0;
@@ -119,8 +103,8 @@ __global__ void mark_warp_kernel(uint32_t L, const uint32_t* cell_begin, const u
 // finds a bucket's M slots claimed loses (counts[1] losers). Phase 0 (cells
 // that did not move last round) runs before phase 1, so residents keep room.
 __global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, const uint8_t* moved,
-                             const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* load,
-                             const uint32_t* bits, uint32_t* admit, uint32_t* losers, uint32_t* counts) {
+                             const uint32_t* cell_begin, const uint32_t* bucket, const uint32_t* bits, uint32_t* admit,
+                             uint32_t* losers, uint32_t* counts) {
   const uint32_t n = counts[0];
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < n; first += stride) {
@@ -133,7 +117,7 @@ __global__ void admit_kernel(uint32_t M, uint8_t phase, const uint32_t* list, co
         const uint32_t begin = cell_begin[c], end = cell_begin[c + 1];
         for (uint32_t r = begin; r < end && !lose; ++r) {
           const uint32_t b = bucket[r];
-          if (!overflows(b, M, load, bits)) continue;
+          if (!overflows(b, bits)) continue;
           if (own_in(bucket, begin, r, b) != 0) continue;  // this bucket was claimed at its first key
           const uint32_t want = own_in(bucket, r, end, b);
           lose = atomicAdd(&admit[b], want) + want > M;
@@ -222,25 +206,6 @@ __global__ void count_moved_kernel(const uint8_t* cells, uint32_t L, unsigned lo
   }
 }
 
-// The first placement, kept for comparison (BulkPlacement::kAtomicCursor):
-// each key to the next free slot of its bucket by an atomic cursor per bucket,
-// into a table cleared first; its 8-byte writes land in random buckets.
-__global__ void place_atomic_kernel(DeviceTable t, CellRecords rec, const uint32_t* bucket, uint32_t* fill) {
-  const uint32_t M = t.geo.slots_per_bucket;
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < rec.m; i += stride) {
-    const uint32_t b = bucket[i];
-    const uint32_t s = atomicAdd(&fill[b], 1u);
-    if (s >= M) {  // settling fitted every bucket: reaching here is a bug
-      atomicAdd(t.fault, 1u);
-      continue;
-    }
-    const uint64_t slot = static_cast<uint64_t>(b) * M + s;
-    t.keys[slot] = rec.keys[i];
-    t.values[slot] = rec.values[i];
-  }
-}
-
 __global__ void iota_kernel(uint32_t* a, uint64_t n) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
@@ -317,7 +282,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   uint32_t* losers = scratch.at<uint32_t>(o_losers);
   uint8_t* next = scratch.at<uint8_t>(o_next);
   uint32_t* counts = scratch.at<uint32_t>(o_counts);
-  uint32_t* bits = config.overflow_scan != BulkOverflowScan::kLoadsPerCell ? scratch.at<uint32_t>(o_bits) : nullptr;
+  uint32_t* bits = scratch.at<uint32_t>(o_bits);
   auto* moved_cells = scratch.at<unsigned long long>(o_moved_cells);
 
   GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));  // every cell at (0, 0), where the caller located the keys
@@ -326,16 +291,10 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   // Lists the overflowing cells; returns how many.
   auto mark = [&](uint32_t* flagged) -> absl::Status {
     GPHKV_CUDA_TRY(cudaMemsetAsync(counts, 0, 2 * sizeof(uint32_t), s));
-    if (bits != nullptr) {
-      overflow_bits_kernel<<<grid_for(N), kBlock, 0, s>>>(N, M, load, bits);
-      GPHKV_CUDA_TRY_LAUNCH("overflow_bits_kernel");
-    }
-    if (config.overflow_scan == BulkOverflowScan::kBitsPerWarp) {
-      mark_warp_kernel<<<grid_for(L), kBlock, 0, s>>>(L, rec.cell_begin, bucket, bits, list, counts);
-    } else {
-      mark_kernel<<<grid_for(L), kBlock, 0, s>>>(L, M, rec.cell_begin, bucket, load, bits, list, counts);
-    }
-    GPHKV_CUDA_TRY_LAUNCH("mark_kernel");
+    overflow_bits_kernel<<<grid_for(N), kBlock, 0, s>>>(N, M, load, bits);
+    GPHKV_CUDA_TRY_LAUNCH("overflow_bits_kernel");
+    mark_warp_kernel<<<grid_for(L), kBlock, 0, s>>>(L, rec.cell_begin, bucket, bits, list, counts);
+    GPHKV_CUDA_TRY_LAUNCH("mark_warp_kernel");
     GPHKV_CUDA_TRY(cudaMemcpyAsync(flagged, counts, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
     GPHKV_CUDA_TRY(cudaStreamSynchronize(s));
     return absl::OkStatus();
@@ -352,8 +311,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));
     for (uint8_t phase : {uint8_t{0}, uint8_t{1}}) {
       if (phase == 1 && rounds == 1) continue;  // no cell has moved yet: phase 1 would find none
-      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, load, bits, admit, losers,
-                                           counts);
+      admit_kernel<<<grid, kBlock, 0, s>>>(M, phase, list, moved, rec.cell_begin, bucket, bits, admit, losers, counts);
       GPHKV_CUDA_TRY_LAUNCH("admit_kernel");
     }
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_admit_ms));
@@ -390,15 +348,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved_cells, 0, sizeof(unsigned long long), s));
   count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(t.cells, L, moved_cells);
   GPHKV_CUDA_TRY_LAUNCH("count_moved_kernel");
-  if (config.placement == BulkPlacement::kAtomicCursor) {
-    GPHKV_CUDA_TRY(cudaMemsetAsync(t.keys, 0xff, sizeof(uint64_t) * g.num_slots(), s));  // kEmptyKey
-    GPHKV_CUDA_TRY(cudaMemsetAsync(t.values, 0, sizeof(uint64_t) * g.num_slots(), s));
-    GPHKV_CUDA_TRY(cudaMemsetAsync(admit, 0, sizeof(uint32_t) * N, s));  // now each bucket's fill cursor
-    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
-    place_atomic_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(t, rec, bucket, admit);
-    GPHKV_CUDA_TRY_LAUNCH("place_atomic_kernel");
-    GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_fill_ms));
-  } else {
+  {
     // 4. Place: a stable radix sort of (bucket, record index) on the bucket
     // id's bits, the loads' prefix sum, then every slot from its bucket's
     // range. The bucket array is the sort's first key buffer (no one reads it

@@ -1,6 +1,6 @@
 // The device bulk build (engine/cuda/bulk_build.h) against a model and
-// against the CPU builder on the same input, key by key, for both ways of
-// grouping by cell, from host spans, device arrays and a live table. Skips,
+// against the CPU builder on the same input, key by key, from host spans,
+// device arrays and a live table. Skips,
 // with the reason, where there is no device.
 #include <algorithm>
 #include <cstdlib>
@@ -38,20 +38,9 @@ size_t scaled(size_t n) {
 
 #if defined(GPHKV_HAVE_CUDA)
 using cuda::BulkBuildConfig;
-using cuda::BulkGrouping;
-using cuda::BulkOverflowScan;
-using cuda::BulkPlacement;
-// Each test runs for every grouping with the kept placement and overflow
-// scan, and with the kept grouping for the first placement (an atomic cursor
-// per bucket) and for the other two overflow scans.
-struct BuildPath {
-  BulkGrouping grouping;
-  BulkPlacement placement;
-  BulkOverflowScan scan;
-};
 using cuda::CudaTable;
 
-class CudaBulkBuildTest : public ::testing::TestWithParam<BuildPath> {
+class CudaBulkBuildTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (cuda_device_count() == 0) {
@@ -78,16 +67,13 @@ class CudaBulkBuildTest : public ::testing::TestWithParam<BuildPath> {
     return static_cast<T*>(p);
   }
 
-  // The device build from device arrays, with this test's grouping.
+  // The device build from device arrays.
   absl::StatusOr<std::unique_ptr<CudaTable>> build(const TableOptions& o, const std::vector<KeyValue>& base,
                                                    const std::vector<WriteOp>& burst, BuildStats* stats) {
     auto t = CudaTable::create(o, 0);
     if (!t.ok()) return t.status();
-    BulkBuildConfig config;
-    config.grouping = GetParam().grouping;
-    config.placement = GetParam().placement;
-    config.overflow_scan = GetParam().scan;
-    auto st = (*t)->bulk_load(to_device(base), base.size(), to_device(burst), burst.size(), stream_, stats, config);
+    auto st = (*t)->bulk_load(to_device(base), base.size(), to_device(burst), burst.size(), stream_, stats,
+                              BulkBuildConfig{});
     if (!st.ok()) return st;
     return t;
   }
@@ -166,7 +152,7 @@ void make_input(std::mt19937_64& rng, size_t base_n, size_t burst_n, size_t key_
   }
 }
 
-TEST_P(CudaBulkBuildTest, RandomBasePlusBurstMatchesModelAndCpu) {
+TEST_F(CudaBulkBuildTest, RandomBasePlusBurstMatchesModelAndCpu) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed);
@@ -193,7 +179,7 @@ TEST_P(CudaBulkBuildTest, RandomBasePlusBurstMatchesModelAndCpu) {
   }
 }
 
-TEST_P(CudaBulkBuildTest, SentinelZeroAndRepeatsFollowTheLastWrite) {
+TEST_F(CudaBulkBuildTest, SentinelZeroAndRepeatsFollowTheLastWrite) {
   std::vector<KeyValue> base = {{gph::kEmptyKey, 1}, {0, 2}, {5, 3}, {9, 4}};
   std::vector<WriteOp> burst = {
       {gph::kEmptyKey, 0, true},
@@ -222,7 +208,7 @@ TEST_P(CudaBulkBuildTest, SentinelZeroAndRepeatsFollowTheLastWrite) {
   expect_built(**u, Model{{0, 2}, {5, 3}, {9, 4}, {1, 1}}, base, erase_it);
 }
 
-TEST_P(CudaBulkBuildTest, KeysSharingCellsAreSpreadByTheirCellBytes) {
+TEST_F(CudaBulkBuildTest, KeysSharingCellsAreSpreadByTheirCellBytes) {
   // Many keys in a few cells: those cells must leave (Φ=0, Δ=0) to fit.
   TableOptions o;
   o.num_buckets = 256;
@@ -253,7 +239,7 @@ TEST_P(CudaBulkBuildTest, KeysSharingCellsAreSpreadByTheirCellBytes) {
   expect_built(**t, model, base, {});
 }
 
-TEST_P(CudaBulkBuildTest, EmptyInputsGiveAnEmptyTable) {
+TEST_F(CudaBulkBuildTest, EmptyInputsGiveAnEmptyTable) {
   TableOptions o;
   o.num_buckets = 32;
   auto t = build(o, {}, {}, nullptr);
@@ -265,7 +251,7 @@ TEST_P(CudaBulkBuildTest, EmptyInputsGiveAnEmptyTable) {
   expect_built(**u, Model{}, {}, erases);
 }
 
-TEST_P(CudaBulkBuildTest, TooSmallIsResourceExhausted) {
+TEST_F(CudaBulkBuildTest, TooSmallIsResourceExhausted) {
   std::vector<KeyValue> base;
   for (uint64_t k = 0; k < 2000; ++k) base.push_back({k, k});
   TableOptions o;
@@ -290,7 +276,7 @@ TEST_P(CudaBulkBuildTest, TooSmallIsResourceExhausted) {
   EXPECT_EQ(bulk_build(Backend::kCpu, o, one_cell, {}).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-TEST_P(CudaBulkBuildTest, HighLoadStillFits) {
+TEST_F(CudaBulkBuildTest, HighLoadStillFits) {
   // Near the incremental path's reach (0.85): every cell settled, the serial pass included.
   std::mt19937_64 rng(test_seed());
   std::vector<KeyValue> base;
@@ -310,7 +296,7 @@ TEST_P(CudaBulkBuildTest, HighLoadStillFits) {
   expect_built(**t, model, base, burst);
 }
 
-TEST_P(CudaBulkBuildTest, BucketsOfTwelveSlots) {
+TEST_F(CudaBulkBuildTest, BucketsOfTwelveSlots) {
   // M = 12 is not a power of two: the placement's slot-to-bucket division path.
   std::mt19937_64 rng(test_seed());
   std::vector<KeyValue> base;
@@ -325,7 +311,7 @@ TEST_P(CudaBulkBuildTest, BucketsOfTwelveSlots) {
   expect_built(**t, model, base, burst);
 }
 
-TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
+TEST_F(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed);
@@ -357,19 +343,15 @@ TEST_P(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   bigger.num_buckets = buckets_for_capacity(model.size(), 0.5, 16);
   auto t = CudaTable::create(bigger, 0);
   ASSERT_TRUE(t.ok()) << t.status();
-  BulkBuildConfig config;
-  config.grouping = GetParam().grouping;
-  config.placement = GetParam().placement;
-  config.overflow_scan = GetParam().scan;
   BuildStats stats;
-  ASSERT_TRUE((*t)->bulk_load_from(**live, to_device(burst), burst.size(), stream_, &stats, config).ok());
+  ASSERT_TRUE((*t)->bulk_load_from(**live, to_device(burst), burst.size(), stream_, &stats, BulkBuildConfig{}).ok());
   EXPECT_EQ(stats.input_pairs, base.size() + burst.size());
   expect_built(**t, model, base, burst);
   // The source is untouched.
   EXPECT_EQ((*live)->size(), base.size());
 }
 
-TEST_P(CudaBulkBuildTest, BothGroupingsAgreeWithTheHostSpanPath) {
+TEST_F(CudaBulkBuildTest, DeviceArraysAgreeWithTheHostSpanPath) {
   std::mt19937_64 rng(test_seed());
   std::vector<KeyValue> base;
   std::vector<WriteOp> burst;
@@ -379,27 +361,12 @@ TEST_P(CudaBulkBuildTest, BothGroupingsAgreeWithTheHostSpanPath) {
   o.num_buckets = buckets_for_capacity(model.size(), 0.8, 16);
   auto t = build(o, base, burst, nullptr);
   ASSERT_TRUE(t.ok()) << t.status();
-  auto host = bulk_build(Backend::kCuda, o, base, burst);  // host spans, the default grouping
+  auto host = bulk_build(Backend::kCuda, o, base, burst);  // from host spans
   ASSERT_TRUE(host.ok()) << host.status();
   EXPECT_EQ(contents(**t), contents(**host));
   expect_built(**t, model, base, burst);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Groupings, CudaBulkBuildTest,
-    ::testing::Values(
-        BuildPath{BulkGrouping::kAtomicCount, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
-        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerWarp},
-        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kAtomicCursor, BulkOverflowScan::kBitsPerWarp},
-        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, BulkOverflowScan::kLoadsPerCell},
-        BuildPath{BulkGrouping::kRadixSort, BulkPlacement::kSortByBucket, BulkOverflowScan::kBitsPerCell}),
-    [](const ::testing::TestParamInfo<BuildPath>& info) {
-      std::string name = info.param.grouping == BulkGrouping::kAtomicCount ? "AtomicCount" : "RadixSort";
-      if (info.param.placement == BulkPlacement::kAtomicCursor) name += "AtomicCursorPlacement";
-      if (info.param.scan == BulkOverflowScan::kLoadsPerCell) name += "ScanLoadsPerCell";
-      if (info.param.scan == BulkOverflowScan::kBitsPerCell) name += "ScanBitsPerCell";
-      return name;
-    });
 #else
 TEST(CudaBulkBuildTest, NeedsTheCudaBackend) {
   GTEST_SKIP() << "built without nvcc: the device bulk build is not compiled in";

@@ -37,7 +37,7 @@ Args parse_args(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH] "
-                   "[--sections=table,build,burst,rebuild_lookup,layout]\n");
+                   "[--sections=table,build,burst,rebuild_lookup]\n");
       std::exit(1);
     }
   }

@@ -1,5 +1,6 @@
-// The baseline: bucketed linear probing, same slot layout (N buckets of M
-// keys, values in a parallel array). A key starts at bucket h(k) and moves to
+// The baseline: bucketed linear probing, the slot layout GPH had before its
+// buckets held pairs (buckets of M = 16 keys, one 128-byte line, values in a
+// parallel array), with as many slots as the GPH table. A key starts at bucket h(k) and moves to
 // the next bucket while the bucket is full; a lookup stops at the key or at a
 // bucket with a vacant slot. The kind of table the GPH paper compares against,
 // measured at the same N, M and load as the GPH table.
@@ -9,7 +10,7 @@
 namespace gphkv::bench {
 namespace {
 
-constexpr int kSlots = 16;  // M, as the GPH tables of the table section
+constexpr int kSlots = 16;  // M: 16 keys, one 128-byte line
 
 struct BaselineTable {
   uint64_t* keys;
@@ -115,8 +116,9 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
-BaselineRates baseline(Context& c, uint64_t n, uint64_t num_buckets, uint64_t nq, absl::Span<const FindCase> cases,
+BaselineRates baseline(Context& c, uint64_t n, uint64_t num_slots, uint64_t nq, absl::Span<const FindCase> cases,
                        TableBuffers& b) {
+  const uint64_t num_buckets = (num_slots + kSlots - 1) / kSlots;
   const uint64_t key_bytes = num_buckets * kSlots * 8;
   BaselineTable base;
   base.num_buckets = num_buckets;

@@ -106,18 +106,18 @@ cudaError_t launch_grouped(const engine::cuda::DeviceTable& t, const uint64_t* k
 
 }  // namespace lookup_shapes
 
-// The lookup of `t` (M = 16 slots per bucket, the benchmark's tables) in
+// The lookup of `t` (M = 8 slots per bucket, the benchmark's tables) in
 // `shape`, with the Cell Index window when `window` is given.
 inline cudaError_t launch_lookup_shape(const engine::cuda::DeviceTable& t, const uint64_t* keys, uint64_t n,
                                        uint64_t* values, uint8_t* found, const LookupShape& shape,
                                        const CellWindow* window, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int b = shape.block;
-  if (t.geo.slots_per_bucket != 16 || b <= 0 || b > 256 || b % 32 != 0) return cudaErrorInvalidConfiguration;
+  if (t.geo.slots_per_bucket != 8 || b <= 0 || b > 256 || b % 32 != 0) return cudaErrorInvalidConfiguration;
   switch (shape.group) {
-    case 2: return lookup_shapes::launch_grouped<16, 2>(t, keys, n, values, found, shape, window, stream);
-    case 4: return lookup_shapes::launch_grouped<16, 4>(t, keys, n, values, found, shape, window, stream);
-    case 8: return lookup_shapes::launch_grouped<16, 8>(t, keys, n, values, found, shape, window, stream);
+    case 2: return lookup_shapes::launch_grouped<8, 2>(t, keys, n, values, found, shape, window, stream);
+    case 4: return lookup_shapes::launch_grouped<8, 4>(t, keys, n, values, found, shape, window, stream);
+    case 8: return lookup_shapes::launch_grouped<8, 8>(t, keys, n, values, found, shape, window, stream);
     default: return cudaErrorInvalidConfiguration;
   }
 }

@@ -4,15 +4,14 @@
 // scripts/perf-tables.py reads the JSON).
 //
 //   engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH]
-//                [--sections=table,build,burst,rebuild_lookup,layout]
+//                [--sections=table,build,burst,rebuild_lookup]
 //
 // Sections (sections.h, a file each): table (finds, inserts and erases
 // against the ceiling and the baseline, per size), build (the GPU bulk
 // build, per size), burst (a burst of 0.1% .. 100% of the table absorbed by
 // the insert kernel and by a rebuild, at the first size), rebuild_lookup
 // (lookups on one stream while a rebuild runs on another, against idle, at
-// the first size), layout (M = 8 tables read as key-value pairs, at the
-// first size; not in the default set). Lookups are measured along named axes (axes.h): key
+// the first size). Lookups are measured along named axes (axes.h): key
 // distribution, hit rate, and the table's occupancy (--load).
 #include <cuda_runtime.h>
 
@@ -57,7 +56,6 @@ int main(int argc, char** argv) {
   if (c.args.has("build")) bulk_build_section(c);
   if (c.args.has("burst")) burst_section(c, c.args.keys[0]);
   if (c.args.has("rebuild_lookup")) rebuild_lookup_section(c, c.args.keys[0]);
-  if (c.args.has("layout")) pairs_layout_section(c, c.args.keys[0]);
   if (!c.report.sizes.empty()) c.report.print_summary();
   c.report.print_build_sections();
   if (!c.args.json.empty()) {

@@ -42,13 +42,14 @@ struct BurstRates {
 };
 BurstRates burst_insert_erase(Context& c, CudaTable& table, uint64_t n, uint64_t stored, TableBuffers& b);
 
-// baseline_bench.cu: bucketed linear probing at the same N, M and load:
+// baseline_bench.cu: bucketed linear probing with num_slots slots (the same
+// load as the GPH table) in buckets of 16 keys:
 // the build of keys [0, n) and G finds/s at each case.
 struct BaselineRates {
   double build = 0;
   std::vector<double> finds;  // per case
 };
-BaselineRates baseline(Context& c, uint64_t n, uint64_t num_buckets, uint64_t nq, absl::Span<const FindCase> cases,
+BaselineRates baseline(Context& c, uint64_t n, uint64_t num_slots, uint64_t nq, absl::Span<const FindCase> cases,
                        TableBuffers& b);
 
 // lookup_tuning_bench.cu: find 50% uniform in every lookup shape measured

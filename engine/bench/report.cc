@@ -156,14 +156,6 @@ bool Report::write_json(const std::string& path) const {
                  b.rebuild_alloc_ms, b.insert_ms / b.rebuild_ms, static_cast<unsigned long long>(b.insert_no_room),
                  static_cast<unsigned long long>(b.rebuild_buckets));
   }
-  std::fprintf(f, "\n  ],\n  \"layout_pairs_m8\": [");
-  for (size_t j = 0; j < layouts.size(); ++j) {
-    const Layout& l = layouts[j];
-    std::fprintf(f,
-                 "%s\n    {\"shape\": %s, \"hit_pct\": %d, \"distribution\": \"%s\", \"keys_values\": %.4f, "
-                 "\"pairs\": %.4f}",
-                 j ? "," : "", quote(l.shape).c_str(), l.hit_pct, l.zipf ? "zipf" : "uniform", l.keys_values, l.pairs);
-  }
   std::fprintf(f, "\n  ],\n  \"lookup_during_rebuild\": [");
   for (size_t j = 0; j < rebuild_lookups.size(); ++j) {
     const RebuildLookup& r = rebuild_lookups[j];

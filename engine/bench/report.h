@@ -62,15 +62,6 @@ struct Report {
     uint64_t batches_during = 0;
   };
 
-  // The "layout" section: the engine's find and the pairs lookup on one
-  // M = 8 table (engine/bench/pairs_layout_bench.cu), G finds/s.
-  struct Layout {
-    std::string shape;
-    int hit_pct;
-    bool zipf;
-    double keys_values, pairs;
-  };
-
   std::string device, commit, command, date;
   std::string sections;
   std::vector<Build> builds;
@@ -79,7 +70,6 @@ struct Report {
   int sms = 0, l2_mb = 0, reps = 0;
   std::vector<Size> sizes;
   std::vector<CellVariant> cell_sweep;
-  std::vector<Layout> layouts;
 
   void print_size(const Size& s) const;
   void print_summary() const;

@@ -24,8 +24,5 @@ void burst_section(Context& c, uint64_t n);
 // "rebuild_lookup" (rebuild_lookup_bench.cu): lookups on one stream while a
 // rebuild runs on another, against idle.
 void rebuild_lookup_section(Context& c, uint64_t n);
-// "layout" (pairs_layout_bench.cu): on M = 8 tables of several shapes, the
-// engine's find against a lookup over the same slots kept as key-value pairs.
-void pairs_layout_section(Context& c, uint64_t n);
 
 }  // namespace gphkv::bench

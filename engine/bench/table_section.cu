@@ -22,9 +22,9 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   std::fflush(stdout);
   TableBuffers b(batch, nq);
 
-  // Ceilings over a buffer as large as the key array (8 GiB at most: past
+  // Ceilings over a buffer as large as the slot array (8 GiB at most: past
   // L2 the size no longer matters, ../shared/device/README.md).
-  const uint64_t key_bytes = static_cast<uint64_t>(o.num_buckets) * o.slots_per_bucket * 8;
+  const uint64_t key_bytes = static_cast<uint64_t>(o.num_buckets) * o.slots_per_bucket * 16;
   const uint64_t ceiling_bytes = std::min<uint64_t>(key_bytes, 8ull << 30);
   const double ceil = gather_ceiling_gops(c, ceiling_bytes, nq, 0, nullptr, 0);
   const double ceil_v = gather_ceiling_gops(c, ceiling_bytes, nq, 2, b.queries, nq);
@@ -41,7 +41,7 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   std::vector<Report::Variant> variants;
   if (sweep) variants = lookup_tuning(c, table, n, nq, kFindCases, b);
   made->reset();  // free the GPH table before the baseline takes as much
-  const BaselineRates base = baseline(c, n, o.num_buckets, nq, kFindCases, b);
+  const BaselineRates base = baseline(c, n, o.num_buckets * o.slots_per_bucket, nq, kFindCases, b);
 
   Report::Size rs;
   rs.keys = n;

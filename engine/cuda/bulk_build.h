@@ -20,8 +20,9 @@ namespace gphkv::engine::cuda {
 
 // Where the base pairs come from, in device memory: an array of KeyValue
 // (distinct keys; kEmptyKey there is the sentinel key, kept out of band), or a
-// table's slot arrays (kEmptyKey marks a vacant slot; the sentinel key is in
-// that table's out-of-band slot).
+// table's slots (DeviceTable::slots: kEmptyKey marks a vacant slot; the
+// sentinel key is in that table's out-of-band slot). Both are (key, value)
+// pairs of words.
 struct BulkBase {
   const uint64_t* keys = nullptr;  // element i at keys[i * stride]
   const uint64_t* values = nullptr;
@@ -37,10 +38,11 @@ struct BulkBase {
     b.n = n;
     return b;
   }
-  static BulkBase slots(const uint64_t* keys, const uint64_t* values, uint64_t n, const OutOfBandSlot* oob) {
+  static BulkBase slots(const uint64_t* slots, uint64_t n, const OutOfBandSlot* oob) {
     BulkBase b;
-    b.keys = keys;
-    b.values = values;
+    b.keys = slots;
+    b.values = slots + 1;
+    b.stride = 2;
     b.n = n;
     b.oob = oob;
     return b;

@@ -236,8 +236,7 @@ __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* loa
       v = rec.values[i];
     }
     if (s == 0 && l > M) atomicAdd(t.fault, 1u);  // settling fitted every bucket: reaching here is a bug
-    t.keys[slot] = k;
-    t.values[slot] = v;
+    reinterpret_cast<ulonglong2*>(t.slots)[slot] = make_ulonglong2(k, v);  // one 16-byte store
   }
 }
 

@@ -7,6 +7,7 @@
 #include "engine/cuda/erase.h"
 #include "engine/cuda/insert.h"
 #include "engine/cuda/lookup.h"
+#include "engine/cuda/slot_clear.h"
 #include "gphkv/cuda/status.h"
 
 namespace gphkv::engine {
@@ -130,8 +131,7 @@ absl::Status CudaTable::init() {
   uint64_t locks = 1;
   while (locks < std::min<uint64_t>(geo_.num_buckets, kMaxLocks)) locks <<= 1;
   GPHKV_RETURN_IF_ERROR(cells_.allocate(geo_.num_cells));
-  GPHKV_RETURN_IF_ERROR(keys_.allocate(geo_.num_slots()));
-  GPHKV_RETURN_IF_ERROR(values_.allocate(geo_.num_slots()));
+  GPHKV_RETURN_IF_ERROR(slots_.allocate(2 * geo_.num_slots()));
   GPHKV_RETURN_IF_ERROR(oob_.allocate(1));
   GPHKV_RETURN_IF_ERROR(counters_.allocate(1));
   GPHKV_RETURN_IF_ERROR(locks_.allocate(locks));
@@ -142,12 +142,11 @@ absl::Status CudaTable::init() {
   return absl::OkStatus();
 }
 
-uint64_t CudaTable::device_bytes() const { return cells_.bytes() + keys_.bytes() + values_.bytes() + locks_.bytes(); }
+uint64_t CudaTable::device_bytes() const { return cells_.bytes() + slots_.bytes() + locks_.bytes(); }
 
 absl::Status CudaTable::reset_contents(cudaStream_t stream) {
   GPHKV_CUDA_TRY(cudaMemsetAsync(cells_.get(), 0, cells_.bytes(), stream));
-  GPHKV_CUDA_TRY(cudaMemsetAsync(keys_.get(), 0xff, keys_.bytes(), stream));  // kEmptyKey = all ones
-  GPHKV_CUDA_TRY(cudaMemsetAsync(values_.get(), 0, values_.bytes(), stream));
+  GPHKV_CUDA_TRY(launch_clear_slots(slots_.get(), geo_.num_slots(), stream));
   GPHKV_CUDA_TRY(cudaMemsetAsync(oob_.get(), 0, oob_.bytes(), stream));
   GPHKV_CUDA_TRY(cudaMemsetAsync(&counters_.get()->size, 0, sizeof(unsigned long long), stream));
   return absl::OkStatus();
@@ -157,8 +156,7 @@ DeviceTable CudaTable::view() const {
   DeviceTable t;
   t.geo = geo_;
   t.cells = cells_.get();
-  t.keys = keys_.get();
-  t.values = values_.get();
+  t.slots = slots_.get();
   t.oob = oob_.get();
   t.size = &counters_.get()->size;
   t.locks = locks_.get();
@@ -315,20 +313,33 @@ absl::Status CudaTable::clear() {
   return run_sync([&]() { return reset_contents(stream_); });
 }
 
-absl::StatusOr<TableImage> CudaTable::image() const {
+absl::Status CudaTable::copy_to_host(std::vector<uint64_t>* slots, std::vector<uint8_t>* cells,
+                                     OutOfBandSlot* oob) const {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  slots->resize(slots_.size());
+  // The table's own stream: ordered after every synchronous operation.
+  if (cells != nullptr) {
+    cells->resize(geo_.num_cells);
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(cells->data(), cells_.get(), cells_.bytes(), cudaMemcpyDeviceToHost, stream_));
+  }
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(slots->data(), slots_.get(), slots_.bytes(), cudaMemcpyDeviceToHost, stream_));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(oob, oob_.get(), sizeof(*oob), cudaMemcpyDeviceToHost, stream_));
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TableImage> CudaTable::image() const {
   TableImage img;
   img.geometry = geo_;
-  img.cells.resize(geo_.num_cells);
+  std::vector<uint64_t> slots;
+  OutOfBandSlot oob{};
+  GPHKV_RETURN_IF_ERROR(copy_to_host(&slots, &img.cells, &oob));
   img.keys.resize(geo_.num_slots());
   img.values.resize(geo_.num_slots());
-  OutOfBandSlot oob{};
-  // The table's own stream: ordered after every synchronous operation.
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(img.cells.data(), cells_.get(), cells_.bytes(), cudaMemcpyDeviceToHost, stream_));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(img.keys.data(), keys_.get(), keys_.bytes(), cudaMemcpyDeviceToHost, stream_));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(img.values.data(), values_.get(), values_.bytes(), cudaMemcpyDeviceToHost, stream_));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(&oob, oob_.get(), sizeof(oob), cudaMemcpyDeviceToHost, stream_));
-  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  for (uint64_t s = 0; s < geo_.num_slots(); ++s) {
+    img.keys[s] = slots[2 * s];
+    img.values[s] = slots[2 * s + 1];
+  }
   img.has_empty_key = oob.present != 0;
   img.empty_key_value = oob.value;
   return img;
@@ -343,10 +354,14 @@ absl::Status CudaTable::load_image(const TableImage& img) {
                                                                      img.keys.begin(), img.keys.end(),
                                                                      [](uint64_t k) { return k != gph::kEmptyKey; }));
   const OutOfBandSlot oob{img.has_empty_key ? 1u : 0u, 0u, img.empty_key_value};
+  std::vector<uint64_t> slots(slots_.size());
+  for (uint64_t s = 0; s < geo_.num_slots(); ++s) {
+    slots[2 * s] = img.keys[s];
+    slots[2 * s + 1] = img.values[s];
+  }
   return run_sync([&]() -> absl::Status {
     GPHKV_CUDA_TRY(cudaMemcpyAsync(cells_.get(), img.cells.data(), cells_.bytes(), cudaMemcpyHostToDevice, stream_));
-    GPHKV_CUDA_TRY(cudaMemcpyAsync(keys_.get(), img.keys.data(), keys_.bytes(), cudaMemcpyHostToDevice, stream_));
-    GPHKV_CUDA_TRY(cudaMemcpyAsync(values_.get(), img.values.data(), values_.bytes(), cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(slots_.get(), slots.data(), slots_.bytes(), cudaMemcpyHostToDevice, stream_));
     GPHKV_CUDA_TRY(cudaMemcpyAsync(oob_.get(), &oob, sizeof(oob), cudaMemcpyHostToDevice, stream_));
     GPHKV_CUDA_TRY(cudaMemcpyAsync(&counters_.get()->size, &count, sizeof(count), cudaMemcpyHostToDevice, stream_));
     return absl::OkStatus();
@@ -354,13 +369,14 @@ absl::Status CudaTable::load_image(const TableImage& img) {
 }
 
 absl::StatusOr<std::vector<KeyValue>> CudaTable::export_pairs() const {
-  auto img = image();
-  if (!img.ok()) return img.status();
+  std::vector<uint64_t> slots;
+  OutOfBandSlot oob{};
+  GPHKV_RETURN_IF_ERROR(copy_to_host(&slots, nullptr, &oob));
   std::vector<KeyValue> out;
   out.reserve(size_);
-  if (img->has_empty_key) out.push_back({gph::kEmptyKey, img->empty_key_value});
-  for (uint64_t s = 0; s < img->keys.size(); ++s) {
-    if (img->keys[s] != gph::kEmptyKey) out.push_back({img->keys[s], img->values[s]});
+  if (oob.present != 0) out.push_back({gph::kEmptyKey, oob.value});
+  for (uint64_t s = 0; s < geo_.num_slots(); ++s) {
+    if (slots[2 * s] != gph::kEmptyKey) out.push_back({slots[2 * s], slots[2 * s + 1]});
   }
   return out;
 }

@@ -10,9 +10,12 @@
 // gphkv/engine/stream_ordered_table.h (the engine's own white-box tests and
 // engine_bench link gphkv_engine_internals).
 //
-// Layout (the same as the CPU backend, so images compare slot for slot): the
-// Cell Index (L bytes), keys[N*M] and values[N*M] bucket-major, kEmptyKey in a
-// vacant key slot, and one out-of-band slot for the key equal to kEmptyKey.
+// Layout: the Cell Index (L bytes), N*M slots bucket-major, each a (key,
+// value) pair of 8-byte words (kEmptyKey in a vacant slot's key; a bucket's M
+// pairs are one 16*M-byte block, so a lookup's hit needs no read past its
+// bucket), and one out-of-band slot for the key equal to kEmptyKey. Images
+// (TableImage) keep keys and values in arrays of their own, as the CPU
+// backend's, so the two compare slot for slot.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -107,9 +110,12 @@ class CudaTable final : public StreamOrderedTable {
     unsigned int pad;
     RefinementStats stats;
   };
+  // Copies the slots (and the cells, when asked) and the out-of-band slot
+  // to the host, on the table's stream, and waits.
+  absl::Status copy_to_host(std::vector<uint64_t>* slots, std::vector<uint8_t>* cells, OutOfBandSlot* oob) const;
+
   gphkv::cuda::DeviceArray<uint8_t> cells_;
-  gphkv::cuda::DeviceArray<uint64_t> keys_;
-  gphkv::cuda::DeviceArray<uint64_t> values_;
+  gphkv::cuda::DeviceArray<uint64_t> slots_;  // 2 words a slot: key, value
   gphkv::cuda::DeviceArray<OutOfBandSlot> oob_;
   gphkv::cuda::DeviceArray<Counters> counters_;
   gphkv::cuda::DeviceArray<uint32_t> locks_;

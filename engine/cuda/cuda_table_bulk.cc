@@ -30,9 +30,8 @@ absl::Status CudaTable::bulk_load_from(const CudaTable& source, const WriteOp* b
     return absl::InvalidArgumentError("bulk_load_from: the source table lives on another device");
   }
   if (&source == this) return absl::InvalidArgumentError("bulk_load_from: a table cannot rebuild into itself");
-  return bulk_load_async_base(
-      BulkBase::slots(source.keys_.get(), source.values_.get(), source.geo_.num_slots(), source.oob_.get()),
-      source.size_, burst, n_burst, stream, stats, config);
+  return bulk_load_async_base(BulkBase::slots(source.slots_.get(), source.geo_.num_slots(), source.oob_.get()),
+                              source.size_, burst, n_burst, stream, stats, config);
 }
 
 absl::Status CudaTable::bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst, BuildStats* stats) {

@@ -1,6 +1,8 @@
 // The table as kernels see it: plain pointers and the geometry, passed by value.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 
 #include "gphkv/engine/gph_hash.h"
@@ -28,9 +30,12 @@ struct RefinementStats {
 
 struct DeviceTable {
   gph::Geometry geo;
-  uint8_t* cells;    // L bytes: the Cell Index, Φ<<log2R | Δ
-  uint64_t* keys;    // N*M, bucket-major; kEmptyKey when vacant
-  uint64_t* values;  // N*M, same order
+  uint8_t* cells;  // L bytes: the Cell Index, Φ<<log2R | Δ
+  // N*M slots, bucket-major, each a (key, value) pair of words: the key
+  // (kEmptyKey when vacant) at slots[2s], its value at slots[2s + 1]. A
+  // bucket's keys and values share its 16*M bytes, so a hit reads nothing
+  // after the bucket (docs/gph.md, "Pairs in the bucket").
+  uint64_t* slots;
   OutOfBandSlot* oob;
   unsigned long long* size;  // keys stored, counted on the device
   uint32_t* locks;           // Refinement's bucket locks, striped: lock of bucket b is b & lock_mask
@@ -38,6 +43,14 @@ struct DeviceTable {
   unsigned int* fault;  // set when a kernel meets a broken invariant (a bug); checked by the host
   RefinementStats* stats;
 };
+
+// Slot s's key and value words.
+GPHKV_HD uint64_t* slot_key(const DeviceTable& t, uint64_t s) { return t.slots + 2 * s; }
+GPHKV_HD uint64_t* slot_value(const DeviceTable& t, uint64_t s) { return t.slots + 2 * s + 1; }
+// Bucket b's M slots as 16-byte vectors: .x the key, .y the value.
+GPHKV_HD const ulonglong2* bucket_pairs(const DeviceTable& t, uint64_t b) {
+  return reinterpret_cast<const ulonglong2*>(t.slots) + b * t.geo.slots_per_bucket;
+}
 
 // Per-key result codes of the insert pipeline, by sorted position.
 enum InsertStatus : uint8_t {

@@ -27,16 +27,14 @@ __global__ void __launch_bounds__(kBlock)
         const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
         const uint32_t cell = gph::cell_of(t.geo, key);
         const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
-        const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.keys + base);
+        const ulonglong2* pairs = bucket_pairs(t, base / M);
         uint32_t found = M;
 #pragma unroll
-        for (uint32_t s = 0; s < M / 2; ++s) {
-          const ulonglong2 two = v[s];
-          if (two.x == key) found = 2 * s;
-          if (two.y == key) found = 2 * s + 1;
+        for (uint32_t s = 0; s < M; ++s) {
+          if (pairs[s].x == key) found = s;
         }
         if (found < M) {
-          t.keys[base + found] = gph::kEmptyKey;
+          *slot_key(t, base + found) = gph::kEmptyKey;
           removed = true;
         }
       }
@@ -55,6 +53,7 @@ cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n,
   if (e != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   switch (t.geo.slots_per_bucket) {
+    case 8: erase_kernel<8><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
     case 16: erase_kernel<16><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
     case 32: erase_kernel<32><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
     default: erase_kernel<0><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased);

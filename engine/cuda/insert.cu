@@ -39,29 +39,27 @@ __global__ void __launch_bounds__(kBlock)
         const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
         const uint32_t cell = gph::cell_of(t.geo, key);
         const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
-        const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.keys + base);
+        const ulonglong2* pairs = bucket_pairs(t, base / M);
         uint32_t vacant = M;
         uint32_t found = M;
         // A stale (L1) view is harmless here: a slot seen vacant that is not
         // fails its compare-and-swap, and no slot turns vacant in this kernel.
 #pragma unroll
-        for (uint32_t s = 0; s < M / 2; ++s) {
-          const ulonglong2 two = v[s];
-          if (two.x == key) found = 2 * s;
-          if (two.y == key) found = 2 * s + 1;
-          if (vacant == M && two.x == gph::kEmptyKey) vacant = 2 * s;
-          if (vacant == M && two.y == gph::kEmptyKey) vacant = 2 * s + 1;
+        for (uint32_t s = 0; s < M; ++s) {
+          const uint64_t k = pairs[s].x;
+          if (k == key) found = s;
+          if (vacant == M && k == gph::kEmptyKey) vacant = s;
         }
         if (found < M) {
-          t.values[base + found] = value;
+          *slot_value(t, base + found) = value;
           st = kStatusAssigned;
         } else {
           st = kStatusOverflow;
           for (uint32_t s = vacant; s < M; ++s) {
-            unsigned long long* slot = reinterpret_cast<unsigned long long*>(t.keys + base + s);
+            unsigned long long* slot = reinterpret_cast<unsigned long long*>(slot_key(t, base + s));
             if (__ldcg(slot) != gph::kEmptyKey) continue;
             if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
-              t.values[base + s] = value;
+              *slot_value(t, base + s) = value;
               st = kStatusInserted;
               break;
             }
@@ -76,21 +74,22 @@ __global__ void __launch_bounds__(kBlock)
   warp_count_add(t.size, inserted, +1);
 }
 
-// Saturation Fill for M = 16 read the way the lookup reads (GPH §5.1/§5.2
-// applied to §6.3): each thread owns one sorted position; a group of 4
-// threads loads the 4 buckets of its members' keys, two 16-byte vectors each,
+// Saturation Fill read the way the lookup reads (GPH §5.1/§5.2 applied to
+// §6.3), for M = 8, 16 or 32: each thread owns one sorted position; a group of
+// 4 threads loads the 4 buckets of its members' keys, M/4 16-byte pairs each,
 // all before the first compare, then shuffles each bucket's match and vacancy
 // mask to the key's owner, which overwrites or claims a vacant slot with
 // atomicCAS (moving on to the next vacant slot when another key wins it). ncu
 // saw the one-thread-per-bucket kernel latency-bound at 32% of DRAM bandwidth.
 constexpr int kFillGroup = 4;
+template <uint32_t M>
 __global__ void __launch_bounds__(kBlock)
-    saturation_fill_m16(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
-                        const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values, uint64_t n,
-                        uint8_t* __restrict__ status, uint2* __restrict__ overflow,
-                        uint32_t* __restrict__ overflow_count) {
-  constexpr uint32_t M = 16;
-  constexpr int G = kFillGroup, V = M / (2 * G);
+    saturation_fill_grouped(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
+                            const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values, uint64_t n,
+                            uint8_t* __restrict__ status, uint2* __restrict__ overflow,
+                            uint32_t* __restrict__ overflow_count) {
+  constexpr int G = kFillGroup, P = M / G;
+  static_assert(M % G == 0 && M <= 32, "whole pairs per thread; the vacancy mask is 32 bits");
   constexpr unsigned kFull = 0xffffffffu;
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const int lane = threadIdx.x & 31, member = lane % G, leader = lane - member;
@@ -112,13 +111,13 @@ __global__ void __launch_bounds__(kBlock)
       bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell]);
     }
   }
-  ulonglong2 slots[G][V];
+  ulonglong2 slots[G][P];
 #pragma unroll
   for (int r = 0; r < G; ++r) {
     const uint32_t b = __shfl_sync(kFull, bucket, leader + r);
-    const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.keys + static_cast<uint64_t>(b) * M) + member * V;
+    const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.slots) + static_cast<uint64_t>(b) * M + member * P;
 #pragma unroll
-    for (int x = 0; x < V; ++x) slots[r][x] = v[x];  // a stale (L1) view is harmless, as above
+    for (int x = 0; x < P; ++x) slots[r][x] = v[x];  // a stale (L1) view is harmless, as above
   }
   int my_found = -1;
   uint32_t my_vacant = 0;
@@ -128,12 +127,10 @@ __global__ void __launch_bounds__(kBlock)
     int found = -1;
     uint32_t vacant = 0;
 #pragma unroll
-    for (int x = 0; x < V; ++x) {
-      const int s0 = member * 2 * V + 2 * x;
-      if (slots[r][x].x == want) found = s0;
-      if (slots[r][x].y == want) found = s0 + 1;
-      vacant |= (slots[r][x].x == gph::kEmptyKey ? 1u : 0u) << s0;
-      vacant |= (slots[r][x].y == gph::kEmptyKey ? 1u : 0u) << (s0 + 1);
+    for (int x = 0; x < P; ++x) {
+      const int slot = member * P + x;
+      if (slots[r][x].x == want) found = slot;
+      vacant |= (slots[r][x].x == gph::kEmptyKey ? 1u : 0u) << slot;
     }
 #pragma unroll
     for (int d = 1; d < G; d <<= 1) {  // combine over the group
@@ -153,7 +150,7 @@ __global__ void __launch_bounds__(kBlock)
       t.oob->present = 1;
       t.oob->value = value;
     } else if (my_found >= 0) {
-      t.values[static_cast<uint64_t>(bucket) * M + my_found] = value;
+      *slot_value(t, static_cast<uint64_t>(bucket) * M + my_found) = value;
       st = kStatusAssigned;
     } else {
       st = kStatusOverflow;
@@ -161,9 +158,9 @@ __global__ void __launch_bounds__(kBlock)
         const uint32_t s = __ffs(my_vacant) - 1;
         my_vacant &= my_vacant - 1;
         unsigned long long* slot =
-            reinterpret_cast<unsigned long long*>(t.keys + static_cast<uint64_t>(bucket) * M + s);
+            reinterpret_cast<unsigned long long*>(slot_key(t, static_cast<uint64_t>(bucket) * M + s));
         if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
-          t.values[static_cast<uint64_t>(bucket) * M + s] = value;
+          *slot_value(t, static_cast<uint64_t>(bucket) * M + s) = value;
           st = kStatusInserted;
           break;
         }
@@ -194,7 +191,7 @@ __global__ void write_outcomes(DeviceTable t, const uint64_t* __restrict__ sorte
       const uint32_t M = t.geo.slots_per_bucket;
       const uint32_t cell = gph::cell_of(t.geo, key);
       const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
-      for (uint32_t s = 0; s < M && !present; ++s) present = t.keys[base + s] == key;
+      for (uint32_t s = 0; s < M && !present; ++s) present = *slot_key(t, base + s) == key;
     }
     st = present ? kStatusAssigned : kStatusNoRoom;
   }
@@ -214,13 +211,17 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
   if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   switch (t.geo.slots_per_bucket) {
+    case 8:
+      saturation_fill_grouped<8><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
+                                                              s.overflow, s.overflow_count);
+      break;
     case 16:
-      saturation_fill_m16<<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,
-                                                       s.overflow_count);
+      saturation_fill_grouped<16><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
+                                                               s.overflow, s.overflow_count);
       break;
     case 32:
-      saturation_fill<32><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,
-                                                       s.overflow_count);
+      saturation_fill_grouped<32><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
+                                                               s.overflow, s.overflow_count);
       break;
     default:
       saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,

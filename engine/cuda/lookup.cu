@@ -22,8 +22,8 @@ __global__ void lookup_generic(DeviceTable t, const uint64_t* __restrict__ queri
   const uint32_t cell = gph::cell_of(t.geo, key);
   const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
   for (uint32_t s = 0; s < M; ++s) {
-    if (t.keys[base + s] == key) {
-      out_values[i] = t.values[base + s];
+    if (*slot_key(t, base + s) == key) {
+      out_values[i] = *slot_value(t, base + s);
       out_found[i] = 1;
       return;
     }

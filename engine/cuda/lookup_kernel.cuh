@@ -1,6 +1,6 @@
 // The grouped lookup kernel (GPH §5.1, §5.2) as a template over its shape:
 // M slots per bucket, |g| threads per bucket, K keys per thread, and whether
-// bucket and value loads are marked evict-first. lookup.cu instantiates the
+// bucket loads are marked evict-first. lookup.cu instantiates the
 // shape production launches; engine_bench instantiates the others it
 // measures (engine/bench/lookup_shapes.cuh).
 #pragma once
@@ -20,24 +20,17 @@ inline constexpr unsigned kFullWarp = 0xffffffffu;
 //
 // Each thread owns K query keys (coalesced loads, coalesced result stores) and
 // computes their cells and buckets. A group of G threads then reads the G*K
-// buckets of its members' keys: each thread loads V = M/(2G) 16-byte vectors
-// per bucket, and all G*K*V loads are issued before the first compare, so a
-// thread has that many independent 16-byte requests in flight (memory-level
-// parallelism is what a random gather lives on). A ballot over the group finds
-// the matching lane; only that lane reads the value array (all value reads of
-// the thread again issued together), and a shuffle hands the value to the
-// key's owner, which writes it out. K > 1 doubles the requests in flight in
-// both phases; the value read of a hit depends on the compare, so without it
-// a hit costs two full memory latencies with half the parallelism.
+// buckets of its members' keys: a bucket is M (key, value) pairs of 16 bytes,
+// each thread loads P = M/G of them, and all G*K*P loads are issued before the
+// first compare, so a thread has that many independent 16-byte requests in
+// flight (memory-level parallelism is what a random gather lives on). A ballot
+// over the group finds the matching lane, which holds the value already (the
+// pair it matched), and a shuffle hands it to the key's owner, which writes it
+// out: a hit costs one bucket read, as a miss does.
 template <bool kStream>
 __device__ __forceinline__ ulonglong2 load_slots(const ulonglong2* p) {
   if constexpr (kStream) return __ldcs(p);
   return __ldg(p);
-}
-template <bool kStream>
-__device__ __forceinline__ uint64_t load_value(const uint64_t* p) {
-  if constexpr (kStream) return __ldcs(reinterpret_cast<const unsigned long long*>(p));
-  return *p;
 }
 
 // kWriteMisses: write values[i] of a miss too (0), so that every 32-byte
@@ -47,8 +40,8 @@ template <int M, int G, int K, bool kStream, bool kWriteMisses = false>
 __global__ void __launch_bounds__(256)
     lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries, uint64_t n, uint64_t* __restrict__ out_values,
                    uint8_t* __restrict__ out_found) {
-  static_assert(M % (2 * G) == 0, "a bucket splits into whole 16-byte vectors per thread");
-  constexpr int V = M / (2 * G);
+  static_assert(M % G == 0, "a bucket splits into whole pairs per thread");
+  constexpr int P = M / G;
   const uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x) * K + threadIdx.x;
   const int lane = threadIdx.x & 31;
   const int member = lane % G;
@@ -73,21 +66,19 @@ __global__ void __launch_bounds__(256)
   }
 
   // Bucket Requester: all loads first.
-  ulonglong2 slots[K][G][V];
-  uint32_t buckets[K][G];
+  ulonglong2 slots[K][G][P];
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
     for (int r = 0; r < G; ++r) {
-      buckets[k][r] = __shfl_sync(kFullWarp, bucket[k], leader + r);
-      const ulonglong2* p =
-          reinterpret_cast<const ulonglong2*>(t.keys + static_cast<uint64_t>(buckets[k][r]) * M) + member * V;
+      const uint32_t b = __shfl_sync(kFullWarp, bucket[k], leader + r);
+      const ulonglong2* p = reinterpret_cast<const ulonglong2*>(t.slots) + static_cast<uint64_t>(b) * M + member * P;
 #pragma unroll
-      for (int x = 0; x < V; ++x) slots[k][r][x] = load_slots<kStream>(p + x);
+      for (int x = 0; x < P; ++x) slots[k][r][x] = load_slots<kStream>(p + x);
     }
   }
 
-  // Compare, then read the value of each hit (still all before any shuffle).
+  // Compare: the lane that matched holds the value.
   uint64_t hit_value[K][G];
   unsigned group_hits[K][G];
 #pragma unroll
@@ -95,15 +86,16 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int r = 0; r < G; ++r) {
       const uint64_t want = __shfl_sync(kFullWarp, key[k], leader + r);
-      int slot = -1;
-#pragma unroll
-      for (int x = 0; x < V; ++x) {
-        if (slots[k][r][x].x == want) slot = member * 2 * V + 2 * x;
-        if (slots[k][r][x].y == want) slot = member * 2 * V + 2 * x + 1;
-      }
-      group_hits[k][r] = __ballot_sync(kFullWarp, slot >= 0) & group_mask;
+      bool hit = false;
       hit_value[k][r] = 0;
-      if (slot >= 0) hit_value[k][r] = load_value<kStream>(t.values + static_cast<uint64_t>(buckets[k][r]) * M + slot);
+#pragma unroll
+      for (int x = 0; x < P; ++x) {
+        if (slots[k][r][x].x == want) {
+          hit = true;
+          hit_value[k][r] = slots[k][r][x].y;
+        }
+      }
+      group_hits[k][r] = __ballot_sync(kFullWarp, hit) & group_mask;
     }
   }
 

@@ -148,7 +148,7 @@ __device__ void count_others(const DeviceTable& t, uint32_t cell, Workspace& w) 
   __syncwarp();
   for (uint32_t x = lane_id(); x < R * M; x += 32) {
     const uint32_t r = x / M;
-    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(w.bucket[r]) * M + x % M);
+    const uint64_t k = load_cg(slot_key(t, static_cast<uint64_t>(w.bucket[r]) * M + x % M));
     if (k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell) atomicAdd(&w.count[r], 1u);
   }
   __syncwarp();
@@ -159,7 +159,7 @@ __device__ uint32_t others_in_bucket(const DeviceTable& t, uint32_t bucket, uint
   const uint32_t M = t.geo.slots_per_bucket;
   uint32_t n = 0;
   for (uint32_t s = lane_id(); s < M; s += 32) {
-    const uint64_t k = load_cg(t.keys + static_cast<uint64_t>(bucket) * M + s);
+    const uint64_t k = load_cg(slot_key(t, static_cast<uint64_t>(bucket) * M + s));
     n += k != gph::kEmptyKey && gph::cell_of(t.geo, k) != cell;
   }
   return __reduce_add_sync(kFullWarp, n);
@@ -170,7 +170,7 @@ __device__ uint32_t first_vacant(const DeviceTable& t, uint32_t bucket) {
   const uint32_t M = t.geo.slots_per_bucket;
   for (uint32_t s0 = 0; s0 < M; s0 += 32) {
     const uint32_t s = s0 + lane_id();
-    const bool vacant = s < M && load_cg(t.keys + static_cast<uint64_t>(bucket) * M + s) == gph::kEmptyKey;
+    const bool vacant = s < M && load_cg(slot_key(t, static_cast<uint64_t>(bucket) * M + s)) == gph::kEmptyKey;
     const unsigned mask = __ballot_sync(kFullWarp, vacant);
     if (mask) return s0 + __ffs(mask) - 1;
   }
@@ -189,14 +189,14 @@ __device__ uint32_t gather_cell_keys(const DeviceTable& t, uint32_t cell, Worksp
     uint64_t k = 0, slot = 0;
     if (x < R * M && w.canon[x / M] == x / M) {
       slot = static_cast<uint64_t>(w.bucket[x / M]) * M + x % M;
-      k = load_cg(t.keys + slot);
+      k = load_cg(slot_key(t, slot));
       mine = k != gph::kEmptyKey && gph::cell_of(t.geo, k) == cell;
     }
     const unsigned mask = __ballot_sync(kFullWarp, mine);
     if (mine) {
       const uint32_t at = n + __popc(mask & ((1u << lane_id()) - 1u));
       w.keys[at] = k;
-      w.values[at] = load_cg(t.values + slot);
+      w.values[at] = load_cg(slot_value(t, slot));
       w.old_slot[at] = slot;
     }
     n += __popc(mask);
@@ -258,7 +258,7 @@ __device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, 
 __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
   const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
   __syncwarp();
-  for (uint32_t k = lane_id(); k + 1 < n; k += 32) store_cg(t.keys + w.old_slot[k], gph::kEmptyKey);
+  for (uint32_t k = lane_id(); k + 1 < n; k += 32) store_cg(slot_key(t, w.old_slot[k]), gph::kEmptyKey);
   for (uint32_t r = lane_id(); r < R; r += 32) w.vacant[r] = 0;
   __threadfence_block();
   __syncwarp();
@@ -266,7 +266,7 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
   for (uint32_t x = lane_id(); x < R * M; x += 32) {
     const uint32_t r = x / M;
     if (w.canon[r] != r) continue;
-    if (load_cg(t.keys + static_cast<uint64_t>(w.bucket[r]) * M + x % M) == gph::kEmptyKey) {
+    if (load_cg(slot_key(t, static_cast<uint64_t>(w.bucket[r]) * M + x % M)) == gph::kEmptyKey) {
       atomicOr(&w.vacant[r], 1ull << (x % M));
     }
   }
@@ -282,8 +282,8 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
       continue;
     }
     const uint64_t slot = static_cast<uint64_t>(w.bucket[r]) * M + (__ffsll(static_cast<long long>(mask)) - 1);
-    store_cg(t.keys + slot, w.keys[k]);
-    store_cg(t.values + slot, w.values[k]);
+    store_cg(slot_key(t, slot), w.keys[k]);
+    store_cg(slot_value(t, slot), w.values[k]);
   }
   __syncwarp();
 }
@@ -338,8 +338,8 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       const uint32_t s = first_vacant(t, home);
       if (s < M) {
         if (lane == 0) {
-          store_cg(t.keys + static_cast<uint64_t>(home) * M + s, key);
-          store_cg(t.values + static_cast<uint64_t>(home) * M + s, value);
+          store_cg(slot_key(t, static_cast<uint64_t>(home) * M + s), key);
+          store_cg(slot_value(t, static_cast<uint64_t>(home) * M + s), value);
         }
         release_all(t, w);
         result = kStatusInserted;

@@ -255,7 +255,7 @@ TEST_F(CudaBulkBuildTest, TooSmallIsResourceExhausted) {
   std::vector<KeyValue> base;
   for (uint64_t k = 0; k < 2000; ++k) base.push_back({k, k});
   TableOptions o;
-  o.num_buckets = 100;  // 1600 slots
+  o.num_buckets = 100;  // 800 slots (M = 8)
   auto t = build(o, base, {}, nullptr);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted) << t.status();
@@ -277,7 +277,7 @@ TEST_F(CudaBulkBuildTest, TooSmallIsResourceExhausted) {
 }
 
 TEST_F(CudaBulkBuildTest, HighLoadStillFits) {
-  // Near the incremental path's reach (0.85): every cell settled, the serial pass included.
+  // Near the incremental path's reach (0.87): every cell settled, the serial pass included.
   std::mt19937_64 rng(test_seed());
   std::vector<KeyValue> base;
   std::vector<WriteOp> burst;
@@ -285,7 +285,7 @@ TEST_F(CudaBulkBuildTest, HighLoadStillFits) {
   const size_t slots = std::max<size_t>(scaled(1u << 20), 1u << 14);
   make_input(rng, slots * 81 / 100, 0, 0, &base, &burst, &model);  // load 0.81, as BulkBuildTest
   TableOptions o;
-  o.num_buckets = static_cast<uint32_t>(slots / 16);
+  o.num_buckets = static_cast<uint32_t>(slots / o.slots_per_bucket);
   BuildStats stats;
   auto t = build(o, base, burst, &stats);
   ASSERT_TRUE(t.ok()) << t.status();
@@ -316,7 +316,7 @@ TEST_F(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed);
   TableOptions o;
-  o.num_buckets = buckets_for_capacity(scaled(100000), 0.8, 16);
+  o.num_buckets = buckets_for_capacity(scaled(100000), 0.8, o.slots_per_bucket);
   auto live = CudaTable::create(o, 0);
   ASSERT_TRUE(live.ok()) << live.status();
   Model model;
@@ -340,7 +340,7 @@ TEST_F(CudaBulkBuildTest, RebuildFromALiveTablePlusBurst) {
       model[k] = i;
   }
   TableOptions bigger = o;
-  bigger.num_buckets = buckets_for_capacity(model.size(), 0.5, 16);
+  bigger.num_buckets = buckets_for_capacity(model.size(), 0.5, bigger.slots_per_bucket);
   auto t = CudaTable::create(bigger, 0);
   ASSERT_TRUE(t.ok()) << t.status();
   BuildStats stats;
@@ -358,7 +358,7 @@ TEST_F(CudaBulkBuildTest, DeviceArraysAgreeWithTheHostSpanPath) {
   Model model;
   make_input(rng, scaled(100000), scaled(50000), 0, &base, &burst, &model);
   TableOptions o;
-  o.num_buckets = buckets_for_capacity(model.size(), 0.8, 16);
+  o.num_buckets = buckets_for_capacity(model.size(), 0.8, o.slots_per_bucket);
   auto t = build(o, base, burst, nullptr);
   ASSERT_TRUE(t.ok()) << t.status();
   auto host = bulk_build(Backend::kCuda, o, base, burst);  // from host spans

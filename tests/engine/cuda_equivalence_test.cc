@@ -348,7 +348,7 @@ TEST_F(CudaEquivalenceTest, DeviceErrorsBecomeStatus) {
   size_t free_bytes = 0, total = 0;
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
   TableOptions big;
-  big.num_buckets = free_bytes / 2 / (16 * 16);  // half of what is free
+  big.num_buckets = free_bytes / 2 / (16 * big.slots_per_bucket);  // half of what is free (16 B a slot)
   auto t = make_cuda_table(big, 0);
   EXPECT_TRUE(t.ok()) << t.status();
 }

@@ -100,7 +100,7 @@ TEST_P(ElasticTableTest, ReadsAndWritesDuringARebuildSeeEveryAcknowledgedWrite) 
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed);
   ElasticOptions o;
-  o.shape.num_buckets = buckets_for_capacity(400000, 0.80, 16);
+  o.shape.num_buckets = buckets_for_capacity(400000, 0.80, o.shape.slots_per_bucket);
   o.rebuild_burst_fraction = 0;  // this test is about the load-factor rebuild
   auto t = make_elastic(o);
   ASSERT_NE(t, nullptr);

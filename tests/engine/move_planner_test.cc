@@ -9,9 +9,12 @@
 namespace gphkv::engine::gph {
 namespace {
 
+// M = 16, 4 cells per bucket: the crowding test below counts on 16 slots.
 Geometry small_geometry() {
   TableOptions o;
   o.num_buckets = 4096;
+  o.slots_per_bucket = 16;
+  o.cells_per_bucket = 4;
   return *make_geometry(o);
 }
 

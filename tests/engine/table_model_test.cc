@@ -97,7 +97,7 @@ TEST_P(TableModelTest, MillionMixedOperationsMatchTheModel) {
 TEST_P(TableModelTest, EraseThenReinsert) {
   std::mt19937_64 rng(test_seed());
   TableOptions options;
-  options.num_buckets = buckets_for_capacity(50000, 0.7, 16);
+  options.num_buckets = buckets_for_capacity(50000, 0.7, options.slots_per_bucket);
   auto table = make(options);
   ASSERT_NE(table, nullptr);
   std::vector<uint64_t> keys(50000), values(50000);

@@ -22,7 +22,8 @@
 # Knobs (environment, defaults below): BACKEND, KEYS (loadgen's key space),
 # SECONDS_EACH, WRITE_BATCH, VALUE, API, THREADS, CONNECTIONS, DEPTH, MEMORY,
 # RESTART_KEYS, RESTART_VALUE, RESTART_REPEAT (restarts timed on the one
-# snapshot, 1 by default), KILL_TESTS, SECTIONS (which of the three
+# snapshot, 1 by default), RESTART_BASELINE (another build's gphkv-server,
+# timed once more on that snapshot), KILL_TESTS, SECTIONS (which of the three
 # steps run, comma-separated: puts,restart,kill, all by default; e.g.
 # SECTIONS=restart times only the restart), RESULTS_DIR (every log and JSON
 # report, and durability-bench.tgz of them all, also copied to COPY_TO when
@@ -170,6 +171,16 @@ if section restart; then
       grep -o 'recovery: .*' "$RESULTS_DIR/server-$name.log" | head -1
       stop_server
     done
+    # RESTART_BASELINE: another build's gphkv-server, timed on the same
+    # snapshot after them (a before-and-after on one host).
+    if [ -n "${RESTART_BASELINE:-}" ]; then
+      SERVER_UNDER_TEST=$SERVER SERVER=$RESTART_BASELINE
+      time_restart "$RESULTS_DIR/store_snapshot_bench" "restart-$RESTART_KEYS-keys-baseline" \
+        --memory="$restart_memory" || status=1
+      grep -o 'recovery: .*' "$RESULTS_DIR/server-restart-$RESTART_KEYS-keys-baseline.log" | head -1
+      stop_server
+      SERVER=$SERVER_UNDER_TEST
+    fi
     rm -rf "$RESULTS_DIR/store_snapshot_bench"
   else
     echo "store_snapshot_bench left no directory: no restart timed"

@@ -73,8 +73,7 @@ absl::Status DeviceBulkWrite::submit(DeviceLocations locations) {
     const uint64_t from = s.run_staged()[r];
     const uint64_t to = r + 1 < s.runs ? s.run_staged()[r + 1] : s.used;
     if (to > from) {
-      GPHKV_CUDA_TRY(
-          cudaMemcpyAsync(s.run_to()[r], s.bytes.data() + from, to - from, cudaMemcpyHostToDevice, stream_));
+      GPHKV_CUDA_TRY(cudaMemcpyAsync(s.run_to()[r], s.bytes.data() + from, to - from, cudaMemcpyHostToDevice, stream_));
     }
   }
   // The head region as laid out in the slot, only the parts in use.
@@ -83,8 +82,8 @@ absl::Status DeviceBulkWrite::submit(DeviceLocations locations) {
   char* h = s.head.data();
   char* d = d_head_.at();
   GPHKV_CUDA_TRY(cudaMemcpyAsync(d, h, 8 * s.values, cudaMemcpyHostToDevice, stream_));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(d + 8 * kSlotValues, h + 8 * kSlotValues, 4 * s.values, cudaMemcpyHostToDevice,
-                                 stream_));
+  GPHKV_CUDA_TRY(
+      cudaMemcpyAsync(d + 8 * kSlotValues, h + 8 * kSlotValues, 4 * s.values, cudaMemcpyHostToDevice, stream_));
   for (uint64_t part = 0; part < 2; ++part) {
     const uint64_t at = 12 * kSlotValues + part * 8 * kSlotRuns;
     GPHKV_CUDA_TRY(cudaMemcpyAsync(d + at, h + at, 8 * s.runs, cudaMemcpyHostToDevice, stream_));

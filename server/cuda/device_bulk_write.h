@@ -52,8 +52,7 @@ class DeviceBulkWrite {
   // Queues `bytes` for the value `handle` at device address `to`, its extent
   // of `extent` bytes (its length rounded up to the heap's granule). May
   // return before they are copied; `bytes` may be reused at once.
-  absl::Status add(uint64_t handle, std::string_view bytes, char* to, uint64_t extent,
-                   DeviceLocations locations) {
+  absl::Status add(uint64_t handle, std::string_view bytes, char* to, uint64_t extent, DeviceLocations locations) {
     Slot& s = slots_[current_];
     // The common case: the next neighbour of the run being staged.
     if (s.runs > 0 && to == next_to_ && s.values < kSlotValues && s.used + extent <= kSlotBytes) {
@@ -98,8 +97,7 @@ class DeviceBulkWrite {
     s.used += extent;
   }
   // A new run, a full slot, the ring's first use, or a value larger than a slot.
-  absl::Status add_slow(uint64_t handle, std::string_view bytes, char* to, uint64_t extent,
-                        DeviceLocations locations);
+  absl::Status add_slow(uint64_t handle, std::string_view bytes, char* to, uint64_t extent, DeviceLocations locations);
   // Makes slot `current_` empty and its buffers ready (waiting for its last copies).
   absl::Status open_slot();
   // Starts the copies and the locate kernel of the current slot, then moves

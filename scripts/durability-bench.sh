@@ -21,7 +21,9 @@
 #
 # Knobs (environment, defaults below): BACKEND, KEYS (loadgen's key space),
 # SECONDS_EACH, WRITE_BATCH, VALUE, API, THREADS, CONNECTIONS, DEPTH, MEMORY,
-# RESTART_KEYS, RESTART_VALUE, KILL_TESTS, SECTIONS (which of the three
+# RESTART_KEYS, RESTART_VALUE, RESTART_REPEAT (restarts timed on the one
+# snapshot, 1 by default), RESTART_BASELINE (another build's gphkv-server,
+# timed once more on that snapshot), KILL_TESTS, SECTIONS (which of the three
 # steps run, comma-separated: puts,restart,kill, all by default; e.g.
 # SECTIONS=restart times only the restart), RESULTS_DIR (every log and JSON
 # report, and durability-bench.tgz of them all, also copied to COPY_TO when
@@ -160,8 +162,25 @@ if section restart; then
   timeout 300 "$SNAPSHOT_BENCH" --backend="$BACKEND" --keys="$RESTART_KEYS" --value_bytes="$RESTART_VALUE" --dir="$RESULTS_DIR" \
     --keep --recover=false --json="$RESULTS_DIR/store_snapshot_bench.json" 2>&1 | tee "$RESULTS_DIR/store_snapshot_bench.txt"
   if [ -d "$RESULTS_DIR/store_snapshot_bench" ]; then
-    time_restart "$RESULTS_DIR/store_snapshot_bench" "restart-$RESTART_KEYS-keys" --memory="$restart_memory" || status=1
-    stop_server
+    # RESTART_REPEAT restarts of the one snapshot: a SIGTERM after nothing
+    # was written takes no final snapshot, so each starts from the same files.
+    for run in $(seq "${RESTART_REPEAT:-1}"); do
+      name="restart-$RESTART_KEYS-keys"
+      [ "${RESTART_REPEAT:-1}" -gt 1 ] && name="$name-run$run"
+      time_restart "$RESULTS_DIR/store_snapshot_bench" "$name" --memory="$restart_memory" || status=1
+      grep -o 'recovery: .*' "$RESULTS_DIR/server-$name.log" | head -1
+      stop_server
+    done
+    # RESTART_BASELINE: another build's gphkv-server, timed on the same
+    # snapshot after them (a before-and-after on one host).
+    if [ -n "${RESTART_BASELINE:-}" ]; then
+      SERVER_UNDER_TEST=$SERVER SERVER=$RESTART_BASELINE
+      time_restart "$RESULTS_DIR/store_snapshot_bench" "restart-$RESTART_KEYS-keys-baseline" \
+        --memory="$restart_memory" || status=1
+      grep -o 'recovery: .*' "$RESULTS_DIR/server-restart-$RESTART_KEYS-keys-baseline.log" | head -1
+      stop_server
+      SERVER=$SERVER_UNDER_TEST
+    fi
     rm -rf "$RESULTS_DIR/store_snapshot_bench"
   else
     echo "store_snapshot_bench left no directory: no restart timed"

@@ -4,7 +4,8 @@
 // block, which grows the table by rebuilds on the way.
 //
 // Each block of pairs the snapshot reader hands over goes straight to the
-// value heap (one allocate_packed_slots and one write for the whole block), admitted
+// value heap (one allocate_packed_slots and one write_bulk for the whole
+// block: on the device, asynchronous, waited for before the build), admitted
 // under --memory as a put that brings the table to every pair so far, with
 // the same RESOURCE_EXHAUSTED as any put. Only (key, handle) is kept. Once the
 // snapshot is in, finish() builds the table from them in one step
@@ -21,6 +22,7 @@
 #include "absl/types/span.h"
 #include "gphkv/engine/elastic_table.h"
 #include "server/memory_budget.h"
+#include "server/prefault.h"
 #include "server/value_heap.h"
 
 namespace gphkv::server {
@@ -59,9 +61,15 @@ class BulkLoad {
   MemoryBudget& budget_;
   // One put per pair, in the snapshot's order: the key and its value's handle.
   std::vector<engine::WriteOp> writes_;
+  // Fills in writes_' pages ahead of add() (server/prefault.h); declared
+  // after writes_, so it stops before the array goes.
+  Prefault writes_prefault_;
   uint64_t value_bytes_ = 0;
-  // In add(), for the log line: taking the slots, writing the bytes.
-  double slot_seconds_ = 0, write_seconds_ = 0;
+  // In add(), for the log line: taking the slots, writing (or staging) the
+  // bytes, keeping the pairs for the build.
+  double slot_seconds_ = 0, write_seconds_ = 0, keep_seconds_ = 0;
+  // The heap's backing_seconds() at reserve(): what the load added to it.
+  double backing_seconds_at_begin_ = 0;
   // Scratch of add().
   std::vector<uint32_t> lengths_;
   std::vector<ValueHandle> slots_;

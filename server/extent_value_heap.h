@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/free_extents.h"
+#include "server/prefault.h"
 #include "server/value_handle.h"
 #include "server/value_heap.h"
 
@@ -47,8 +48,10 @@ class ExtentValueHeap : public ValueHeap {
   absl::Status allocate_packed_slots(absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* handles) override {
     return allocate(lengths, handles, /*packed=*/true);
   }
+  void reserve_values(uint64_t values) override;
   void release(ValueHandle handle) override;
   uint32_t length(ValueHandle handle) const override { return records_[value_handle::id(handle)].length; }
+  double backing_seconds() const override { return backing_seconds_; }
   uint64_t reserved_bytes() const override { return reserved_; }
   uint64_t used_bytes() const override { return used_; }
   uint64_t live_values() const override { return live_; }
@@ -143,6 +146,8 @@ class ExtentValueHeap : public ValueHeap {
                      bool packed);
   // Takes an id for a value of `len` bytes at `addr` and appends its handle.
   void place_one(uint32_t len, uint64_t addr, std::vector<ValueHandle>* handles);
+  // place_one for values back to back from `addr` (all in one chunk).
+  void place_run(absl::Span<const uint32_t> lengths, uint64_t addr, std::vector<ValueHandle>* handles);
   // Compaction (extent_value_heap_compaction.cc). Makes whole free chunks
   // plus `allowed` granules (chunks the limit allows) reach `goal`: empties
   // sparse chunks, then slides chunks so that each ends in a free extent of
@@ -216,7 +221,11 @@ class ExtentValueHeap : public ValueHeap {
   uint64_t used_ = 0;
   uint64_t live_ = 0;
   uint64_t moved_granules_ = 0;
+  double backing_seconds_ = 0;
   std::optional<TrimState> trim_;
+  // Fills in records_' pages ahead of a bulk load (reserve_values). Declared
+  // after records_, so it stops before the array goes.
+  Prefault records_prefault_;
 };
 
 }  // namespace gphkv::server

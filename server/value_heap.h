@@ -51,6 +51,19 @@ class ValueHeap {
   // the slot was taken for). On a device: one upload of the concatenated bytes
   // and a place kernel; returns once they are stored.
   virtual absl::Status write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) = 0;
+  // For a bulk load: room for this many more values (a hint), so the
+  // bookkeeping grows once instead of by doublings that copy it.
+  virtual void reserve_values(uint64_t values) { (void)values; }
+  // As write, for a bulk load's values (allocate_packed_slots'), which the
+  // heap may store asynchronously: it may return before the bytes are
+  // stored (the caller may reuse `bytes` at once), and flush_writes() waits
+  // for them. Only flush_writes() may report a failure of such a write. No
+  // get, gather or trim of these values before flush_writes().
+  virtual absl::Status write_bulk(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) {
+    return write(handles, bytes);
+  }
+  // Returns once every write_bulk is stored (or with the error that stopped one).
+  virtual absl::Status flush_writes() { return absl::OkStatus(); }
   // Frees the handle's slot for values of any size.
   virtual void release(ValueHandle handle) = 0;
   // The stored value's byte length.
@@ -60,6 +73,10 @@ class ValueHeap {
   // only on a device error.
   virtual absl::Status gather(absl::Span<const ValueHandle> handles, std::string* out) const = 0;
 
+  // Seconds spent so far taking backing memory (mapping chunks, growing a
+  // device's table of places): recovery's log line says how much of taking
+  // its slots that was.
+  virtual double backing_seconds() const { return 0; }
   // Bytes reserved from the backend's memory (chunks, whether used or free,
   // and the device's table of value places).
   virtual uint64_t reserved_bytes() const = 0;

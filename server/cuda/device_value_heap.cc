@@ -41,12 +41,14 @@ absl::Status DeviceValueHeap::init() {
   int least = 0, greatest = 0;
   GPHKV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   GPHKV_CUDA_TRY(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+  bulk_ = std::make_unique<cuda::DeviceBulkWrite>(device_, stream_);
   return absl::OkStatus();
 }
 
 DeviceValueHeap::~DeviceValueHeap() {
   // Destructor path: nothing useful to do with an error.
   cudaSetDevice(device_);
+  bulk_.reset();  // waits for its copies, on the stream destroyed below
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -65,7 +67,9 @@ absl::StatusOr<char*> DeviceValueHeap::map_chunk() {
 void DeviceValueHeap::unmap_chunk(char* base) {
   // cudaFree waits for the device: trim() and a refused put's undo are the
   // only callers, neither on the path of a served get. An error here means
-  // the device is lost; the next CUDA call reports it.
+  // the device is lost; the next CUDA call reports it. Staged bulk writes
+  // into the chunk are started first, so that cudaFree waits for them too.
+  (void)settle_bulk();
   cudaSetDevice(device_);
   cudaFree(base);
 }
@@ -118,6 +122,7 @@ absl::Status DeviceValueHeap::write(absl::Span<const ValueHandle> handles, absl:
       return absl::InvalidArgumentError("write: value length differs from its slot's");
   }
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  GPHKV_RETURN_IF_ERROR(settle_bulk());
   // Rounds of at most kStageBytes: [handles | sources | destinations | bytes],
   // the sources pointing into the staged bytes' device copy.
   size_t begin = 0;
@@ -154,8 +159,23 @@ absl::Status DeviceValueHeap::write(absl::Span<const ValueHandle> handles, absl:
   return absl::OkStatus();
 }
 
+absl::Status DeviceValueHeap::write_bulk(absl::Span<const ValueHandle> handles,
+                                         absl::Span<const std::string_view> bytes) {
+  if (handles.size() != bytes.size()) return absl::InvalidArgumentError("write: handles and values differ in count");
+  const DeviceLocations locations = device_locations();
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const uint32_t len = length(handles[i]);
+    if (bytes[i].size() != len) return absl::InvalidArgumentError("write: value length differs from its slot's");
+    GPHKV_RETURN_IF_ERROR(bulk_->add(handles[i], bytes[i], address(handles[i]), extent_bytes(len), locations));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceValueHeap::flush_writes() { return bulk_->flush(device_locations()); }
+
 absl::Status DeviceValueHeap::move(absl::Span<const Move> moves, bool overlapping) {
   if (moves.empty()) return absl::OkStatus();
+  GPHKV_RETURN_IF_ERROR(settle_bulk());
   if (!overlapping) return place_moves(moves);
   // The place kernel copies all values at once: values whose ranges overlap
   // go through scratch memory, each first to a place of its own there, then
@@ -198,6 +218,7 @@ absl::Status DeviceValueHeap::gather(absl::Span<const ValueHandle> handles, std:
   const uint64_t n = handles.size();
   if (n == 0) return absl::OkStatus();
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  GPHKV_RETURN_IF_ERROR(settle_bulk());
   // Staged: handles (n), then offsets (n + 1: the gather takes each value's
   // length as the difference of its offsets).
   const uint64_t staged = 8 * (2 * n + 1);

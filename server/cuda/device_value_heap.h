@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gphkv/cuda/device_buffer.h"
+#include "server/cuda/device_bulk_write.h"
 #include "server/cuda/device_locations.h"
 #include "server/cuda/pinned_buffer.h"
 #include "server/extent_value_heap.h"
@@ -42,6 +43,17 @@ class DeviceValueHeap final : public ExtentValueHeap {
 
   absl::Status write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) override;
   absl::Status gather(absl::Span<const ValueHandle> handles, std::string* out) const override;
+  // A bulk load's values: staged as they lie in device memory and copied a
+  // run at a time, asynchronously (server/cuda/device_bulk_write.h).
+  absl::Status write_bulk(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) override;
+  absl::Status flush_writes() override;
+  // Starts the staged bulk writes first: the freed id and extent may serve
+  // the next value at once, whose place and bytes must land after theirs
+  // (the locate kernel sets all of a slot's places at once, in no order).
+  void release(ValueHandle handle) override {
+    (void)settle_bulk();  // an error shows at flush_writes or the next copy
+    ExtentValueHeap::release(handle);
+  }
 
   // The id -> place table on the device, for kernels; valid until the next
   // allocate_slots (which may grow its directory).
@@ -63,6 +75,13 @@ class DeviceValueHeap final : public ExtentValueHeap {
   // points into the device copy of the staged bytes (write) or at values in
   // chunks (moves).
   absl::Status place_staged(uint64_t n, uint64_t payload);
+  // Starts the copies of bulk-written values still staged, so that the
+  // stream orders them before whatever the caller does next to the heap's
+  // memory (write, move, gather, free).
+  // (None once the destructor has waited for them.)
+  absl::Status settle_bulk() const {
+    return bulk_ == nullptr ? absl::OkStatus() : bulk_->submit_staged(device_locations());
+  }
 
   int device_;
   cudaStream_t stream_ = nullptr;
@@ -74,6 +93,8 @@ class DeviceValueHeap final : public ExtentValueHeap {
   mutable cuda::PinnedBuffer stage_;
   mutable cuda::DeviceBytes d_stage_;
   mutable cuda::DeviceBytes d_out_;
+  // write_bulk's staging ring. Mutable: the const gather() settles it.
+  mutable std::unique_ptr<cuda::DeviceBulkWrite> bulk_;
 };
 
 }  // namespace gphkv::server

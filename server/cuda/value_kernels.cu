@@ -50,6 +50,25 @@ __global__ void place_kernel(DeviceLocations locations, const uint64_t* handles,
   }
 }
 
+__global__ void locate_kernel(DeviceLocations locations, const uint64_t* handles, const uint32_t* offsets, uint64_t n,
+                              const uint64_t* run_first, char* const* run_to, uint64_t runs) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    // The last run that starts at or before i (runs are few: a slot holds
+    // the packed runs of a few snapshot blocks).
+    uint64_t lo = 0, hi = runs;
+    while (hi - lo > 1) {
+      const uint64_t mid = (lo + hi) / 2;
+      if (run_first[mid] <= i) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    locations.set(value_handle::id(handles[i]), run_to[lo] + offsets[i]);
+  }
+}
+
 __global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
                                uint32_t* meta, uint64_t* lens) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -116,6 +135,14 @@ cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, con
                          uint64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   place_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, from, to, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, const uint32_t* offsets, uint64_t n,
+                          const uint64_t* run_first, char* const* run_to, uint64_t runs, cudaStream_t stream) {
+  if (n == 0 || runs == 0) return cudaSuccess;
+  locate_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(locations, handles, offsets, n, run_first, run_to,
+                                                                  runs);
   return cudaGetLastError();
 }
 

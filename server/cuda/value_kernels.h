@@ -21,6 +21,13 @@ namespace gphkv::server::cuda {
 cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
                          uint64_t n, cudaStream_t stream);
 
+// The places of a bulk write's values (server/cuda/device_bulk_write.h),
+// whose bytes were copied run by run: value i of run r (run_first[r] <= i <
+// run_first[r + 1], the last run ending at n) lies at run_to[r] + offsets[i];
+// records that as the place of handles[i]'s id.
+cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, const uint32_t* offsets, uint64_t n,
+                          const uint64_t* run_first, char* const* run_to, uint64_t runs, cudaStream_t stream);
+
 // For each key of a lookup: meta[i] = found ? 1u << 31 | len : 0 and
 // lens[i] = len, where len = length(handles[i]) if found[i] and (want ==
 // nullptr or want[i]), else 0. Also writes lens[n] = 0, so an exclusive scan

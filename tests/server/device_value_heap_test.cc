@@ -107,6 +107,17 @@ TEST(DeviceValueHeap, LengthsTravelInTheHandleAndTheLargestLiveExtentBoundsThem)
 
 // Past 2^16 values the table of places takes a second page (and the heap
 // counts it): values on both pages gather right.
+// The bulk write (server/cuda/device_bulk_write.h): its staging ring goes
+// round several times, and values of the largest length a handle carries
+// (over a staging slot) go straight from the caller's memory.
+TEST(DeviceValueHeap, BulkWritesOfPackedSlotsMatchAModel) {
+  SKIP_WITHOUT_DEVICE();
+  SEEDED_RNG(rng);
+  auto heap = make_heap(value_handle::kMaxLength);
+  ASSERT_NE(heap, nullptr);
+  testing::check_bulk_writes(*heap, value_handle::kMaxLength, rng);
+}
+
 TEST(DeviceValueHeap, TheTableOfPlacesGrowsByPages) {
   SKIP_WITHOUT_DEVICE();
   SEEDED_RNG(rng);

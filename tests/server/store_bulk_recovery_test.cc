@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gphkv/engine/gph_hash.h"
+#include "gphkv/engine/table.h"
 #include "gtest/gtest.h"
 #include "server/durability/snapshot_writer.h"
 #include "server/store_durability.h"
@@ -234,6 +235,52 @@ TEST(BulkRecovery, TheServersOwnSnapshotComesBackWithoutARebuild) {
   EXPECT_EQ(store->keys(), model.size());
   EXPECT_EQ(contents(*store), sorted(model));
   fs::remove_all(dir);
+}
+
+// The bulk write (ValueHeap::write_bulk: on the device, staged and copied
+// asynchronously a run at a time) with values of random sizes, 0 and the
+// largest the store takes among them, in blocks of a few values and of many:
+// exactly the model comes back, on the CPU and, with a device, on CUDA.
+void expect_random_sizes_come_back(engine::Backend backend) {
+  const uint64_t seed = loadgen::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed);
+  constexpr uint32_t kMaxValue = 256 << 10;
+  const std::string dir = scratch(backend == engine::Backend::kCuda ? "sizes-cuda" : "sizes-cpu");
+  Model model;
+  std::vector<Pair> pairs;
+  for (int i = 0; i < 60000; ++i) {
+    const uint64_t r = rng() % 1000;
+    const size_t len = r < 100 ? 0 : r < 102 ? kMaxValue : r < 110 ? rng() % (kMaxValue + 1) : rng() % 40;
+    std::string v(len, '\0');
+    for (char& c : v) c = static_cast<char>(rng());
+    pairs.push_back({rng() % 5 == 0 && !pairs.empty() ? pairs[rng() % pairs.size()].first : rng(), std::move(v)});
+  }
+  for (const Pair& p : pairs) model[p.first] = p.second;
+  ASSERT_NO_FATAL_FAILURE(write_snapshot_of(dir, 1, pairs, 1 << 20));
+  StoreOptions o;
+  o.backend = backend;
+  o.initial_capacity = 64;
+  o.memory_limit_bytes = uint64_t{1} << 30;
+  o.max_value_bytes = kMaxValue;
+  o.table.cpu_threads = 2;
+  auto store = Store::create(o);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto d = StoreDurability::open(config_of(dir), **store, nullptr, nullptr);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->status().state.recovery.snapshot_pairs, pairs.size());
+  EXPECT_EQ((*store)->counters().rebuilds, 0u);
+  EXPECT_EQ(contents(**store), sorted(model));
+  fs::remove_all(dir);
+}
+
+TEST(BulkRecovery, ValuesOfRandomSizesUpToTheLimitComeBackOnTheCpu) {
+  expect_random_sizes_come_back(engine::Backend::kCpu);
+}
+
+TEST(BulkRecovery, ValuesOfRandomSizesUpToTheLimitComeBackOnTheDevice) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the device value heap needs one";
+  expect_random_sizes_come_back(engine::Backend::kCuda);
 }
 
 TEST(BulkRecovery, ASnapshotPastMemoryRefusesToStartNamingTheFlag) {

@@ -86,6 +86,55 @@ uint64_t release_share(ValueHeap& heap, HeapModel& model, std::mt19937_64& rng, 
   return bytes;
 }
 
+void check_bulk_writes(ValueHeap& heap, uint32_t max_value, std::mt19937_64& rng) {
+  HeapModel model;
+  heap.reserve_values(1000);  // a hint below what comes: the heap must still grow
+  for (int round = 0; round < 3; ++round) {
+    for (int batch = 0; batch < 100; ++batch) {
+      std::vector<std::string> values(batch % 10 == 0 ? 1 : 1 + rng() % 4096);
+      for (auto& v : values) {
+        const uint64_t r = rng() % 100;
+        v = random_bytes(rng, static_cast<uint32_t>(r < 10 ? 0 : r < 12 ? 24 : rng() % 25));
+      }
+      if (rng() % 25 == 0) values[rng() % values.size()] = random_bytes(rng, max_value);
+      if (rng() % 25 == 0) values[rng() % values.size()] = random_bytes(rng, static_cast<uint32_t>(rng() % max_value));
+      std::vector<uint32_t> lengths;
+      for (const auto& v : values) lengths.push_back(static_cast<uint32_t>(v.size()));
+      std::vector<ValueHandle> handles;
+      ASSERT_TRUE(heap.allocate_packed_slots(lengths, &handles).ok());
+      ASSERT_EQ(handles.size(), values.size());
+      std::vector<std::string_view> views(values.begin(), values.end());
+      ASSERT_TRUE(heap.write_bulk(handles, views).ok());
+      for (size_t i = 0; i < handles.size(); ++i) {
+        ASSERT_TRUE(model.emplace(handles[i], values[i]).second) << "handle " << handles[i] << " handed out twice";
+        // The caller may reuse its buffers once write_bulk returns.
+        std::fill(values[i].begin(), values[i].end(), '\x5a');
+      }
+      if (rng() % 4 == 0) release_share(heap, model, rng, 0.2);
+      if (rng() % 4 == 0) {
+        std::vector<std::string> puts(1 + rng() % 16);
+        for (auto& v : puts) v = random_bytes(rng, static_cast<uint32_t>(rng() % 25));
+        ASSERT_TRUE(put_values(heap, model, puts).ok());
+      }
+    }
+    ASSERT_TRUE(heap.flush_writes().ok());
+    expect_heap_matches(heap, model, rng);
+    if (::testing::Test::HasFatalFailure()) return;
+    if (const auto* e = dynamic_cast<const ExtentValueHeap*>(&heap)) {
+      uint64_t longest = 0;
+      for (const auto& [h, v] : model) longest = std::max<uint64_t>(longest, v.size());
+      EXPECT_GE(e->max_live_extent_bytes(), ExtentValueHeap::extent_bytes(static_cast<uint32_t>(longest)));
+    }
+  }
+  ASSERT_TRUE(heap.trim().ok());
+  expect_heap_matches(heap, model, rng);
+  // An empty flush, and a release of everything, leave an empty heap.
+  ASSERT_TRUE(heap.flush_writes().ok());
+  release_share(heap, model, rng, 1.0);
+  EXPECT_EQ(heap.live_values(), 0u);
+  EXPECT_EQ(heap.used_bytes(), 0u);
+}
+
 void run_random_ops(ValueHeap& heap, uint32_t max_value, uint64_t limit, std::mt19937_64& rng) {
   HeapModel model;
   heap.set_limit(limit);

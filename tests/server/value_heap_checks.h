@@ -53,6 +53,17 @@ void check_trim(ExtentValueHeap& heap, std::mt19937_64& rng);
 // value written before or during it reads back.
 void check_trim_in_steps(ExtentValueHeap& heap, std::mt19937_64& rng);
 
+// A bulk load's path (server/bulk_load.h): reserve_values, then batches of
+// random lengths through allocate_packed_slots and write_bulk (mostly 0 to 24
+// bytes, a few hundred thousand values in all, enough to go round the
+// device's staging ring several times; now and then one of max_value bytes or
+// of a random large length in the middle of a batch), the sources overwritten
+// as soon as write_bulk returns; between batches, releases of values not yet
+// flushed, and ordinary puts (write) that may reuse their extents and must
+// keep the newer bytes. After flush_writes() every value reads back, also
+// after a trim.
+void check_bulk_writes(ValueHeap& heap, uint32_t max_value, std::mt19937_64& rng);
+
 // Lengths 0, 1, max_value and max_value + 1 (INVALID_ARGUMENT, in a batch
 // with valid ones: nothing taken).
 void check_adversarial_lengths(ValueHeap& heap, uint32_t max_value, std::mt19937_64& rng);

@@ -37,6 +37,12 @@ TEST(HostValueHeap, RandomBatchesAndReleasesMatchAModel) {
   testing::run_random_ops(*heap, 64 * 1024, 16 * heap->chunk_bytes(), rng);
 }
 
+TEST(HostValueHeap, BulkWritesOfPackedSlotsMatchAModel) {
+  SEEDED_RNG(rng);
+  auto heap = make_heap(1 << 20);
+  testing::check_bulk_writes(*heap, 1 << 20, rng);
+}
+
 TEST(HostValueHeap, AdversarialLengthsAreRefusedAndChangeNothing) {
   SEEDED_RNG(rng);
   auto heap = make_heap(1 << 20);

@@ -169,10 +169,7 @@ absl::Status read_back(void* host, const void* device, size_t bytes, cudaStream_
 absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, const WriteOp* burst, uint64_t n_burst,
                                uint64_t input_pairs, const BulkBuildConfig& config, cudaStream_t s, BuildStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
-  // Clear a last-error left by some earlier, unrelated runtime call (its
-  // caller got it as a return value): CUB's dispatch and our launch checks
-  // read the last error, and must not report it as theirs.
-  (void)cudaGetLastError();
+  ::gphkv::cuda::clear_stale_launch_error();  // CUB's dispatch and our launch checks read it
   BulkBuildTimes times;
   auto lap = [last = t0]() mutable {
     const auto now = std::chrono::steady_clock::now();

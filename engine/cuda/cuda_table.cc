@@ -145,6 +145,7 @@ absl::Status CudaTable::init() {
 uint64_t CudaTable::device_bytes() const { return cells_.bytes() + slots_.bytes() + locks_.bytes(); }
 
 absl::Status CudaTable::reset_contents(cudaStream_t stream) {
+  gphkv::cuda::clear_stale_launch_error();  // the slot clear's launch check reads it
   GPHKV_CUDA_TRY(cudaMemsetAsync(cells_.get(), 0, cells_.bytes(), stream));
   GPHKV_CUDA_TRY(launch_clear_slots(slots_.get(), geo_.num_slots(), stream));
   GPHKV_CUDA_TRY(cudaMemsetAsync(oob_.get(), 0, oob_.bytes(), stream));
@@ -194,6 +195,7 @@ absl::Status CudaTable::synchronize(cudaStream_t stream) {
 absl::Status CudaTable::find_async(const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
                                    cudaStream_t stream) {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   GPHKV_CUDA_TRY(launch_lookup(view(), keys, n, values, found, stream));
   return absl::OkStatus();
 }
@@ -203,6 +205,7 @@ absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint6
   GPHKV_RETURN_IF_ERROR(check_batch("insert_or_assign", n));
   if (n == 0) return absl::OkStatus();
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   StreamScratch scratch(stream);
   SortedBatchLayout sorted;
   GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));
@@ -225,6 +228,7 @@ absl::Status CudaTable::erase_async(const uint64_t* keys, uint64_t n, uint8_t* e
   GPHKV_RETURN_IF_ERROR(check_batch("erase", n));
   if (n == 0) return absl::OkStatus();
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   StreamScratch scratch(stream);
   SortedBatchLayout sorted;
   GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));

@@ -211,7 +211,7 @@ TEST_F(CudaBulkBuildTest, SentinelZeroAndRepeatsFollowTheLastWrite) {
 TEST_F(CudaBulkBuildTest, KeysSharingCellsAreSpreadByTheirCellBytes) {
   // Many keys in a few cells: those cells must leave (Φ=0, Δ=0) to fit.
   TableOptions o;
-  o.num_buckets = 256;
+  o.num_buckets = 4096 / o.slots_per_bucket;  // 4096 slots for 2160 keys
   o.seed = static_cast<uint32_t>(test_seed());
   auto g = make_geometry(o);
   ASSERT_TRUE(g.ok());
@@ -220,10 +220,12 @@ TEST_F(CudaBulkBuildTest, KeysSharingCellsAreSpreadByTheirCellBytes) {
   std::mt19937_64 rng(test_seed());
   const uint32_t crowded[] = {0, 1, g->num_cells / 2, g->num_cells - 1};
   std::map<uint32_t, int> per_cell;
-  for (uint64_t k = 0; base.size() < 4 * 40; ++k) {
+  // 20 keys in each of 4 cells: a third of the 64 slots of a cell's R = 8
+  // buckets, so each must find a (Φ, Δ) that spreads them.
+  for (uint64_t k = 0; base.size() < 4 * 20; ++k) {
     const uint64_t key = k == 0 ? 0 : rng();
     const uint32_t c = gph::cell_of(*g, key);
-    if (std::find(std::begin(crowded), std::end(crowded), c) == std::end(crowded) || per_cell[c] == 40) continue;
+    if (std::find(std::begin(crowded), std::end(crowded), c) == std::end(crowded) || per_cell[c] == 20) continue;
     ++per_cell[c];
     base.push_back({key, key ^ 0xabc});
     model[key] = key ^ 0xabc;

@@ -3,6 +3,8 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include "gphkv/cuda/status.h"
+
 namespace gphkv::server::cuda {
 namespace {
 
@@ -134,6 +136,7 @@ __global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles
 cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
                          uint64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  gphkv::cuda::clear_stale_launch_error();
   place_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, from, to, n);
   return cudaGetLastError();
 }
@@ -141,6 +144,7 @@ cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, con
 cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, const uint32_t* offsets, uint64_t n,
                           const uint64_t* run_first, char* const* run_to, uint64_t runs, cudaStream_t stream) {
   if (n == 0 || runs == 0) return cudaSuccess;
+  gphkv::cuda::clear_stale_launch_error();
   locate_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(locations, handles, offsets, n, run_first, run_to,
                                                                   runs);
   return cudaGetLastError();
@@ -148,24 +152,28 @@ cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, co
 
 cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
                            uint32_t* meta, uint64_t* lens, cudaStream_t stream) {
+  gphkv::cuda::clear_stale_launch_error();
   lengths_kernel<<<blocks_for(n + 1, kThreads), kThreads, 0, stream>>>(handles, found, want, n, meta, lens);
   return cudaGetLastError();
 }
 
 cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens, uint64_t* offsets, uint64_t count,
                            cudaStream_t stream) {
+  gphkv::cuda::clear_stale_launch_error();
   return cub::DeviceScan::ExclusiveSum(temp, *temp_bytes, lens, offsets, static_cast<int64_t>(count), stream);
 }
 
 cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
                                 uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream) {
   if (n > kFusedScanMaxKeys) return cudaErrorInvalidValue;
+  gphkv::cuda::clear_stale_launch_error();
   lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(handles, found, want, n, meta, offsets, total);
   return cudaGetLastError();
 }
 
 cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
                           char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream) {
+  gphkv::cuda::clear_stale_launch_error();
   gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, offsets, n, dst,
                                                                         dst_capacity, total_out);
   return cudaGetLastError();

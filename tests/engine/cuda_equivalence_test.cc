@@ -231,7 +231,7 @@ TEST_F(CudaEquivalenceTest, OneLargeBatchToHighLoad) {
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   std::mt19937_64 rng(seed ^ 0xb16);
   TableOptions o;
-  o.num_buckets = 1 << 14;  // 2^18 slots
+  o.num_buckets = (1 << 18) / o.slots_per_bucket;  // 2^18 slots
   o.seed = static_cast<uint32_t>(rng());
   Pair p = make_pair_of_tables(o);
   ASSERT_TRUE(p.cpu && p.gpu);
@@ -288,7 +288,7 @@ TEST_F(CudaEquivalenceTest, OneLargeBatchToHighLoad) {
 TEST_F(CudaEquivalenceTest, AsyncApiOnACallerStream) {
   std::mt19937_64 rng(test_seed() ^ 0xa5);
   TableOptions o;
-  o.num_buckets = 4096;
+  o.num_buckets = 65536 / o.slots_per_bucket;  // 65536 slots for 30000 keys
   auto made = make_cuda_table(o, 0);
   ASSERT_TRUE(made.ok()) << made.status();
   StreamOrderedTable* t = (*made)->stream_ordered();
@@ -345,6 +345,28 @@ TEST_F(CudaEquivalenceTest, DeviceErrorsBecomeStatus) {
   }
   auto bad = make_cuda_table(TableOptions{}, 1 << 20);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  // A refused allocation leaves CUDA's last error set after its caller got it;
+  // the operations that follow must not report it as theirs.
+  auto small = make_cuda_table(TableOptions{}, 0);
+  ASSERT_TRUE(small.ok()) << small.status();
+  auto refuse = [] {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, size_t{1} << 50), cudaErrorMemoryAllocation);
+  };
+  const std::vector<uint64_t> keys = {1, 2, 3}, values = {4, 5, 6};
+  std::vector<UpsertOutcome> outcomes(3);
+  std::vector<uint64_t> got(3);
+  std::vector<uint8_t> found(3), erased(3);
+  refuse();
+  EXPECT_TRUE((*small)->insert_or_assign(keys, values, absl::MakeSpan(outcomes)).ok());
+  refuse();
+  EXPECT_TRUE((*small)->find(keys, absl::MakeSpan(got), absl::MakeSpan(found)).ok());
+  EXPECT_EQ(got, values);
+  refuse();
+  EXPECT_TRUE((*small)->erase(keys, absl::MakeSpan(erased)).ok());
+  refuse();
+  EXPECT_TRUE((*small)->clear().ok());
+  small->reset();
   size_t free_bytes = 0, total = 0;
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
   TableOptions big;

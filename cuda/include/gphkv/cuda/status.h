@@ -23,6 +23,12 @@ inline absl::Status cuda_status(cudaError_t err, const char* what, const char* f
   return absl::InternalError(msg);
 }
 
+// cudaGetLastError, which a launcher reads for its launch's error (and CUB
+// reads with cudaPeekAtLastError), also returns an error that an earlier
+// runtime call already returned to its own caller, such as a refused
+// cudaMalloc: a launcher calls this first, so that it reports only its own.
+inline void clear_stale_launch_error() { (void)cudaGetLastError(); }
+
 }  // namespace gphkv::cuda
 
 // Returns from the enclosing function with a Status when the CUDA call fails.

@@ -99,8 +99,9 @@ bool Report::write_json(const std::string& path) const {
   std::fprintf(f, "  \"sizes\": [\n");
   for (size_t i = 0; i < sizes.size(); ++i) {
     const Size& s = sizes[i];
-    std::fprintf(f, "    {\"keys\": %llu, \"buckets\": %llu, \"slots_per_bucket\": 16, \"load\": %.4f,\n",
-                 static_cast<unsigned long long>(s.keys), static_cast<unsigned long long>(s.buckets), s.load);
+    std::fprintf(f, "    {\"keys\": %llu, \"buckets\": %llu, \"slots_per_bucket\": %u, \"load\": %.4f,\n",
+                 static_cast<unsigned long long>(s.keys), static_cast<unsigned long long>(s.buckets),
+                 s.slots_per_bucket, s.load);
     std::fprintf(f, "     \"gather_ceiling_128B\": %.4f, \"gather_ceiling_128B_plus_value_half\": %.4f,\n", s.ceiling,
                  s.ceiling_with_values);
     std::fprintf(f, "     \"build_no_room_keys\": %llu,\n", static_cast<unsigned long long>(s.build_no_room));

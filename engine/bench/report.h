@@ -23,6 +23,7 @@ struct Report {
   };
   struct Size {
     uint64_t keys = 0, buckets = 0;
+    uint32_t slots_per_bucket = 0;
     double load = 0;
     double ceiling = 0, ceiling_with_values = 0;
     uint64_t build_no_room = 0;

@@ -47,6 +47,7 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   rs.keys = n;
   rs.load = lf;
   rs.buckets = o.num_buckets;
+  rs.slots_per_bucket = o.slots_per_bucket;
   rs.ceiling = ceil;
   rs.ceiling_with_values = ceil_v;
   rs.insert_build = insert_rate;

@@ -56,6 +56,25 @@ using gphkv::engine::gph::fmix32;  // the engine's own hash, as the lookups use 
 constexpr int kGroup = 4;    // threads per bucket, as the lookup's default |g|
 constexpr int kVectors = 2;  // 16-byte vectors per thread: 4 x 2 x 16 = 128 bytes
 
+// Query hash h's bucket of nb behind one random byte of a Cell Index of
+// ncells: the bucket depends on the byte, as bucket_for_key does on (Φ, Δ).
+__device__ __forceinline__ uint64_t bucket_behind_cell(uint32_t h, const uint8_t* cells, uint64_t ncells, uint64_t nb) {
+  const uint8_t byte = __ldg(cells + (static_cast<uint64_t>(h) * ncells >> 32));
+  return (static_cast<uint64_t>(fmix32(h ^ byte)) * nb) >> 32;
+}
+
+// A thread's share of a bucket line, kVectors evict-first 16-byte loads at
+// p, folded into a word so that the compiler keeps every load.
+__device__ __forceinline__ uint32_t read_share(const int4* p) {
+  int4 v[kVectors];
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) v[i] = __ldcs(p + i);
+  uint32_t acc = 0;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) acc ^= static_cast<uint32_t>(v[i].x) ^ static_cast<uint32_t>(v[i].w);
+  return acc;
+}
+
 // One pass over nq queries, one group of kGroup threads per query (one
 // query per group, no grid-stride loop: the shape of the engine's lookup).
 // cells == nullptr: the bucket comes straight from the query's hash.
@@ -68,22 +87,8 @@ __global__ void __launch_bounds__(256)
   const int member = threadIdx.x % kGroup;
   if (q >= nq) return;
   const uint32_t h = fmix32(static_cast<uint32_t>(q) ^ seed);
-  uint64_t b;
-  if (cells != nullptr) {
-    const uint64_t c = static_cast<uint64_t>(h) * ncells >> 32;
-    const uint8_t byte = __ldg(cells + c);
-    // The bucket depends on the byte, as bucket_for_key does on (Φ, Δ).
-    b = (static_cast<uint64_t>(fmix32(h ^ byte)) * nb) >> 32;
-  } else {
-    b = static_cast<uint64_t>(h) * nb >> 32;
-  }
-  const int4* p = buckets + b * (128 / 16) + member * kVectors;
-  int4 v[kVectors];
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) v[i] = __ldcs(p + i);
-  uint32_t acc = 0;
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) acc ^= static_cast<uint32_t>(v[i].x) ^ static_cast<uint32_t>(v[i].w);
+  const uint64_t b = cells != nullptr ? bucket_behind_cell(h, cells, ncells, nb) : static_cast<uint64_t>(h) * nb >> 32;
+  uint32_t acc = read_share(buckets + b * (128 / 16) + member * kVectors);
   if (value_every > 0 && member == 0 && q % value_every == 0) {
     const uint32_t slot = acc & 15u;  // named by the bucket's contents
     acc ^= static_cast<uint32_t>(__ldcs(reinterpret_cast<const unsigned long long*>(values) + b * 16 + slot));
@@ -99,10 +104,7 @@ __global__ void __launch_bounds__(256)
                        int hit_every, uint64_t nq, uint32_t seed, unsigned long long* sink) {
   const uint64_t q = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   if (q >= nq) return;
-  const uint32_t h = fmix32(static_cast<uint32_t>(q) ^ seed);
-  const uint64_t c = static_cast<uint64_t>(h) * ncells >> 32;
-  const uint8_t byte = __ldg(cells + c);
-  const uint64_t b = (static_cast<uint64_t>(fmix32(h ^ byte)) * nb) >> 32;
+  const uint64_t b = bucket_behind_cell(fmix32(static_cast<uint32_t>(q) ^ seed), cells, ncells, nb);
   const int4 f0 = __ldcs(fingerprints + 2 * b);
   const int4 f1 = __ldcs(fingerprints + 2 * b + 1);
   uint32_t acc = static_cast<uint32_t>(f0.x ^ f0.w ^ f1.y ^ f1.z);
@@ -123,17 +125,8 @@ __global__ void __launch_bounds__(256)
   const uint64_t q = (blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x) / kGroup;
   const int member = threadIdx.x % kGroup;
   if (q >= nq) return;
-  const uint32_t h = fmix32(static_cast<uint32_t>(q) ^ seed);
-  const uint64_t c = static_cast<uint64_t>(h) * ncells >> 32;
-  const uint8_t byte = __ldg(cells + c);
-  const uint64_t b = (static_cast<uint64_t>(fmix32(h ^ byte)) * nb) >> 32;
-  const int4* p = buckets + b * (256 / 16) + member * kVectors;
-  int4 v[kVectors];
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) v[i] = __ldcs(p + i);
-  uint32_t acc = 0;
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) acc ^= static_cast<uint32_t>(v[i].x) ^ static_cast<uint32_t>(v[i].w);
+  const uint64_t b = bucket_behind_cell(fmix32(static_cast<uint32_t>(q) ^ seed), cells, ncells, nb);
+  uint32_t acc = read_share(buckets + b * (256 / 16) + member * kVectors);
   if (value_every > 0 && member == 0 && q % value_every == 0) {
     const uint32_t slot = acc & 15u;
     acc ^= static_cast<uint32_t>(

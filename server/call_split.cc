@@ -33,8 +33,8 @@ int64_t single_partition(const Call& call, const KeyPlacement& placement) {
 }
 
 SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
-                                       std::shared_ptr<const std::vector<std::string>> partition_names,
-                                       uint64_t max_response_bytes) {
+                            std::shared_ptr<const std::vector<std::string>> partition_names,
+                            uint64_t max_response_bytes) {
   const OpKind kind = call.kind();
   const uint32_t n = placement.partitions();
   auto state = std::make_shared<SplitCall>(std::move(call), std::move(partition_names), max_response_bytes);
@@ -108,9 +108,7 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
     Part& part = parts[j];
     Call c;
     switch (kind) {
-      case OpKind::kGet:
-        c.op = GetOp{&part.get_request, &part.get_response, original.get().packed};
-        break;
+      case OpKind::kGet: c.op = GetOp{&part.get_request, &part.get_response, original.get().packed}; break;
       case OpKind::kPut: c.op = PutOp{&part.put_request, &part.put_response}; break;
       case OpKind::kDelete: c.op = DeleteOp{&part.delete_request, &part.delete_response}; break;
       case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;

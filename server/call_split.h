@@ -49,8 +49,7 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
   // max_response_bytes: the merged get response's bound (each part is also
   // bounded alone by its store).
   static SplitParts split(Call call, const KeyPlacement& placement,
-                                     std::shared_ptr<const std::vector<std::string>> partition_names,
-                                     uint64_t max_response_bytes);
+                          std::shared_ptr<const std::vector<std::string>> partition_names, uint64_t max_response_bytes);
 
   // The submitter's side, once it tried to queue every part (and ran the
   // `done` of each part refused, which settles it): drops the submitter's
@@ -74,9 +73,7 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
 
   // Public for std::make_shared; split() is the way in.
   SplitCall(Call call, std::shared_ptr<const std::vector<std::string>> partition_names, uint64_t max_response_bytes)
-      : original_(std::move(call)),
-        names_(std::move(partition_names)),
-        max_response_bytes_(max_response_bytes) {}
+      : original_(std::move(call)), names_(std::move(partition_names)), max_response_bytes_(max_response_bytes) {}
 
  private:
   // One part answered (or refused); the last of them, and the submitter's

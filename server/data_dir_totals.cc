@@ -31,7 +31,8 @@ DataDirStatus total_data_dir_status(const std::string& root, absl::Span<const Da
     if (k == 0) {
       t.snapshot_age_seconds = s.snapshot_age_seconds;
     } else if (t.snapshot_age_seconds >= 0) {
-      t.snapshot_age_seconds = s.snapshot_age_seconds < 0 ? -1 : std::max(t.snapshot_age_seconds, s.snapshot_age_seconds);
+      t.snapshot_age_seconds =
+          s.snapshot_age_seconds < 0 ? -1 : std::max(t.snapshot_age_seconds, s.snapshot_age_seconds);
     }
     t.last_snapshot_seconds = std::max(t.last_snapshot_seconds, s.last_snapshot_seconds);
     t.snapshots_taken += s.snapshots_taken;

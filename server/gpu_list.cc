@@ -13,7 +13,8 @@ absl::StatusOr<std::optional<std::vector<int>>> parse_gpu_list(const std::string
   const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
   if (trimmed == "all") return std::optional<std::vector<int>>();
   if (trimmed.empty()) {
-    return absl::InvalidArgumentError("--gpus is empty: give 'all' or a comma list of CUDA device ids, e.g. --gpus=0,1");
+    return absl::InvalidArgumentError(
+        "--gpus is empty: give 'all' or a comma list of CUDA device ids, e.g. --gpus=0,1");
   }
   std::vector<int> ids;
   for (absl::string_view item : absl::StrSplit(trimmed, ',')) {

@@ -67,8 +67,8 @@ absl::Status Partitions::start() {
   absl::Status first;
   for (auto& p : partitions_) {
     if (absl::Status s = p->executor->wait_started(); !s.ok() && first.ok()) {
-      first = absl::Status(s.code(), partitions_.size() == 1 ? std::string(s.message())
-                                                             : absl::StrCat(p->name, ": ", s.message()));
+      first = absl::Status(
+          s.code(), partitions_.size() == 1 ? std::string(s.message()) : absl::StrCat(p->name, ": ", s.message()));
     }
   }
   if (!first.ok()) stop();

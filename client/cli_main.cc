@@ -282,15 +282,44 @@ std::string data_dir_text(const gphkv::v1::DataDirStats& d) {
   return out;
 }
 
-std::string stats_json(const gphkv::v1::StatsResponse& s) {
-  return absl::StrFormat(R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
+// One partition (a GPU, or one of the CPU backend's --partitions) of `stats --json`.
+std::string partition_json(const gphkv::v1::PartitionStats& p) {
+  return absl::StrFormat(R"({"partition":%d,"gpu":%d,"device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
                          R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
-                         R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s})",
-                         absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(),
-                         s.table_bytes(), s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(),
-                         s.batched_keys(), s.uptime_seconds(), absl::CEscape(s.version()),
-                         s.rebuilding() ? "true" : "false",
-                         s.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(s.data_dir())) : "");
+                         R"("batched_keys":%d,"rebuilding":%s%s})",
+                         p.partition(), p.gpu(), absl::CEscape(p.device()), p.keys(), p.load_factor(), p.table_bytes(),
+                         p.value_heap_bytes(), p.memory_limit_bytes(), p.rebuilds(), p.batches(), p.batched_keys(),
+                         p.rebuilding() ? "true" : "false",
+                         p.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(p.data_dir())) : "");
+}
+
+std::string stats_json(const gphkv::v1::StatsResponse& s) {
+  std::string partitions;
+  for (const auto& p : s.partitions()) absl::StrAppend(&partitions, partitions.empty() ? "" : ",", partition_json(p));
+  return absl::StrFormat(
+      R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
+      R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
+      R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s,)"
+      R"("partitions":[%s]})",
+      absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(), s.table_bytes(),
+      s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds(),
+      absl::CEscape(s.version()), s.rebuilding() ? "true" : "false",
+      s.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(s.data_dir())) : "", partitions);
+}
+
+// A line per partition, when there are several (the lines above are their totals).
+std::string partitions_text(const gphkv::v1::StatsResponse& s) {
+  if (s.partitions_size() < 2) return "";
+  std::string out = absl::StrFormat("partitions         %d (keys placed by a hash of the key)\n", s.partitions_size());
+  for (const auto& p : s.partitions()) {
+    absl::StrAppend(&out, absl::StrFormat("partition %-8s %d keys, load_factor %.4f, table %d bytes, value heap %d "
+                                          "bytes, limit %d bytes, %d batches%s\n",
+                                          p.gpu() >= 0 ? absl::StrCat(p.partition(), " gpu ", p.gpu())
+                                                       : absl::StrCat(p.partition()),
+                                          p.keys(), p.load_factor(), p.table_bytes(), p.value_heap_bytes(),
+                                          p.memory_limit_bytes(), p.batches(), p.rebuilding() ? ", rebuilding" : ""));
+  }
+  return out;
 }
 
 std::string stats_text(const gphkv::v1::StatsResponse& s) {
@@ -302,7 +331,7 @@ std::string stats_text(const gphkv::v1::StatsResponse& s) {
              s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(), s.value_heap_bytes(),
              s.memory_limit_bytes(), s.rebuilds(), s.rebuilding() ? "yes" : "no", s.batches(), s.batched_keys(),
              s.uptime_seconds()) +
-         (s.has_data_dir() ? data_dir_text(s.data_dir()) : "data_dir           (none)\n");
+         partitions_text(s) + (s.has_data_dir() ? data_dir_text(s.data_dir()) : "data_dir           (none)\n");
 }
 
 std::string shrink_json(const gphkv::v1::ShrinkResponse& s) {

@@ -6,7 +6,8 @@
 #   GPHKV_LISTEN_ADDRESS    --listen_address   (default 0.0.0.0:50051)
 #   GPHKV_METRICS_ADDRESS   --metrics_address  (default 0.0.0.0:9464)
 #   GPHKV_BACKEND           --backend          (auto|cuda|cpu)
-#   GPHKV_GPU               --gpu
+#   GPHKV_GPUS              --gpus             (all, the default, or a list: 0,1)
+#   GPHKV_GPU               --gpu              (deprecated: one device, --gpus=N)
 #   GPHKV_LOG_LEVEL         --log_level
 #   GPHKV_TLS_CERT          --tls_cert         (TLS on the gRPC port: PEM chain)
 #   GPHKV_TLS_KEY           --tls_key          (its PEM key)
@@ -62,6 +63,7 @@ exec "$server" \
   --listen_address="${GPHKV_LISTEN_ADDRESS:-0.0.0.0:50051}" \
   --metrics_address="${GPHKV_METRICS_ADDRESS:-0.0.0.0:9464}" \
   ${GPHKV_BACKEND:+"--backend=$GPHKV_BACKEND"} \
+  ${GPHKV_GPUS:+"--gpus=$GPHKV_GPUS"} \
   ${GPHKV_GPU:+"--gpu=$GPHKV_GPU"} \
   ${GPHKV_LOG_LEVEL:+"--log_level=$GPHKV_LOG_LEVEL"} \
   ${GPHKV_TLS_CERT:+"--tls_cert=$GPHKV_TLS_CERT"} \

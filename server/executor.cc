@@ -34,9 +34,9 @@ Executor::~Executor() {
   join();
 }
 
-absl::Status Executor::start() {
+void Executor::launch() {
   std::promise<absl::Status> started;
-  std::future<absl::Status> outcome = started.get_future();
+  started_ = started.get_future();
   thread_ = std::thread([this, started = std::move(started)]() mutable {
     // The batch delay is a timed wait: with the default 50 us timer slack a
     // 100 us delay lasts up to 150 us. Ask for exact wake-ups.
@@ -55,8 +55,9 @@ absl::Status Executor::start() {
     started.set_value(absl::OkStatus());
     loop();
   });
-  return outcome.get();
 }
+
+absl::Status Executor::wait_started() { return started_.get(); }
 
 void Executor::join() {
   if (thread_.joinable()) thread_.join();
@@ -311,13 +312,10 @@ void Executor::publish() {
   pub_batches_.store(batches_, std::memory_order_relaxed);
   pub_batched_keys_.store(batched_keys_, std::memory_order_relaxed);
   pub_rebuilding_.store(store_->rebuilding(), std::memory_order_relaxed);
+  // The table gauges are set from stats() when the metrics are scraped
+  // (server/partition_metrics.h), per partition and in total; the counters
+  // here add this partition's increments to the server's.
   if (metrics_ != nullptr) {
-    metrics_->table_keys->Set(static_cast<double>(store_->keys()));
-    metrics_->table_load_factor->Set(store_->load_factor());
-    metrics_->table_bytes->Set(static_cast<double>(store_->table_bytes()));
-    metrics_->value_heap_bytes->Set(static_cast<double>(store_->value_heap_bytes()));
-    metrics_->memory_limit_bytes->Set(static_cast<double>(memory_limit_bytes_));
-    metrics_->queue_keys->Set(static_cast<double>(batcher_->queued_keys()));
     if (const uint64_t r = store_->counters().relocations; r > reported_relocations_) {
       metrics_->insert_relocations->Increment(static_cast<double>(r - reported_relocations_));
       reported_relocations_ = r;

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,7 +54,8 @@
 
 namespace gphkv::server {
 
-// What Stats reports; published by the executor after every batch.
+// What Stats and the table gauges report; published by the executor after
+// every batch, read on any thread (the metrics read it when scraped).
 struct ExecutorStats {
   uint64_t keys = 0;
   double load_factor = 0;
@@ -85,7 +87,15 @@ class Executor {
   // Starts the thread and, with a data directory, waits while it recovers
   // the directory into the store: recovery's error, and then the thread has
   // ended (close the batcher and join).
-  absl::Status start();
+  absl::Status start() {
+    launch();
+    return wait_started();
+  }
+  // start() in two halves, so several executors recover their partitions'
+  // directories at once: launch() starts the thread, wait_started() returns
+  // what start() would.
+  void launch();
+  absl::Status wait_started();
   // Returns once the batcher is closed, every queued call was answered and
   // the data directory (if any) took its final snapshot.
   void join();
@@ -154,6 +164,7 @@ class Executor {
   Batcher* batcher_;
   ServiceMetrics* metrics_;
   std::thread thread_;
+  std::future<absl::Status> started_;
   CompletionPool completions_;
   RunOrder run_order_;
 

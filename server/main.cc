@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "server/byte_size.h"
 #include "server/durability/durability_options.h"
+#include "server/gpu_list.h"
 #include "server/server.h"
 #include "spdlog/spdlog.h"
 
@@ -35,9 +36,17 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA certificates: every client must present a certificate one of them signed (mTLS); needs --tls_cert");
 ABSL_FLAG(std::string, backend, "auto",
           "table backend: auto (cuda when a CUDA device is visible, else cpu), cuda or cpu");
-ABSL_FLAG(int, gpu, 0, "CUDA device id for --backend=cuda");
+ABSL_FLAG(std::string, gpus, "all",
+          "--backend=cuda: the CUDA devices to serve from, 'all' (every device the runtime reports) or a comma list "
+          "of ids such as 0,1. Each gets a partition (its own table, value heap and executor); keys are placed by a "
+          "hash of the key, and a call's keys are split over the GPUs and answered in request order");
+ABSL_FLAG(int, gpu, -1, "deprecated: --gpu=N is --gpus=N (one device)");
+ABSL_FLAG(uint32_t, partitions, 1,
+          "--backend=cpu: split the keys over this many CPU stores, each with its own executor, as --gpus does over "
+          "GPUs");
 ABSL_FLAG(ByteSize, memory, ByteSize{uint64_t{1} << 30},
-          "cap on table + value heap bytes (e.g. 512MiB, 4GiB); a put past it gets RESOURCE_EXHAUSTED");
+          "cap on table + value heap bytes (e.g. 512MiB, 4GiB), for the whole server: each GPU (or partition) gets "
+          "an equal share; a put past its share gets RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint32_t, max_value_bytes, 1 << 20, "largest value a put may store, in bytes");
 ABSL_FLAG(uint32_t, max_call_keys, 65536,
           "most keys one Get/Put/Delete (or pipelined op) may carry; more is INVALID_ARGUMENT");
@@ -54,7 +63,8 @@ ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
           "bound on put value bytes waiting for the executor (e.g. 1GiB); past it calls get "
           "RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(uint64_t, initial_capacity, 1 << 20,
-          "keys the first table is sized for; past load factor 0.80 it grows by a background rebuild sized for load "
+          "keys the first tables are sized for, in all (each GPU's table for its share); past load factor 0.80 it "
+          "grows by a background rebuild sized for load "
           "factor 0.50");
 ABSL_FLAG(int32_t, completion_threads, -1,
           "threads that fill, serialize and send answers, so the executor goes on to the next batch "
@@ -93,6 +103,19 @@ namespace {
 int fail(const std::string& message) {
   spdlog::critical("{}", message);
   return 2;
+}
+
+// Whether --name was on the command line (absl reports only the value, and
+// --gpus=all, the default, may be given too).
+bool flag_given(int argc, char** argv, const std::string& name) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    for (const std::string& dashes : {"--", "-"}) {
+      if (arg == dashes + name || absl::StartsWith(arg, dashes + name + "=")) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -139,7 +162,19 @@ int main(int argc, char** argv) {
     o.backend = gphkv::server::BackendChoice::kCuda;
   else
     return fail("--backend must be auto, cuda or cpu, got '" + backend + "'");
-  o.gpu = absl::GetFlag(FLAGS_gpu);
+  // --gpus, or the deprecated --gpu=N (one device; ignored on cpu, as it always was).
+  const int gpu = absl::GetFlag(FLAGS_gpu);
+  std::string gpus = absl::GetFlag(FLAGS_gpus);
+  if (flag_given(argc, argv, "gpu")) {
+    if (flag_given(argc, argv, "gpus")) return fail("--gpu and --gpus given together: --gpu=N is the old --gpus=N");
+    if (gpu < 0) return fail(absl::StrCat("--gpu=", gpu, " is not a CUDA device id"));
+    spdlog::warn("--gpu is deprecated: --gpu={0} is --gpus={0}", gpu);
+    gpus = o.backend == gphkv::server::BackendChoice::kCpu ? "all" : std::to_string(gpu);
+  }
+  auto gpu_list = gphkv::server::parse_gpu_list(gpus);
+  if (!gpu_list.ok()) return fail(std::string(gpu_list.status().message()));
+  o.gpus = *gpu_list;
+  o.cpu_partitions = absl::GetFlag(FLAGS_partitions);
   o.store.memory_limit_bytes = absl::GetFlag(FLAGS_memory).bytes;
   o.store.initial_capacity = absl::GetFlag(FLAGS_initial_capacity);
   o.limits.max_value_bytes = absl::GetFlag(FLAGS_max_value_bytes);
@@ -174,13 +209,14 @@ int main(int argc, char** argv) {
   if (o.data_dir.options.log.segment_bytes == 0) return fail("--log_segment_bytes must be at least 1");
 
   spdlog::info(
-      "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpu={} "
+      "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpus={} "
+      "partitions={} "
       "memory={} "
       "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
       o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
-      o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, o.gpu,
+      o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, gpus, o.cpu_partitions,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_call_keys,
       o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),

@@ -10,12 +10,15 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/data_dir_metrics.h"
-#include "server/executor.h"
+#include "server/gpu_list.h"
 #include "server/grpc/key_value_service.h"
 #include "server/grpc/unary_front_end.h"
 #include "server/intake.h"
 #include "server/metrics_endpoint.h"
+#include "server/partition_metrics.h"
+#include "server/partitions.h"
 #include "server/service_metrics.h"
 #include "spdlog/spdlog.h"
 #include "tls/pem_files.h"
@@ -30,6 +33,10 @@ namespace {
 // Per-backend batch delays (docs/performance.md, "Choosing max_delay_us").
 constexpr int kCpuMaxDelayUs = 0;
 constexpr int kCudaMaxDelayUs = 25;
+
+// --partitions' bound: past the cores of any host, a partition's executor
+// thread would only wait for a core.
+constexpr uint32_t kMaxPartitions = 256;
 
 // The CPU model, for Stats and build_info on the CPU backend.
 std::string cpu_model() {
@@ -97,8 +104,8 @@ struct Server::Impl {
   ServerOptions options;
   ServiceMetrics metrics;
   std::unique_ptr<DataDirMetrics> data_dir_metrics;  // with --data_dir
-  std::unique_ptr<Batcher> batcher;
-  std::unique_ptr<Executor> executor;
+  std::unique_ptr<Partitions> partitions;
+  std::unique_ptr<PartitionMetrics> partition_metrics;
   std::unique_ptr<Intake> intake;
   std::unique_ptr<grpcfe::KeyValueService> service;
   std::unique_ptr<grpcfe::UnaryFrontEnd> front_end;
@@ -157,60 +164,84 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     spdlog::info("--backend=auto: {} CUDA device(s) visible, using the {} backend", engine::cuda_device_count(),
                  engine::backend_name(backend));
   }
+  PartitionsOptions partitions;
+  if (backend == engine::Backend::kCuda) {
+    if (options.cpu_partitions != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--partitions=", options.cpu_partitions,
+                                                     " is for --backend=cpu; on cuda there is a partition per GPU "
+                                                     "of --gpus"));
+    }
+    auto gpus = resolve_gpus(options.gpus, engine::cuda_device_count());
+    if (!gpus.ok()) return gpus.status();
+    partitions.gpus = std::move(*gpus);
+  } else {
+    if (options.gpus.has_value() && options.backend == BackendChoice::kCpu) {
+      return absl::InvalidArgumentError(
+          "--gpus lists CUDA devices, but the backend is cpu; on cpu, --partitions=N splits the keys over N stores");
+    }
+    // --backend=auto on a host without a GPU: the same flags serve on either kind of host.
+    if (options.gpus.has_value()) spdlog::warn("no CUDA device visible: --gpus is ignored on the cpu backend");
+    if (options.cpu_partitions < 1 || options.cpu_partitions > kMaxPartitions) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--partitions must be in [1, ", kMaxPartitions, "], got ", options.cpu_partitions));
+    }
+    partitions.cpu_partitions = options.cpu_partitions;
+  }
   options.store.backend = backend;
-  options.store.device = options.gpu;
   options.store.max_value_bytes = options.limits.max_value_bytes;
   // Leave room for the found flags and lengths next to the values (at most
   // 6 bytes a key on the wire, plus framing).
   const uint64_t overhead = 8ull * options.limits.max_call_keys + 4096;
   options.store.max_response_bytes =
       static_cast<uint64_t>(options.max_message_bytes) - std::min<uint64_t>(options.max_message_bytes, overhead);
-  auto store = Store::create(options.store);
-  if (!store.ok()) {
-    return absl::Status(store.status().code(),
-                        absl::StrCat("cannot create the ", std::string(engine::backend_name(backend)),
-                                     " table: ", store.status().message()));
-  }
   impl->backend = std::string(engine::backend_name(backend));
-  // On CUDA: "NVIDIA H100 80GB HBM3 (cuda:0)", or "cuda:0" if the name cannot be read.
-  const std::string gpu_name = backend == engine::Backend::kCuda ? engine::cuda_device_name(options.gpu) : "";
-  const std::string device = backend != engine::Backend::kCuda ? cpu_model()
-                             : gpu_name.empty()                ? absl::StrCat("cuda:", options.gpu)
-                                                               : absl::StrCat(gpu_name, " (cuda:", options.gpu, ")");
-  spdlog::info("backend {} on {}: table of {} buckets ({} bytes), memory limit {} bytes, values in {} memory",
-               impl->backend, device, (*store)->table().num_buckets(), (*store)->table_bytes(),
-               options.store.memory_limit_bytes, (*store)->value_heap_kind());
-
   if (options.max_delay_per_backend) {
     options.batcher.max_delay =
         std::chrono::microseconds(backend == engine::Backend::kCuda ? kCudaMaxDelayUs : kCpuMaxDelayUs);
     spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
-  impl->batcher = std::make_unique<Batcher>(options.batcher);
-  ExecutorDataDir data_dir{options.data_dir, nullptr, nullptr};
+  partitions.store = options.store;
+  partitions.batcher = options.batcher;
+  partitions.completion_threads = options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
+                                                                  : static_cast<unsigned>(default_completion_threads());
+  partitions.data_dir = options.data_dir;
   if (!options.data_dir.dir.empty()) {
     impl->data_dir_metrics = std::make_unique<DataDirMetrics>(*impl->metrics.registry());
-    data_dir.metrics = impl->data_dir_metrics.get();
-    data_dir.on_log_failed = [s = impl.get()](const absl::Status&) { s->set_health(false, true); };
+    partitions.data_dir_metrics = impl->data_dir_metrics.get();
+    partitions.on_log_failed = [s = impl.get()](const absl::Status&) { s->set_health(false, true); };
   }
-  impl->executor =
-      std::make_unique<Executor>(std::move(*store), impl->batcher.get(), &impl->metrics,
-                                 options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
-                                                                 : static_cast<unsigned>(default_completion_threads()),
-                                 std::move(data_dir));
-  if (absl::Status s = impl->executor->start(); !s.ok()) {
-    impl->batcher->close();
-    impl->executor->join();
+  auto created = Partitions::create(partitions, &impl->metrics, cpu_model());
+  if (!created.ok()) return created.status();
+  impl->partitions = std::move(*created);
+  Partitions& parts = *impl->partitions;
+  if (absl::Status s = parts.start(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot recover --data_dir=", options.data_dir.dir, ": ", s.message()));
   }
-  if (impl->data_dir_metrics != nullptr) {
-    // The gauges (the snapshot's age above all) as of each scrape, not of the last batch.
-    impl->metrics.on_collect(
-        [s = impl.get()] { s->data_dir_metrics->refresh(s->executor->data_dir()->status().state); });
+  // Stats' and build_info's device: the one partition's, or the devices of all of them.
+  std::string device = parts[0].device;
+  if (backend == engine::Backend::kCuda && parts.size() > 1) {
+    std::vector<std::string> devices;
+    for (size_t k = 0; k < parts.size(); ++k) devices.push_back(parts[k].device);
+    device = absl::StrJoin(devices, ", ");
+  } else if (parts.size() > 1) {
+    device = absl::StrCat(device, " (", parts.size(), " partitions)");
   }
+  std::vector<std::string> labels;
+  for (size_t k = 0; k < parts.size(); ++k) labels.push_back(parts[k].label);
+  impl->partition_metrics = std::make_unique<PartitionMetrics>(impl->metrics, labels);
+  // The gauges as of each scrape: the tables' figures, and the data
+  // directory's (the snapshot's age above all), not as of the last batch.
+  impl->metrics.on_collect([s = impl.get()] {
+    std::vector<uint64_t> queued;
+    for (Batcher* b : s->partitions->batchers()) queued.push_back(b->queued_keys());
+    s->partition_metrics->refresh(s->partitions->stats(), queued);
+    if (s->data_dir_metrics != nullptr) s->data_dir_metrics->refresh(s->partitions->data_dir_status().state);
+  });
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
-  impl->intake = std::make_unique<Intake>(impl->batcher.get(), options.limits);
-  impl->service = std::make_unique<grpcfe::KeyValueService>(impl->intake.get(), impl->executor.get(), &impl->metrics,
+  impl->intake =
+      std::make_unique<Intake>(parts.batchers(), options.limits, parts.names(), options.store.max_response_bytes);
+  spdlog::info("{} partition(s): {}", parts.size(), absl::StrJoin(parts.names(), ", "));
+  impl->service = std::make_unique<grpcfe::KeyValueService>(impl->intake.get(), &parts, &impl->metrics,
                                                             grpcfe::ServiceInfo{impl->backend, device, GPHKV_VERSION});
   grpcfe::UnaryFrontEndOptions fe;
   fe.threads = options.grpc_threads > 0 ? options.grpc_threads : default_grpc_threads();
@@ -227,8 +258,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   impl->grpc_server = builder.BuildAndStart();
   if (!impl->grpc_server || impl->port == 0) {
     impl->front_end->stop();
-    impl->batcher->close();
-    impl->executor->join();
+    parts.stop();
     return absl::UnavailableError(absl::StrCat("cannot listen on --listen_address=", options.listen_address));
   }
   impl->front_end->start();
@@ -240,8 +270,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     if (!endpoint.ok()) {
       impl->grpc_server->Shutdown();
       impl->front_end->stop();
-      impl->batcher->close();
-      impl->executor->join();
+      parts.stop();
       return endpoint.status();
     }
     impl->metrics_endpoint = std::move(*endpoint);
@@ -268,11 +297,10 @@ void Server::shutdown() {
   // Streams still open after the grace period are cancelled.
   s.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(s.options.shutdown_grace_ms));
   s.front_end->stop();
-  s.batcher->close();
-  s.executor->join();
+  s.partitions->stop();
   s.grpc_server->Wait();
   s.metrics_endpoint.reset();
-  const ExecutorStats st = s.executor->stats();
+  const ExecutorStats st = total_stats(s.partitions->stats());
   spdlog::info("stopped: {} batches, {} keys batched, {} keys stored", st.batches, st.batched_keys, st.keys);
 }
 

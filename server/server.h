@@ -1,11 +1,15 @@
-// gphkv-server assembled: store, batcher, executor, the gRPC service (with
-// health and reflection) and the metrics endpoint. main.cc turns flags into
+// gphkv-server assembled: the partitions (per GPU, or per --partitions on
+// the CPU backend, a store, batcher and executor), the intake that routes
+// calls to them, the gRPC service (with health and reflection) and the
+// metrics endpoint. main.cc turns flags into
 // ServerOptions; tests build a Server directly on 127.0.0.1 port 0.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/batcher.h"
@@ -33,7 +37,14 @@ struct ServerOptions {
   // Empty disables the metrics endpoint.
   std::string metrics_address = "0.0.0.0:9464";
   BackendChoice backend = BackendChoice::kAuto;
-  int gpu = 0;
+  // CUDA: a partition (store, batcher, executor) on each of these devices
+  // (--gpus); nullopt: on every device the runtime reports.
+  std::optional<std::vector<int>> gpus;
+  // CPU backend: how many partitions (--partitions), each a CPU store.
+  uint32_t cpu_partitions = 1;
+  // The server's totals: store.memory_limit_bytes and
+  // store.initial_capacity are divided over the partitions
+  // (server/partitions.h).
   StoreOptions store{};
   BatcherOptions batcher{};
   // When set, batcher.max_delay is chosen for the backend: 0 on cpu (its

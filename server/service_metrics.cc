@@ -115,12 +115,16 @@ ServiceMetrics::ServiceMetrics() {
     get_stage_seconds[st] = &stages.Add({{"stage", get_stage_name(st)}}, microseconds_up);
   }
 
-  table_keys = &gauge(r, "gphkv_table_keys", "Keys stored.").Add({});
-  table_load_factor = &gauge(r, "gphkv_table_load_factor", "Keys over bucket slots of the GPH table.").Add({});
-  table_bytes = &gauge(r, "gphkv_table_bytes", "Bytes held by the table (cells and buckets).").Add({});
-  value_heap_bytes = &gauge(r, "gphkv_value_heap_bytes", "Bytes reserved by the value heap.").Add({});
-  memory_limit_bytes = &gauge(r, "gphkv_memory_limit_bytes", "The --memory cap for table and value heap.").Add({});
-  queue_keys = &gauge(r, "gphkv_queue_keys", "Keys waiting in the batcher.").Add({});
+  table_keys = &gauge(r, "gphkv_table_keys", "Keys stored, on every GPU (gphkv_gpu_table_keys: each).").Add({});
+  table_load_factor = &gauge(r, "gphkv_table_load_factor",
+                             "Keys over bucket slots of the GPH table; with several GPUs, the fullest one's.")
+                           .Add({});
+  table_bytes = &gauge(r, "gphkv_table_bytes", "Bytes held by the tables (cells and buckets), every GPU's.").Add({});
+  value_heap_bytes = &gauge(r, "gphkv_value_heap_bytes", "Bytes reserved by the value heaps, every GPU's.").Add({});
+  memory_limit_bytes =
+      &gauge(r, "gphkv_memory_limit_bytes", "The --memory cap for tables and value heaps (each GPU has its share).")
+           .Add({});
+  queue_keys = &gauge(r, "gphkv_queue_keys", "Keys waiting in the batchers, every GPU's.").Add({});
   rebuilds = &counter(r, "gphkv_rebuilds_total", "Table rebuilds, by cause.");
   // The engine::ElasticTable's causes, exported at 0 from the start.
   for (const char* cause : {"load_factor", "no_room", "burst", "shrink"}) (void)rebuilds->Add({{"cause", cause}});

@@ -97,8 +97,7 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
   }
   // The packed gets go last, as one call: they take effect after the ops.
   if (packed) {
-    if (absl::Status s = validate_packed_gets(m->req, intake_->limits(), intake_->batcher()->options().max_queue_keys);
-        !s.ok()) {
+    if (absl::Status s = validate_packed_gets(m->req, intake_->limits(), intake_->max_queue_keys()); !s.ok()) {
       settle(m, kPackedGets, s);
     } else {
       Call c;

@@ -53,9 +53,9 @@ struct UnaryOp {
 
 }  // namespace
 
-KeyValueService::KeyValueService(const Intake* intake, const Executor* executor, ServiceMetrics* metrics,
+KeyValueService::KeyValueService(const Intake* intake, const Partitions* partitions, ServiceMetrics* metrics,
                                  ServiceInfo info)
-    : intake_(intake), executor_(executor), metrics_(metrics), info_(std::move(info)), started_(Clock::now()) {}
+    : intake_(intake), partitions_(partitions), metrics_(metrics), info_(std::move(info)), started_(Clock::now()) {}
 
 void KeyValueService::request(UnaryMethod method, grpc::ServerContext* ctx, grpc::ByteBuffer* request,
                               grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
@@ -122,7 +122,8 @@ grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ct
     reactor->Finish(wire::to_grpc(s));
     return reactor;
   }
-  const ExecutorStats st = executor_->stats();
+  const std::vector<ExecutorStats> parts = partitions_->stats();
+  const ExecutorStats st = total_stats(parts);
   v1::StatsResponse out;
   out.set_backend(info_.backend);
   out.set_device(info_.device);
@@ -137,9 +138,26 @@ grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ct
   out.set_uptime_seconds(seconds_since(started_));
   out.set_version(info_.version);
   out.set_rebuilding(st.rebuilding);
-  if (const StoreDurability* data_dir = executor_->data_dir(); data_dir != nullptr) {
-    fill_data_dir_stats(data_dir->status(), out.mutable_data_dir());
+  const std::vector<const StoreDurability*> data_dirs = partitions_->data_dirs();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const Partition& p = (*partitions_)[k];
+    const ExecutorStats& ps = parts[k];
+    v1::PartitionStats* o = out.add_partitions();
+    o->set_partition(p.index);
+    o->set_gpu(p.gpu);
+    o->set_device(p.device);
+    o->set_keys(ps.keys);
+    o->set_load_factor(ps.load_factor);
+    o->set_table_bytes(ps.table_bytes);
+    o->set_value_heap_bytes(ps.value_heap_bytes);
+    o->set_memory_limit_bytes(ps.memory_limit_bytes);
+    o->set_rebuilds(ps.rebuilds);
+    o->set_batches(ps.batches);
+    o->set_batched_keys(ps.batched_keys);
+    o->set_rebuilding(ps.rebuilding);
+    if (data_dirs[k] != nullptr) fill_data_dir_stats(data_dirs[k]->status(), o->mutable_data_dir());
   }
+  if (data_dirs[0] != nullptr) fill_data_dir_stats(partitions_->data_dir_status(), out.mutable_data_dir());
   *resp = wire::serialize(out);
   metrics_->record_request(OpLabel::kStats, absl::StatusCode::kOk, 0, seconds_since(t0));
   reactor->Finish(grpc::Status::OK);

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "gphkv/v1/gphkv.grpc.pb.h"
-#include "server/executor.h"
 #include "server/grpc/unary_front_end.h"
 #include "server/intake.h"
+#include "server/partitions.h"
 #include "server/service_metrics.h"
 
 namespace gphkv::server::grpcfe {
@@ -32,7 +32,7 @@ using RawKeyValueService = v1::KeyValue::WithRawMethod_Get<
 
 class KeyValueService final : public RawKeyValueService, public UnaryRequester, public UnaryHandler {
  public:
-  KeyValueService(const Intake* intake, const Executor* executor, ServiceMetrics* metrics, ServiceInfo info);
+  KeyValueService(const Intake* intake, const Partitions* partitions, ServiceMetrics* metrics, ServiceInfo info);
 
   // The front end's side.
   void request(UnaryMethod method, grpc::ServerContext* ctx, grpc::ByteBuffer* request,
@@ -52,7 +52,7 @@ class KeyValueService final : public RawKeyValueService, public UnaryRequester, 
   void serve(UnaryCall* call, OpLabel label);
 
   const Intake* intake_;
-  const Executor* executor_;
+  const Partitions* partitions_;
   ServiceMetrics* metrics_;
   ServiceInfo info_;
   Clock::time_point started_;

@@ -45,6 +45,9 @@ def main():
                                  "--max_delay_us=50", "--backend=cuda"],
             f"every variable, then arguments last (so they win): {rc} {argv}")
 
+    rc, argv, _ = run({"GPHKV_GPUS": "0,1"})
+    f.check(rc == 0 and argv[-1] == "--gpus=0,1", f"GPHKV_GPUS: {rc} {argv}")
+
     # The data directory: the image's default, and turned off by an empty value.
     rc, argv, _ = run({"GPHKV_DATA_DIR": "/var/lib/gphkv", "GPHKV_FSYNC": "always"})
     f.check(rc == 0 and argv[-2:] == ["--data_dir=/var/lib/gphkv", "--fsync=always"],

@@ -1,6 +1,7 @@
 // The service on the CUDA backend (device value heap, pipelined gets):
 // read-your-writes for concurrent clients against each client's model, and
-// Stats naming the GPU. Skips without a CUDA device.
+// Stats naming the GPU; --gpus (one device, every device, a bad id). Skips
+// without a CUDA device (the multi-GPU case without a second one).
 #include <random>
 #include <string>
 
@@ -31,6 +32,66 @@ TEST(CudaService, ReadYourWritesUnderManyConcurrentClients) {
   // The GPU's own name, e.g. "NVIDIA H100 80GB HBM3 (cuda:0)".
   EXPECT_NE(stats->device().find("(cuda:0)"), std::string::npos) << stats->device();
   EXPECT_NE(stats->device().rfind("cuda:0", 0), 0u) << "no device name in " << stats->device();
+}
+
+// --gpus=0: the one-GPU server through the partition router, with Stats
+// naming the GPU of its one partition.
+TEST(CudaService, GpusListOfOneDevice) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  server::ServerOptions o = test_options();
+  o.backend = server::BackendChoice::kCuda;
+  o.gpus = std::vector<int>{0};
+  auto server = start_server(o);
+  ASSERT_NE(server, nullptr);
+  ReadYourWritesLoad load;
+  load.max_keys = 24;
+  load.seed = std::random_device{}();
+  EXPECT_EQ(run_read_your_writes(*server, load), 0);
+  auto stats = connect(*server)->Stats();
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->partitions_size(), 1);
+  EXPECT_EQ(stats->partitions(0).gpu(), 0);
+  EXPECT_EQ(stats->partitions(0).keys(), stats->keys());
+  EXPECT_NE(server->render_metrics().find("gphkv_gpu_table_keys{gpu=\"0\"}"), std::string::npos);
+}
+
+TEST(CudaService, UnknownGpuIsRefused) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  keep_grpc_initialized();
+  server::ServerOptions o = test_options();
+  o.backend = server::BackendChoice::kCuda;
+  o.gpus = std::vector<int>{engine::cuda_device_count()};
+  auto s = server::Server::start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("there is no CUDA device"), absl::string_view::npos) << s.status();
+  o.gpus = std::nullopt;
+  o.cpu_partitions = 2;
+  s = server::Server::start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--partitions=2 is for --backend=cpu"), absl::string_view::npos) << s.status();
+}
+
+// Every GPU of the host (--gpus=all): keys split over them, answers merged.
+TEST(CudaService, EveryGpuOfTheHost) {
+  if (engine::cuda_device_count() < 2)
+    GTEST_SKIP() << "needs 2 CUDA devices, " << engine::cuda_device_count() << " visible";
+  server::ServerOptions o = test_options();
+  o.backend = server::BackendChoice::kCuda;
+  auto server = start_server(o);
+  ASSERT_NE(server, nullptr);
+  ReadYourWritesLoad load;
+  load.max_keys = 24;
+  load.seed = std::random_device{}();
+  EXPECT_EQ(run_read_your_writes(*server, load), 0);
+  auto stats = connect(*server)->Stats();
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->partitions_size(), engine::cuda_device_count());
+  uint64_t keys = 0;
+  for (const auto& p : stats->partitions()) {
+    EXPECT_GT(p.keys(), 0u) << "gpu " << p.gpu();
+    keys += p.keys();
+  }
+  EXPECT_EQ(keys, stats->keys());
 }
 
 }  // namespace

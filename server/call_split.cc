@@ -1,0 +1,257 @@
+#include "server/call_split.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gphkv::server {
+namespace {
+
+const google::protobuf::RepeatedField<uint64_t>& keys_of(const Call& call) {
+  static const google::protobuf::RepeatedField<uint64_t> kNone;
+  switch (call.kind()) {
+    case OpKind::kGet: return call.get().request->keys();
+    case OpKind::kPut: return call.put().request->keys();
+    case OpKind::kDelete: return call.del().request->keys();
+    case OpKind::kShrink: return kNone;
+  }
+  return kNone;
+}
+
+}  // namespace
+
+int64_t single_partition(const Call& call, const KeyPlacement& placement) {
+  if (placement.partitions() == 1) return 0;
+  const auto& keys = keys_of(call);
+  if (keys.empty()) return -1;  // a shrink goes to every partition
+  const uint32_t first = placement.partition_of(keys[0]);
+  for (int i = 1; i < keys.size(); ++i) {
+    if (placement.partition_of(keys[i]) != first) return -1;
+  }
+  return first;
+}
+
+SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
+                            std::shared_ptr<const std::vector<std::string>> partition_names,
+                            uint64_t max_response_bytes) {
+  const OpKind kind = call.kind();
+  const uint32_t n = placement.partitions();
+  auto state = std::make_shared<SplitCall>(std::move(call), std::move(partition_names), max_response_bytes);
+  const Call& original = state->original_;
+
+  // The parts, in partition order, before any Call points into them.
+  std::vector<Part>& parts = state->parts_;
+  if (kind == OpKind::kShrink) {
+    parts.resize(n);
+    for (uint32_t p = 0; p < n; ++p) parts[p].partition = p;
+  } else {
+    const auto& keys = keys_of(original);
+    std::vector<int32_t> part_of(n, -1);
+    std::vector<uint32_t> where(static_cast<size_t>(keys.size()));
+    for (int i = 0; i < keys.size(); ++i) where[i] = placement.partition_of(keys[i]);
+    for (uint32_t p : where) {
+      if (part_of[p] < 0) part_of[p] = 0;  // touched
+    }
+    for (uint32_t p = 0; p < n; ++p) {
+      if (part_of[p] < 0) continue;
+      part_of[p] = static_cast<int32_t>(parts.size());
+      parts.emplace_back().partition = p;
+    }
+    for (int i = 0; i < keys.size(); ++i) parts[part_of[where[i]]].positions.push_back(static_cast<uint32_t>(i));
+  }
+
+  // Each part's request: its keys (and values) in their original order, so
+  // repeated keys of one call keep their order on their partition.
+  for (Part& part : parts) {
+    switch (kind) {
+      case OpKind::kGet: {
+        const v1::GetRequest& req = *original.get().request;
+        part.get_request.set_value_mode(req.value_mode());
+        part.get_request.mutable_keys()->Reserve(static_cast<int>(part.positions.size()));
+        for (uint32_t i : part.positions) part.get_request.add_keys(req.keys(static_cast<int>(i)));
+        break;
+      }
+      case OpKind::kPut: {
+        const v1::PutRequest& req = *original.put().request;
+        // Where each key's value starts in the original's values.
+        std::vector<uint64_t> offset(static_cast<size_t>(req.keys_size()) + 1, 0);
+        for (int i = 0; i < req.keys_size(); ++i) offset[i + 1] = offset[i] + req.value_lengths(i);
+        uint64_t bytes = 0;
+        for (uint32_t i : part.positions) bytes += req.value_lengths(static_cast<int>(i));
+        std::string* values = part.put_request.mutable_values();
+        values->reserve(bytes);
+        part.put_request.mutable_keys()->Reserve(static_cast<int>(part.positions.size()));
+        part.put_request.mutable_value_lengths()->Reserve(static_cast<int>(part.positions.size()));
+        for (uint32_t i : part.positions) {
+          const int k = static_cast<int>(i);
+          part.put_request.add_keys(req.keys(k));
+          part.put_request.add_value_lengths(req.value_lengths(k));
+          values->append(req.values(), offset[i], req.value_lengths(k));
+        }
+        break;
+      }
+      case OpKind::kDelete: {
+        const v1::DeleteRequest& req = *original.del().request;
+        part.delete_request.mutable_keys()->Reserve(static_cast<int>(part.positions.size()));
+        for (uint32_t i : part.positions) part.delete_request.add_keys(req.keys(static_cast<int>(i)));
+        break;
+      }
+      case OpKind::kShrink: break;
+    }
+  }
+
+  SplitParts out;
+  out.call = state;
+  out.parts.reserve(parts.size());
+  for (size_t j = 0; j < parts.size(); ++j) {
+    Part& part = parts[j];
+    Call c;
+    switch (kind) {
+      case OpKind::kGet: c.op = GetOp{&part.get_request, &part.get_response, original.get().packed}; break;
+      case OpKind::kPut: c.op = PutOp{&part.put_request, &part.put_response}; break;
+      case OpKind::kDelete: c.op = DeleteOp{&part.delete_request, &part.delete_response}; break;
+      case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;
+    }
+    c.deadline = original.deadline;
+    c.done = [state, j](absl::Status s) { state->settle(j, std::move(s)); };
+    out.parts.push_back(CallPart{part.partition, std::move(c)});
+  }
+  state->unsettled_ = parts.size() + 1;
+  return out;
+}
+
+void SplitCall::release(bool answer) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    answer_ = answer;
+  }
+  settle(parts_.size(), absl::OkStatus());
+}
+
+void SplitCall::settle(size_t part, absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (part < parts_.size()) parts_[part].status = std::move(status);
+    if (--unsettled_ != 0) return;
+  }
+  // The last one: every part is final, and no other thread touches them.
+  finish();
+}
+
+void SplitCall::finish() {
+  if (!answer_) return;  // refused whole by the submitter; `done` must not run
+  absl::Status s = failure();
+  if (s.ok()) {
+    switch (original_.kind()) {
+      case OpKind::kGet: s = merge_gets(); break;
+      case OpKind::kPut: merge_puts(); break;
+      case OpKind::kDelete: merge_deletes(); break;
+      case OpKind::kShrink: merge_shrinks(); break;
+    }
+  }
+  auto done = std::move(original_.done);
+  done(std::move(s));
+}
+
+absl::Status SplitCall::failure() const {
+  const Part* failed = nullptr;
+  std::vector<std::string> applied;
+  for (const Part& part : parts_) {
+    if (!part.status.ok()) {
+      if (failed == nullptr) failed = &part;
+    } else {
+      applied.push_back((*names_)[part.partition]);
+    }
+  }
+  if (failed == nullptr) return absl::OkStatus();
+  std::string message = absl::StrCat((*names_)[failed->partition], ": ", failed->status.message());
+  const OpKind kind = original_.kind();
+  if (!applied.empty() && (kind == OpKind::kPut || kind == OpKind::kDelete)) {
+    absl::StrAppend(&message, "; the call's keys on ", absl::StrJoin(applied, ", "),
+                    " were applied (each partition applies its part of a call on its own)");
+  }
+  return absl::Status(failed->status.code(), message);
+}
+
+absl::Status SplitCall::merge_gets() {
+  v1::GetResponse* out = original_.get().response;
+  const int n = original_.get().request->keys_size();
+  // Where each key's value lies in its part's response, then the values in
+  // request order.
+  std::vector<const char*> source(static_cast<size_t>(n), nullptr);
+  out->mutable_found()->Resize(n, false);
+  out->mutable_value_lengths()->Resize(n, 0);
+  bool* found = out->mutable_found()->mutable_data();
+  uint32_t* lengths = out->mutable_value_lengths()->mutable_data();
+  uint64_t bytes = 0;
+  for (const Part& part : parts_) {
+    const v1::GetResponse& r = part.get_response;
+    const char* values = r.values().data();
+    for (size_t j = 0; j < part.positions.size(); ++j) {
+      const uint32_t i = part.positions[j];
+      const int k = static_cast<int>(j);
+      found[i] = k < r.found_size() && r.found(k);
+      lengths[i] = k < r.value_lengths_size() ? r.value_lengths(k) : 0;
+      if (!found[i]) continue;
+      source[i] = values;
+      values += lengths[i];
+      bytes += lengths[i];
+    }
+  }
+  if (bytes > max_response_bytes_) {
+    out->Clear();
+    return absl::ResourceExhaustedError(absl::StrCat("the values of this get come to ", bytes,
+                                                     " bytes, over the response limit of ", max_response_bytes_,
+                                                     " bytes; ask for fewer keys per call"));
+  }
+  std::string* values = out->mutable_values();
+  values->resize(bytes);
+  char* to = values->data();
+  for (int i = 0; i < n; ++i) {
+    if (!found[i] || lengths[i] == 0) continue;
+    std::memcpy(to, source[i], lengths[i]);
+    to += lengths[i];
+  }
+  return absl::OkStatus();
+}
+
+void SplitCall::merge_puts() {
+  v1::PutResponse* out = original_.put().response;
+  out->mutable_created()->Resize(original_.put().request->keys_size(), false);
+  for (const Part& part : parts_) {
+    for (size_t j = 0; j < part.positions.size(); ++j) {
+      const int k = static_cast<int>(j);
+      out->set_created(static_cast<int>(part.positions[j]),
+                       k < part.put_response.created_size() && part.put_response.created(k));
+    }
+  }
+}
+
+void SplitCall::merge_deletes() {
+  v1::DeleteResponse* out = original_.del().response;
+  out->mutable_deleted()->Resize(original_.del().request->keys_size(), false);
+  for (const Part& part : parts_) {
+    for (size_t j = 0; j < part.positions.size(); ++j) {
+      const int k = static_cast<int>(j);
+      out->set_deleted(static_cast<int>(part.positions[j]),
+                       k < part.delete_response.deleted_size() && part.delete_response.deleted(k));
+    }
+  }
+}
+
+void SplitCall::merge_shrinks() {
+  // The server's figures: every partition's table, summed; started when any
+  // partition began a rebuild.
+  v1::ShrinkResponse* out = original_.shrink().response;
+  out->Clear();
+  for (const Part& part : parts_) {
+    const v1::ShrinkResponse& r = part.shrink_response;
+    out->set_started(out->started() || r.started());
+    out->set_keys(out->keys() + r.keys());
+    out->set_table_bytes(out->table_bytes() + r.table_bytes());
+    out->set_new_table_bytes(out->new_table_bytes() + r.new_table_bytes());
+  }
+}
+
+}  // namespace gphkv::server

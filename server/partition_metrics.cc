@@ -1,0 +1,71 @@
+#include "server/partition_metrics.h"
+
+#include "server/partitions.h"
+
+namespace gphkv::server {
+namespace {
+
+prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const std::string& name,
+                                             const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+
+prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const std::string& name,
+                                                 const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+
+void advance(prometheus::Counter* c, uint64_t now, uint64_t& reported) {
+  if (now > reported) c->Increment(static_cast<double>(now - reported));
+  reported = now;
+}
+
+}  // namespace
+
+PartitionMetrics::PartitionMetrics(ServiceMetrics& metrics, const std::vector<std::string>& labels)
+    : metrics_(metrics) {
+  prometheus::Registry& r = *metrics.registry();
+  auto& keys = gauge(r, "gphkv_gpu_table_keys", "Keys stored on each GPU (CPU backend: each partition).");
+  auto& load = gauge(r, "gphkv_gpu_table_load_factor", "Keys over bucket slots of each GPU's GPH table.");
+  auto& table = gauge(r, "gphkv_gpu_table_bytes", "Bytes held by each GPU's table (cells and buckets).");
+  auto& heap = gauge(r, "gphkv_gpu_value_heap_bytes", "Bytes reserved by each GPU's value heap.");
+  auto& limit = gauge(r, "gphkv_gpu_memory_limit_bytes", "Each GPU's share of the --memory cap.");
+  auto& queue = gauge(r, "gphkv_gpu_queue_keys", "Keys waiting in each GPU's batcher.");
+  auto& rebuilding = gauge(r, "gphkv_gpu_rebuilding", "1 while a GPU's table is being rebuilt.");
+  auto& batches = counter(r, "gphkv_gpu_batches_total", "Engine launches on each GPU.");
+  auto& batched = counter(r, "gphkv_gpu_batched_keys_total", "Keys of the engine launches on each GPU.");
+  auto& rebuilds = counter(r, "gphkv_gpu_rebuilds_total", "Table rebuilds on each GPU.");
+  for (const std::string& label : labels) {
+    const prometheus::Labels l{{"gpu", label}};
+    series_.push_back(Series{&keys.Add(l), &load.Add(l), &table.Add(l), &heap.Add(l), &limit.Add(l), &queue.Add(l),
+                             &rebuilding.Add(l), &batches.Add(l), &batched.Add(l), &rebuilds.Add(l)});
+  }
+}
+
+void PartitionMetrics::refresh(const std::vector<ExecutorStats>& stats, const std::vector<uint64_t>& queued_keys) {
+  uint64_t queued = 0;
+  for (size_t k = 0; k < series_.size() && k < stats.size(); ++k) {
+    Series& s = series_[k];
+    const ExecutorStats& st = stats[k];
+    s.keys->Set(static_cast<double>(st.keys));
+    s.load_factor->Set(st.load_factor);
+    s.table_bytes->Set(static_cast<double>(st.table_bytes));
+    s.value_heap_bytes->Set(static_cast<double>(st.value_heap_bytes));
+    s.memory_limit_bytes->Set(static_cast<double>(st.memory_limit_bytes));
+    s.queue_keys->Set(static_cast<double>(queued_keys[k]));
+    s.rebuilding->Set(st.rebuilding ? 1 : 0);
+    advance(s.batches, st.batches, s.reported_batches);
+    advance(s.batched_keys, st.batched_keys, s.reported_batched_keys);
+    advance(s.rebuilds, st.rebuilds, s.reported_rebuilds);
+    queued += queued_keys[k];
+  }
+  const ExecutorStats total = total_stats(stats);
+  metrics_.table_keys->Set(static_cast<double>(total.keys));
+  metrics_.table_load_factor->Set(total.load_factor);
+  metrics_.table_bytes->Set(static_cast<double>(total.table_bytes));
+  metrics_.value_heap_bytes->Set(static_cast<double>(total.value_heap_bytes));
+  metrics_.memory_limit_bytes->Set(static_cast<double>(total.memory_limit_bytes));
+  metrics_.queue_keys->Set(static_cast<double>(queued));
+}
+
+}  // namespace gphkv::server

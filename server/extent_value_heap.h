@@ -110,6 +110,9 @@ class ExtentValueHeap : public ValueHeap {
     const Record& r = records_[value_handle::id(handle)];
     return chunks_[r.addr >> kChunkShift].base + (r.addr & kOffsetMask) * kGranuleBytes;
   }
+  // The chunk (one mapping) a live value lies in: values of two chunks are
+  // never one run of memory, even where the mappings happen to be neighbours.
+  uint64_t chunk_of(ValueHandle handle) const { return records_[value_handle::id(handle)].addr >> kChunkShift; }
   // For the subclass's destructor: unmaps every chunk.
   void unmap_all();
 

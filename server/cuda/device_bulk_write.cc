@@ -31,8 +31,8 @@ absl::Status DeviceBulkWrite::open_slot() {
   return absl::OkStatus();
 }
 
-absl::Status DeviceBulkWrite::add_slow(uint64_t handle, std::string_view bytes, char* to, uint64_t extent,
-                                       DeviceLocations locations) {
+absl::Status DeviceBulkWrite::add_slow(uint64_t handle, std::string_view bytes, char* to, uint64_t chunk,
+                                       uint64_t extent, DeviceLocations locations) {
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   if (!open_) GPHKV_RETURN_IF_ERROR(open_slot());
   {
@@ -49,6 +49,7 @@ absl::Status DeviceBulkWrite::add_slow(uint64_t handle, std::string_view bytes, 
   s.run_to()[s.runs] = to;
   s.run_staged()[s.runs] = s.used;
   ++s.runs;
+  run_chunk_ = chunk;
   if (extent <= kSlotBytes) {
     stage(s, handle, bytes, extent);
     next_to_ = to + extent;

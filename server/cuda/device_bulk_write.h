@@ -49,18 +49,23 @@ class DeviceBulkWrite {
   DeviceBulkWrite(const DeviceBulkWrite&) = delete;
   DeviceBulkWrite& operator=(const DeviceBulkWrite&) = delete;
 
-  // Queues `bytes` for the value `handle` at device address `to`, its extent
-  // of `extent` bytes (its length rounded up to the heap's granule). May
-  // return before they are copied; `bytes` may be reused at once.
-  absl::Status add(uint64_t handle, std::string_view bytes, char* to, uint64_t extent, DeviceLocations locations) {
+  // Queues `bytes` for the value `handle` at device address `to` in the
+  // heap's chunk `chunk`, its extent of `extent` bytes (its length rounded up
+  // to the heap's granule). May return before they are copied; `bytes` may be
+  // reused at once.
+  absl::Status add(uint64_t handle, std::string_view bytes, char* to, uint64_t chunk, uint64_t extent,
+                   DeviceLocations locations) {
     Slot& s = slots_[current_];
-    // The common case: the next neighbour of the run being staged.
-    if (s.runs > 0 && to == next_to_ && s.values < kSlotValues && s.used + extent <= kSlotBytes) {
+    // The common case: the next neighbour of the run being staged. A run
+    // stays in one chunk: two chunks (two cudaMallocs) can be neighbours in
+    // the address space, but one copy may not span both (cudaErrorInvalidValue).
+    if (s.runs > 0 && to == next_to_ && chunk == run_chunk_ && s.values < kSlotValues &&
+        s.used + extent <= kSlotBytes) {
       stage(s, handle, bytes, extent);
       next_to_ = to + extent;
       return absl::OkStatus();
     }
-    return add_slow(handle, bytes, to, extent, locations);
+    return add_slow(handle, bytes, to, chunk, extent, locations);
   }
   // Starts the copies of the values staged so far, without waiting: before
   // any other write, move, gather or free of the heap's memory, which the
@@ -97,7 +102,8 @@ class DeviceBulkWrite {
     s.used += extent;
   }
   // A new run, a full slot, the ring's first use, or a value larger than a slot.
-  absl::Status add_slow(uint64_t handle, std::string_view bytes, char* to, uint64_t extent, DeviceLocations locations);
+  absl::Status add_slow(uint64_t handle, std::string_view bytes, char* to, uint64_t chunk, uint64_t extent,
+                        DeviceLocations locations);
   // Makes slot `current_` empty and its buffers ready (waiting for its last copies).
   absl::Status open_slot();
   // Starts the copies and the locate kernel of the current slot, then moves
@@ -110,6 +116,7 @@ class DeviceBulkWrite {
   int current_ = 0;
   bool open_ = false;  // slots_[current_] is ready to stage into
   char* next_to_ = nullptr;
+  uint64_t run_chunk_ = 0;  // the heap chunk of the run being staged
   // The device copy of a slot's head region (one at a time: the stream
   // orders each upload after the kernel that read the one before).
   DeviceBytes d_head_;

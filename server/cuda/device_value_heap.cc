@@ -166,7 +166,8 @@ absl::Status DeviceValueHeap::write_bulk(absl::Span<const ValueHandle> handles,
   for (size_t i = 0; i < handles.size(); ++i) {
     const uint32_t len = length(handles[i]);
     if (bytes[i].size() != len) return absl::InvalidArgumentError("write: value length differs from its slot's");
-    GPHKV_RETURN_IF_ERROR(bulk_->add(handles[i], bytes[i], address(handles[i]), extent_bytes(len), locations));
+    GPHKV_RETURN_IF_ERROR(
+        bulk_->add(handles[i], bytes[i], address(handles[i]), chunk_of(handles[i]), extent_bytes(len), locations));
   }
   return absl::OkStatus();
 }

@@ -126,14 +126,20 @@ struct Answer {
   int runs = 0;
 };
 
-Call get_call(v1::GetRequest* req, v1::GetResponse* resp, Answer* answer) {
+// A call of `op` whose answers land in *answer.
+template <class Op>
+Call answered_call(Op op, Answer* answer) {
   Call c;
-  c.op = GetOp{req, resp};
+  c.op = op;
   c.done = [answer](absl::Status s) {
     answer->status = s;
     ++answer->runs;
   };
   return c;
+}
+
+Call get_call(v1::GetRequest* req, v1::GetResponse* resp, Answer* answer) {
+  return answered_call(GetOp{req, resp}, answer);
 }
 
 TEST(KeyPlacement, SpreadsKeysWithinTenPercent) {
@@ -238,13 +244,7 @@ TEST(Router, PutKeepsRepeatedKeysInOrderAndValuesWithTheirKeys) {
   }
   v1::PutResponse resp;
   Answer answer;
-  Call c;
-  c.op = PutOp{&req, &resp};
-  c.done = [&](absl::Status s) {
-    answer.status = s;
-    ++answer.runs;
-  };
-  ASSERT_TRUE(r.intake->submit(std::move(c)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(PutOp{&req, &resp}, &answer)).ok());
   std::vector<Call> p0 = r.drain(0), p3 = r.drain(3);
   ASSERT_EQ(p0.size(), 1u);
   ASSERT_EQ(p3.size(), 1u);
@@ -277,13 +277,7 @@ TEST(Router, DeleteMerges) {
   for (uint64_t k : keys) req.add_keys(k);
   v1::DeleteResponse resp;
   Answer answer;
-  Call c;
-  c.op = DeleteOp{&req, &resp};
-  c.done = [&](absl::Status s) {
-    answer.status = s;
-    ++answer.runs;
-  };
-  ASSERT_TRUE(r.intake->submit(std::move(c)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(DeleteOp{&req, &resp}, &answer)).ok());
   r.answer_all();
   ASSERT_EQ(answer.runs, 1);
   ASSERT_EQ(resp.deleted_size(), 64);
@@ -311,13 +305,7 @@ TEST(Router, AFailedPartFailsTheCallNamingItsPartitionAndTheAppliedOnes) {
   }
   v1::PutResponse resp;
   Answer answer;
-  Call c;
-  c.op = PutOp{&req, &resp};
-  c.done = [&](absl::Status s) {
-    answer.status = s;
-    ++answer.runs;
-  };
-  ASSERT_TRUE(r.intake->submit(std::move(c)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(PutOp{&req, &resp}, &answer)).ok());
   r.answer_all(2, absl::ResourceExhaustedError("put refused: memory"));
   ASSERT_EQ(answer.runs, 1);
   EXPECT_EQ(answer.status->code(), absl::StatusCode::kResourceExhausted);
@@ -379,13 +367,7 @@ TEST(Router, ShrinkGoesToEveryPartitionAndSums) {
   Router r;
   v1::ShrinkResponse resp;
   Answer answer;
-  Call c;
-  c.op = ShrinkOp{&resp};
-  c.done = [&](absl::Status s) {
-    answer.status = s;
-    ++answer.runs;
-  };
-  ASSERT_TRUE(r.intake->submit(std::move(c)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(ShrinkOp{&resp}, &answer)).ok());
   const std::vector<size_t> counts = r.answer_all();
   for (size_t n : counts) EXPECT_EQ(n, 1u);
   ASSERT_EQ(answer.runs, 1);

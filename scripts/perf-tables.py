@@ -162,7 +162,7 @@ def pairs_layout():
     _, path, d = hit
     out = [f"**Key-value pairs in the bucket, on real tables** ({d['device']}, commit `{d['git_commit']}`, "
            f"`{command_of(d)}`; `{path}`): G finds/s, median of the runs; 10^8 keys (docs/gph.md, "
-           "\"Pairs in the bucket, measured\").", "",
+           "\"Pairs in the bucket\"; the section left engine_bench with the switch, its source is at 5e5ab89).", "",
            "| table | hits | keys / values arrays | the same slots as pairs |", "|---|---|---:|---:|"]
     for r in d["layout_pairs_m8"]:
         out.append(f"| {r['shape']} | {r['hit_pct']}% {r['distribution']} | {r['keys_values']:.2f} | {r['pairs']:.2f} |")

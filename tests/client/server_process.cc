@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <random>
 #include <regex>
 #include <thread>
 
@@ -26,13 +27,14 @@ std::string ServerProcess::log() const { return loadgen::testing::ReadFile(log_p
 
 bool ServerProcess::WaitServing() {
   // "serving gphkv.v1.KeyValue on 127.0.0.1:0 (port 41234) ..."
-  static const std::regex kPort(R"(serving gphkv\.v1\.KeyValue on \S+ \(port (\d+)\))");
+  static const std::regex kPort(R"(serving gphkv\.v1\.KeyValue on (\S+):\d+ \(port (\d+)\))");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline && process_.Running()) {
     std::smatch m;
     const std::string text = log();
     if (std::regex_search(text, m, kPort)) {
-      port_ = std::stoi(m[1]);
+      host_ = m[1];
+      port_ = std::stoi(m[2]);
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -43,6 +45,12 @@ bool ServerProcess::WaitServing() {
 void ServerProcess::Crash() {
   if (process_.pid() > 0) kill(process_.pid(), SIGKILL);
   process_.Wait(10);
+}
+
+std::string UnsharedLoopbackHost() {
+  std::random_device rd;
+  std::uniform_int_distribution<int> octet(1, 254);
+  return "127." + std::to_string(octet(rd)) + "." + std::to_string(octet(rd)) + "." + std::to_string(octet(rd));
 }
 
 }  // namespace gphkv::testing

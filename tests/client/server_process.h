@@ -19,7 +19,8 @@ class ServerProcess {
   // exited or said nothing by then.
   bool WaitServing();
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The host it listens on (127.0.0.1 unless --listen_address said otherwise) and the port.
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   std::string log() const;
 
   // SIGKILL, as a crash: nothing drains.
@@ -30,7 +31,13 @@ class ServerProcess {
  private:
   std::string log_path_;
   loadgen::testing::ChildProcess process_;
+  std::string host_ = "127.0.0.1";
   int port_ = 0;
 };
+
+// A loopback address of its own (127.a.b.c, random): a test that kills a
+// server gives it one, so that no other test's server, started meanwhile on
+// the port the kernel hands out again, answers for the dead one.
+std::string UnsharedLoopbackHost();
 
 }  // namespace gphkv::testing

@@ -232,7 +232,12 @@ TEST(ShardProcesses, ConcurrentWritersAndReadersAcrossFourShardsAndOneKilled) {
   std::vector<std::unique_ptr<testing::ServerProcess>> servers;
   std::vector<std::string> addresses;
   for (int i = 0; i < kShards; ++i) {
-    servers.push_back(std::make_unique<testing::ServerProcess>(absl::StrCat(dir, "/server", i, ".log")));
+    // Each on a loopback address of its own: once the victim is killed, its
+    // port may go to another test's server (ctest runs tests side by side),
+    // which must not answer the client in its place.
+    servers.push_back(std::make_unique<testing::ServerProcess>(
+        absl::StrCat(dir, "/server", i, ".log"),
+        std::vector<std::string>{absl::StrCat("--listen_address=", testing::UnsharedLoopbackHost(), ":0")}));
     ASSERT_TRUE(servers.back()->WaitServing()) << servers.back()->log();
     addresses.push_back(servers.back()->address());
   }

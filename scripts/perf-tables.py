@@ -67,12 +67,13 @@ def powers_of_ten(n):
     return f"10^{exp}" if n == 10 ** exp else f"{n:,}"
 
 
-def agreement(a, b):
-    """How two runs' figures of the same thing compare, in words."""
-    lo, hi = sorted((a, b))
+def agreement(*figures):
+    """How runs' figures of the same thing compare, in words (the largest against the smallest)."""
+    lo, hi = min(figures), max(figures)
+    runs = "the two runs" if len(figures) == 2 else f"the {len(figures)} runs"
     if lo > 0 and hi / lo <= AGREE_WITHIN:
-        return "the two runs agree"
-    return "**the two runs disagree**" + (f" ({hi / lo:.1f}x apart)" if lo > 0 else "")
+        return f"{runs} agree"
+    return f"**{runs} disagree**" + (f" ({hi / lo:.1f}x apart)" if lo > 0 else "")
 
 
 # ---------------------------------------------------------------- docs/performance.md
@@ -438,7 +439,7 @@ def front_end_headline():
         g = [pick(d, "gphkv") for d in ds]
         m = [pick(d, "memcached") for d in ds]
         result = and_(f"{x / 1e6:.2f} M keys/s" if x else "no rate passed" for x in g)
-        if len(ds) == 2 and all(g):
+        if len(ds) >= 2 and all(g):
             result += f": {agreement(*g)}"
         ratio = and_(f"{x / y:.2f}x" if x and y else "-" for x, y in zip(g, m))
         compared = f"{ratio} memcached's " + and_(f"{y / 1e6:.2f} M" if y else "no rate passed" for y in m)

@@ -33,10 +33,7 @@ __device__ __forceinline__ ulonglong2 load_slots(const ulonglong2* p) {
   return __ldg(p);
 }
 
-// kWriteMisses: write values[i] of a miss too (0), so that every 32-byte
-// sector of the answer is written whole (engine_bench's layout section
-// measures whether partial sector writes cost the 50%-hit lookup).
-template <int M, int G, int K, bool kStream, bool kWriteMisses = false>
+template <int M, int G, int K, bool kStream>
 __global__ void __launch_bounds__(256)
     lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries, uint64_t n, uint64_t* __restrict__ out_values,
                    uint8_t* __restrict__ out_found) {
@@ -119,11 +116,7 @@ __global__ void __launch_bounds__(256)
       my_value = t.oob->value;
     }
     out_found[i] = my_found;
-    if (kWriteMisses) {
-      out_values[i] = my_found ? my_value : 0;
-    } else if (my_found) {
-      out_values[i] = my_value;
-    }
+    if (my_found) out_values[i] = my_value;
   }
 }
 

@@ -216,28 +216,27 @@ absl::Status SplitCall::merge_gets() {
   return absl::OkStatus();
 }
 
-void SplitCall::merge_puts() {
-  v1::PutResponse* out = original_.put().response;
-  out->mutable_created()->Resize(original_.put().request->keys_size(), false);
+template <class FlagsOf>
+void SplitCall::scatter_flags(int keys, google::protobuf::RepeatedField<bool>* out, FlagsOf flags_of) const {
+  out->Resize(keys, false);
   for (const Part& part : parts_) {
+    const google::protobuf::RepeatedField<bool>& flags = flags_of(part);
     for (size_t j = 0; j < part.positions.size(); ++j) {
       const int k = static_cast<int>(j);
-      out->set_created(static_cast<int>(part.positions[j]),
-                       k < part.put_response.created_size() && part.put_response.created(k));
+      out->Set(static_cast<int>(part.positions[j]), k < flags.size() && flags.Get(k));
     }
   }
 }
 
+void SplitCall::merge_puts() {
+  scatter_flags(original_.put().request->keys_size(), original_.put().response->mutable_created(),
+                [](const Part& p) -> const google::protobuf::RepeatedField<bool>& { return p.put_response.created(); });
+}
+
 void SplitCall::merge_deletes() {
-  v1::DeleteResponse* out = original_.del().response;
-  out->mutable_deleted()->Resize(original_.del().request->keys_size(), false);
-  for (const Part& part : parts_) {
-    for (size_t j = 0; j < part.positions.size(); ++j) {
-      const int k = static_cast<int>(j);
-      out->set_deleted(static_cast<int>(part.positions[j]),
-                       k < part.delete_response.deleted_size() && part.delete_response.deleted(k));
-    }
-  }
+  scatter_flags(
+      original_.del().request->keys_size(), original_.del().response->mutable_deleted(),
+      [](const Part& p) -> const google::protobuf::RepeatedField<bool>& { return p.delete_response.deleted(); });
 }
 
 void SplitCall::merge_shrinks() {

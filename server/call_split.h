@@ -85,6 +85,10 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
   absl::Status merge_gets();
   void merge_puts();
   void merge_deletes();
+  // Every part's per-key flags (`flags_of(part)`) to their places in `out`,
+  // which gets one flag per key of the call (false for a part that sent fewer).
+  template <class FlagsOf>
+  void scatter_flags(int keys, google::protobuf::RepeatedField<bool>* out, FlagsOf flags_of) const;
   void merge_shrinks();
 
   Call original_;

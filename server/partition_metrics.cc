@@ -1,19 +1,10 @@
 #include "server/partition_metrics.h"
 
+#include "server/metric_families.h"
 #include "server/partitions.h"
 
 namespace gphkv::server {
 namespace {
-
-prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const std::string& name,
-                                             const std::string& help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
-}
-
-prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const std::string& name,
-                                                 const std::string& help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
-}
 
 void advance(prometheus::Counter* c, uint64_t now, uint64_t& reported) {
   if (now > reported) c->Increment(static_cast<double>(now - reported));
@@ -25,16 +16,16 @@ void advance(prometheus::Counter* c, uint64_t now, uint64_t& reported) {
 PartitionMetrics::PartitionMetrics(ServiceMetrics& metrics, const std::vector<std::string>& labels)
     : metrics_(metrics) {
   prometheus::Registry& r = *metrics.registry();
-  auto& keys = gauge(r, "gphkv_gpu_table_keys", "Keys stored on each GPU (CPU backend: each partition).");
-  auto& load = gauge(r, "gphkv_gpu_table_load_factor", "Keys over bucket slots of each GPU's GPH table.");
-  auto& table = gauge(r, "gphkv_gpu_table_bytes", "Bytes held by each GPU's table (cells and buckets).");
-  auto& heap = gauge(r, "gphkv_gpu_value_heap_bytes", "Bytes reserved by each GPU's value heap.");
-  auto& limit = gauge(r, "gphkv_gpu_memory_limit_bytes", "Each GPU's share of the --memory cap.");
-  auto& queue = gauge(r, "gphkv_gpu_queue_keys", "Keys waiting in each GPU's batcher.");
-  auto& rebuilding = gauge(r, "gphkv_gpu_rebuilding", "1 while a GPU's table is being rebuilt.");
-  auto& batches = counter(r, "gphkv_gpu_batches_total", "Engine launches on each GPU.");
-  auto& batched = counter(r, "gphkv_gpu_batched_keys_total", "Keys of the engine launches on each GPU.");
-  auto& rebuilds = counter(r, "gphkv_gpu_rebuilds_total", "Table rebuilds on each GPU.");
+  auto& keys = gauge_family(r, "gphkv_gpu_table_keys", "Keys stored on each GPU (CPU backend: each partition).");
+  auto& load = gauge_family(r, "gphkv_gpu_table_load_factor", "Keys over bucket slots of each GPU's GPH table.");
+  auto& table = gauge_family(r, "gphkv_gpu_table_bytes", "Bytes held by each GPU's table (cells and buckets).");
+  auto& heap = gauge_family(r, "gphkv_gpu_value_heap_bytes", "Bytes reserved by each GPU's value heap.");
+  auto& limit = gauge_family(r, "gphkv_gpu_memory_limit_bytes", "Each GPU's share of the --memory cap.");
+  auto& queue = gauge_family(r, "gphkv_gpu_queue_keys", "Keys waiting in each GPU's batcher.");
+  auto& rebuilding = gauge_family(r, "gphkv_gpu_rebuilding", "1 while a GPU's table is being rebuilt.");
+  auto& batches = counter_family(r, "gphkv_gpu_batches_total", "Engine launches on each GPU.");
+  auto& batched = counter_family(r, "gphkv_gpu_batched_keys_total", "Keys of the engine launches on each GPU.");
+  auto& rebuilds = counter_family(r, "gphkv_gpu_rebuilds_total", "Table rebuilds on each GPU.");
   for (const std::string& label : labels) {
     const prometheus::Labels l{{"gpu", label}};
     series_.push_back(Series{&keys.Add(l), &load.Add(l), &table.Add(l), &heap.Add(l), &limit.Add(l), &queue.Add(l),

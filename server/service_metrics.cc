@@ -6,6 +6,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "server/metric_families.h"
+
 namespace gphkv::server {
 namespace {
 
@@ -21,21 +23,6 @@ std::vector<double> exponential_buckets(double start, double factor, int count) 
   std::vector<double> b;
   for (int i = 0; i < count; ++i, start *= factor) b.push_back(start);
   return b;
-}
-
-prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const std::string& name,
-                                                 const std::string& help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
-}
-
-prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const std::string& name,
-                                             const std::string& help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
-}
-
-prometheus::Family<prometheus::Histogram>& histogram(prometheus::Registry& r, const std::string& name,
-                                                     const std::string& help) {
-  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
 }
 
 }  // namespace
@@ -84,9 +71,10 @@ ServiceMetrics::ServiceMetrics() {
   registry_ = std::move(registry);
   prometheus::Registry& r = *registry_;
   auto& requests =
-      counter(r, "gphkv_requests_total", "Requests (and pipelined operations) answered, by op and status code.");
-  auto& keys = counter(r, "gphkv_keys_total", "Keys carried by answered requests, by op and status code.");
-  auto& duration = histogram(r, "gphkv_request_duration_seconds", "End-to-end request time in the server, by op.");
+      counter_family(r, "gphkv_requests_total", "Requests (and pipelined operations) answered, by op and status code.");
+  auto& keys = counter_family(r, "gphkv_keys_total", "Keys carried by answered requests, by op and status code.");
+  auto& duration =
+      histogram_family(r, "gphkv_request_duration_seconds", "End-to-end request time in the server, by op.");
   duration_bounds_ = exponential_buckets(10e-6, 2.0, 20);  // 10 us .. ~5 s
   for (int op = 0; op < kOps; ++op) {
     const std::string name = op_label_name(static_cast<OpLabel>(op));
@@ -99,38 +87,43 @@ ServiceMetrics::ServiceMetrics() {
   requests_family_ = &requests;
   keys_family_ = &keys;
 
-  batch_keys = &histogram(r, "gphkv_batch_keys", "Keys per engine launch.").Add({}, exponential_buckets(1, 2.0, 20));
-  batch_calls =
-      &histogram(r, "gphkv_batch_calls", "Calls coalesced into one batch.").Add({}, exponential_buckets(1, 2.0, 14));
+  batch_keys =
+      &histogram_family(r, "gphkv_batch_keys", "Keys per engine launch.").Add({}, exponential_buckets(1, 2.0, 20));
+  batch_calls = &histogram_family(r, "gphkv_batch_calls", "Calls coalesced into one batch.")
+                     .Add({}, exponential_buckets(1, 2.0, 14));
   const auto microseconds_up = exponential_buckets(1e-6, 2.0, 24);  // 1 us .. ~8 s
-  queue_wait = &histogram(r, "gphkv_queue_wait_seconds", "Time a call waited in the batcher before its batch ran.")
-                    .Add({}, microseconds_up);
-  auto& device = histogram(r, "gphkv_device_seconds", "Engine time per launch (table and value heap), by op.");
+  queue_wait =
+      &histogram_family(r, "gphkv_queue_wait_seconds", "Time a call waited in the batcher before its batch ran.")
+           .Add({}, microseconds_up);
+  auto& device = histogram_family(r, "gphkv_device_seconds", "Engine time per launch (table and value heap), by op.");
   device_seconds = {&device.Add({{"op", "get"}}, microseconds_up), &device.Add({{"op", "put"}}, microseconds_up),
                     &device.Add({{"op", "delete"}}, microseconds_up)};
-  auto& stages = histogram(r, "gphkv_get_stage_seconds",
-                           "Pipelined CUDA get batches: time per stage (pack, h2d, find, gather, d2h, wait, "
-                           "respond); device stages only when stage timing is on.");
+  auto& stages = histogram_family(r, "gphkv_get_stage_seconds",
+                                  "Pipelined CUDA get batches: time per stage (pack, h2d, find, gather, d2h, wait, "
+                                  "respond); device stages only when stage timing is on.");
   for (int st = 0; st < kNumGetStages; ++st) {
     get_stage_seconds[st] = &stages.Add({{"stage", get_stage_name(st)}}, microseconds_up);
   }
 
-  table_keys = &gauge(r, "gphkv_table_keys", "Keys stored, on every GPU (gphkv_gpu_table_keys: each).").Add({});
-  table_load_factor = &gauge(r, "gphkv_table_load_factor",
-                             "Keys over bucket slots of the GPH table; with several GPUs, the fullest one's.")
+  table_keys = &gauge_family(r, "gphkv_table_keys", "Keys stored, on every GPU (gphkv_gpu_table_keys: each).").Add({});
+  table_load_factor = &gauge_family(r, "gphkv_table_load_factor",
+                                    "Keys over bucket slots of the GPH table; with several GPUs, the fullest one's.")
                            .Add({});
-  table_bytes = &gauge(r, "gphkv_table_bytes", "Bytes held by the tables (cells and buckets), every GPU's.").Add({});
-  value_heap_bytes = &gauge(r, "gphkv_value_heap_bytes", "Bytes reserved by the value heaps, every GPU's.").Add({});
-  memory_limit_bytes =
-      &gauge(r, "gphkv_memory_limit_bytes", "The --memory cap for tables and value heaps (each GPU has its share).")
-           .Add({});
-  queue_keys = &gauge(r, "gphkv_queue_keys", "Keys waiting in the batchers, every GPU's.").Add({});
-  rebuilds = &counter(r, "gphkv_rebuilds_total", "Table rebuilds, by cause.");
+  table_bytes =
+      &gauge_family(r, "gphkv_table_bytes", "Bytes held by the tables (cells and buckets), every GPU's.").Add({});
+  value_heap_bytes =
+      &gauge_family(r, "gphkv_value_heap_bytes", "Bytes reserved by the value heaps, every GPU's.").Add({});
+  memory_limit_bytes = &gauge_family(r, "gphkv_memory_limit_bytes",
+                                     "The --memory cap for tables and value heaps (each GPU has its share).")
+                            .Add({});
+  queue_keys = &gauge_family(r, "gphkv_queue_keys", "Keys waiting in the batchers, every GPU's.").Add({});
+  rebuilds = &counter_family(r, "gphkv_rebuilds_total", "Table rebuilds, by cause.");
   // The engine::ElasticTable's causes, exported at 0 from the start.
   for (const char* cause : {"load_factor", "no_room", "burst", "shrink"}) (void)rebuilds->Add({{"cause", cause}});
   insert_relocations =
-      &counter(r, "gphkv_insert_relocations_total", "Keys relocated by the insert path (Extended Move).").Add({});
-  build_info_ = &gauge(r, "gphkv_build_info", "Version, backend and device of this server; always 1.");
+      &counter_family(r, "gphkv_insert_relocations_total", "Keys relocated by the insert path (Extended Move).")
+           .Add({});
+  build_info_ = &gauge_family(r, "gphkv_build_info", "Version, backend and device of this server; always 1.");
 }
 
 std::string ServiceMetrics::render() const {

@@ -29,17 +29,10 @@ refused "--gpu and --gpus given together" --backend=cuda --gpu=0 --gpus=all
 refused "--gpus lists CUDA devices, but the backend is cpu" --backend=cpu --gpus=0
 refused "--partitions must be in" --backend=cpu --partitions=0
 
+# shellcheck source=server_start.sh
+. "$(dirname "$0")/server_start.sh"
 start_server() {  # start_server PARTITIONS
-  "$server_bin" --listen_address=127.0.0.1:0 --metrics_address= --backend=cpu --partitions="$1" \
-    --initial_capacity=3000 --memory=96MiB --data_dir="$dir/data" >"$log" 2>&1 &
-  pid=$!
-  port=""
-  for _ in $(seq 100); do  # bounded: 10 s
-    port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log" | head -1)
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || fail "server did not report its port"
+  start_cpu_server --partitions="$1" --initial_capacity=3000 --memory=96MiB --data_dir="$dir/data"
 }
 g() { "$cli" --server=127.0.0.1:"$port" --timeout=5s "$@"; }
 

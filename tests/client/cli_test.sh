@@ -8,18 +8,9 @@ server_bin=$1
 cli=$2
 dir=$(mktemp -d)
 log=$dir/server.log
-start_server() {
-  "$server_bin" --listen_address=127.0.0.1:0 --metrics_address= --backend=cpu --initial_capacity=1000 \
-    --memory=64MiB --data_dir="$dir/data" >"$log" 2>&1 &
-  pid=$!
-  port=""
-  for _ in $(seq 100); do  # bounded: 10 s
-    port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log" | head -1)
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || fail "server did not report its port"
-}
+# shellcheck source=server_start.sh
+. "$(dirname "$0")/server_start.sh"
+start_server() { start_cpu_server --initial_capacity=1000 --memory=64MiB --data_dir="$dir/data"; }
 cleanup() { kill -9 "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- server log"; cat "$log"; exit 1; }

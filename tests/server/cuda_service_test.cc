@@ -34,6 +34,16 @@ TEST(CudaService, ReadYourWritesUnderManyConcurrentClients) {
   EXPECT_NE(stats->device().rfind("cuda:0", 0), 0u) << "no device name in " << stats->device();
 }
 
+// A read-your-writes load of calls of up to 24 keys (a fresh seed), which
+// must see no violation, then the server's Stats.
+absl::StatusOr<v1::StatsResponse> stats_after_read_your_writes(server::Server& server) {
+  ReadYourWritesLoad load;
+  load.max_keys = 24;
+  load.seed = std::random_device{}();
+  EXPECT_EQ(run_read_your_writes(server, load), 0);
+  return connect(server)->Stats();
+}
+
 // --gpus=0: the one-GPU server through the partition router, with Stats
 // naming the GPU of its one partition.
 TEST(CudaService, GpusListOfOneDevice) {
@@ -43,12 +53,8 @@ TEST(CudaService, GpusListOfOneDevice) {
   o.gpus = std::vector<int>{0};
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
-  ReadYourWritesLoad load;
-  load.max_keys = 24;
-  load.seed = std::random_device{}();
-  EXPECT_EQ(run_read_your_writes(*server, load), 0);
-  auto stats = connect(*server)->Stats();
-  ASSERT_TRUE(stats.ok());
+  auto stats = stats_after_read_your_writes(*server);
+  ASSERT_TRUE(stats.ok()) << stats.status();
   ASSERT_EQ(stats->partitions_size(), 1);
   EXPECT_EQ(stats->partitions(0).gpu(), 0);
   EXPECT_EQ(stats->partitions(0).keys(), stats->keys());
@@ -79,12 +85,8 @@ TEST(CudaService, EveryGpuOfTheHost) {
   o.backend = server::BackendChoice::kCuda;
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
-  ReadYourWritesLoad load;
-  load.max_keys = 24;
-  load.seed = std::random_device{}();
-  EXPECT_EQ(run_read_your_writes(*server, load), 0);
-  auto stats = connect(*server)->Stats();
-  ASSERT_TRUE(stats.ok());
+  auto stats = stats_after_read_your_writes(*server);
+  ASSERT_TRUE(stats.ok()) << stats.status();
   ASSERT_EQ(stats->partitions_size(), engine::cuda_device_count());
   uint64_t keys = 0;
   for (const auto& p : stats->partitions()) {

@@ -1,11 +1,54 @@
 // The table section: one table per --keys size, every operation on it in the
 // order that leaves each measurement the table state it needs.
 #include <algorithm>
+#include <vector>
 
+#include "engine/bench/cuda_check.h"
 #include "engine/bench/measurements.h"
 #include "engine/bench/sections.h"
 
 namespace gphkv::bench {
+namespace {
+
+// Keys stored outside their home line (device_table.cuh, "Lines").
+__global__ void count_outside(engine::cuda::DeviceTable t, unsigned long long* outside) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  unsigned long long mine = 0;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t s = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; s < t.geo.num_slots(); s += stride) {
+    const uint64_t key = *engine::cuda::slot_key(t, s);
+    if (key == engine::gph::kEmptyKey) continue;
+    mine += ((engine::cuda::line_mask(t.geo, engine::cuda::home_line(t.geo, key)) >> (s % M)) & 1ull) == 0;
+  }
+  atomicAdd(outside, mine);
+}
+
+// How far the table is from one line a lookup: the share of keys stored
+// outside their home line (a hit on one reads two lines) and of spill bits
+// set (a miss whose bit is set reads two).
+struct LineShares {
+  double keys_outside = 0, spill_bits_set = 0;
+};
+LineShares line_shares(const CudaTable& table, uint64_t keys) {
+  const engine::cuda::DeviceTable t = table.view();
+  std::vector<uint32_t> words(engine::cuda::spill_words(t.geo));
+  CK(cudaMemcpy(words.data(), t.spill, words.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  uint64_t set = 0;
+  for (uint32_t w : words) set += __builtin_popcount(w);
+  unsigned long long* outside = nullptr;
+  CK(cudaMalloc(&outside, sizeof(*outside)));
+  CK(cudaMemset(outside, 0, sizeof(*outside)));
+  count_outside<<<1024, 256>>>(t, outside);
+  CK(cudaGetLastError());
+  unsigned long long host = 0;
+  CK(cudaMemcpy(&host, outside, sizeof(host), cudaMemcpyDeviceToHost));
+  CK(cudaFree(outside));
+  const double bits =
+      static_cast<double>(t.geo.num_buckets) * engine::cuda::lines_per_bucket(t.geo) * engine::cuda::kSpillBits;
+  return {static_cast<double>(host) / static_cast<double>(keys), static_cast<double>(set) / bits};
+}
+
+}  // namespace
 
 void table_section(Context& c, uint64_t n, bool sweep) {
   const uint64_t nq = std::min<uint64_t>(n, 100000000ull);
@@ -35,6 +78,10 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   const double insert_rate = insert_build(c, table, n, n >= 500000000ull ? 2 : 3, b, &build_no_room);
   std::printf("insert, build from empty to load %.2f (10 batches): %.2f G/s\n", lf, insert_rate);
 
+  const LineShares lines = line_shares(table, n - build_no_room);
+  std::printf("after the build: %.4f of the keys outside their home line, %.4f of the spill bits set (%u a line)\n",
+              lines.keys_outside, lines.spill_bits_set, engine::cuda::kSpillBits);
+
   std::vector<double> finds;
   for (const FindCase& fc : kFindCases) finds.push_back(find_rate(c, table, n, nq, fc, b));
   const BurstRates burst = burst_insert_erase(c, table, n, n - build_no_room, b);
@@ -48,6 +95,10 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   rs.load = lf;
   rs.buckets = o.num_buckets;
   rs.slots_per_bucket = o.slots_per_bucket;
+  rs.cells_per_bucket = static_cast<uint32_t>(o.cells_per_bucket);
+  rs.keys_outside_home_line = lines.keys_outside;
+  rs.spill_bits_set = lines.spill_bits_set;
+  rs.spill_bits_per_line = engine::cuda::kSpillBits;
   rs.ceiling = ceil;
   rs.ceiling_with_values = ceil_v;
   rs.insert_build = insert_rate;

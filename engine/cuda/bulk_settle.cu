@@ -214,29 +214,75 @@ __global__ void iota_kernel(uint32_t* a, uint64_t n) {
 }
 
 // HashGraph's final pass, one thread per slot: with the records sorted by
-// bucket (`order`, stable, so a bucket's records keep their cell order) and
-// each bucket's first sorted position (`bucket_begin`, a prefix sum of the
-// loads), slot s of bucket b holds the bucket's s-th record, or kEmptyKey past
-// its load. No atomics, every slot written once in order (coalesced), so the
-// table needs no clearing first; a bucket's keys are contiguous from slot 0.
+// (bucket, home line) (`order`, stable, so a bucket's records keep their cell
+// order within a line; `line_key`, the sorted bucket * lines + line) and each
+// bucket's first sorted position (`bucket_begin`, a prefix sum of the loads),
+// a line's slots hold, in order, the bucket's records of that home line, then
+// the records other lines could not hold (device_table.cuh, "Lines"), each
+// of which sets its home line's spill bit (cleared before). No other atomics,
+// every slot written once in order (coalesced), so the table needs no
+// clearing first. One line (M = 8): slot s holds the bucket's s-th record.
 __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* load, const uint32_t* bucket_begin,
-                             const uint32_t* order, uint32_t m_shift) {
-  const uint32_t M = t.geo.slots_per_bucket;
+                             const uint32_t* order, const uint32_t* line_key, uint32_t m_shift) {
+  constexpr uint32_t kMaxLines = 64 / kLinePairs;
+  const uint32_t M = t.geo.slots_per_bucket, lines = lines_per_bucket(t.geo);
   const uint64_t slots = t.geo.num_slots();
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t slot = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; slot < slots; slot += stride) {
     // M is a power of two in every table we make; the division is the fallback.
     const uint64_t b = m_shift != 0xffffffffu ? slot >> m_shift : slot / M;
     const uint32_t s = static_cast<uint32_t>(slot - b * M);
-    const uint32_t l = load[b];
+    const uint32_t l = load[b], begin = bucket_begin[b];
+    int64_t at = -1;     // the record's sorted position in its bucket, if any
+    int32_t spill = -1;  // its home line, when it is placed outside it
+    if (lines == 1) {
+      if (s < l) at = s;
+    } else {
+      uint32_t count[kMaxLines] = {};
+      for (uint32_t j = 0; j < l && j < M; ++j) ++count[line_key[begin + j] - b * lines];
+      const uint32_t line = s / kLinePairs, in_line = s % kLinePairs;
+      uint32_t start = 0, left_before = 0;
+      for (uint32_t x = 0; x < line; ++x) {
+        start += count[x];
+        left_before += kLinePairs - min(count[x], kLinePairs);
+      }
+      const uint32_t own = min(count[line], kLinePairs);
+      if (in_line < own) {
+        at = start + in_line;
+      } else {
+        // The u-th slot left after the lines' own records takes the u-th
+        // record past its line's slots, lines in order.
+        uint32_t u = left_before + (in_line - own), first = 0;
+        for (uint32_t x = 0; x < lines; ++x) {
+          const uint32_t over = count[x] > kLinePairs ? count[x] - kLinePairs : 0;
+          if (u < over) {
+            at = first + kLinePairs + u;
+            spill = static_cast<int32_t>(x);
+            break;
+          }
+          u -= over;
+          first += count[x];
+        }
+      }
+    }
     uint64_t k = gph::kEmptyKey, v = 0;
-    if (s < l) {
-      const uint32_t i = order[bucket_begin[b] + s];
+    if (at >= 0) {
+      const uint32_t i = order[begin + at];
       k = rec.keys[i];
       v = rec.values[i];
+      if (spill >= 0) mark_spill(t, static_cast<uint32_t>(b), static_cast<uint32_t>(spill), k);
     }
     if (s == 0 && l > M) atomicAdd(t.fault, 1u);  // settling fitted every bucket: reaching here is a bug
     reinterpret_cast<ulonglong2*>(t.slots)[slot] = make_ulonglong2(k, v);  // one 16-byte store
+  }
+}
+
+// The sort key of the placement: bucket * lines + the record's home line.
+__global__ void line_key_kernel(gph::Geometry g, const uint64_t* keys, uint32_t* bucket, uint64_t n) {
+  const uint32_t lines = lines_per_bucket(g);
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    bucket[i] = bucket[i] * lines + home_line(g, keys[i]);
   }
 }
 
@@ -352,7 +398,13 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     // id's bits, the loads' prefix sum, then every slot from its bucket's
     // range. The bucket array is the sort's first key buffer (no one reads it
     // after this), so the sort adds one key and two index buffers.
-    const int end_bit = N > 1 ? 32 - __builtin_clz(N - 1) : 1;
+    const uint32_t lines = lines_per_bucket(g);
+    if (static_cast<uint64_t>(N) * lines > UINT32_MAX) {  // past any device's memory today
+      return absl::InvalidArgumentError(
+          absl::StrCat("bulk build: ", N, " buckets of ", lines, " lines exceed the placement's 32-bit sort key"));
+    }
+    const uint32_t sort_range = N * lines;
+    const int end_bit = sort_range > 1 ? 32 - __builtin_clz(sort_range - 1) : 1;
     const auto n = static_cast<int64_t>(rec.m);
     size_t sort_bytes = 0, scan_bytes = 0;
     cub::DoubleBuffer<uint32_t> sort_keys(bucket, nullptr), sort_index(nullptr, nullptr);
@@ -373,12 +425,18 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     if (rec.m > 0) {
       iota_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(sort_index.Current(), rec.m);
       GPHKV_CUDA_TRY_LAUNCH("iota_kernel");
+      if (lines > 1) {
+        line_key_kernel<<<grid_for(rec.m), kBlock, 0, s>>>(g, rec.keys, bucket, rec.m);
+        GPHKV_CUDA_TRY_LAUNCH("line_key_kernel");
+      }
       GPHKV_CUDA_TRY(
           cub::DeviceRadixSort::SortPairs(place.at<void>(o_temp), sort_bytes, sort_keys, sort_index, n, 0, end_bit, s));
     }
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_sort_ms));
     const uint32_t m_shift = (M & (M - 1)) == 0 ? static_cast<uint32_t>(__builtin_ctz(M)) : 0xffffffffu;
-    place_kernel<<<grid_for(g.num_slots()), kBlock, 0, s>>>(t, rec, load, bucket_begin, sort_index.Current(), m_shift);
+    GPHKV_CUDA_TRY(cudaMemsetAsync(t.spill, 0, spill_words(g) * sizeof(uint32_t), s));
+    place_kernel<<<grid_for(g.num_slots()), kBlock, 0, s>>>(t, rec, load, bucket_begin, sort_index.Current(),
+                                                            sort_keys.Current(), m_shift);
     GPHKV_CUDA_TRY_LAUNCH("place_kernel");
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->place_fill_ms));
   }  // the placement's scratch goes back to the pool, stream-ordered

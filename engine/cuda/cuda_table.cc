@@ -8,6 +8,7 @@
 #include "engine/cuda/insert.h"
 #include "engine/cuda/lookup.h"
 #include "engine/cuda/slot_clear.h"
+#include "engine/cuda/spill_marks.h"
 #include "gphkv/cuda/status.h"
 
 namespace gphkv::engine {
@@ -132,6 +133,7 @@ absl::Status CudaTable::init() {
   while (locks < std::min<uint64_t>(geo_.num_buckets, kMaxLocks)) locks <<= 1;
   GPHKV_RETURN_IF_ERROR(cells_.allocate(geo_.num_cells));
   GPHKV_RETURN_IF_ERROR(slots_.allocate(2 * geo_.num_slots()));
+  GPHKV_RETURN_IF_ERROR(spill_.allocate(spill_words(geo_)));
   GPHKV_RETURN_IF_ERROR(oob_.allocate(1));
   GPHKV_RETURN_IF_ERROR(counters_.allocate(1));
   GPHKV_RETURN_IF_ERROR(locks_.allocate(locks));
@@ -142,12 +144,13 @@ absl::Status CudaTable::init() {
   return absl::OkStatus();
 }
 
-uint64_t CudaTable::device_bytes() const { return cells_.bytes() + slots_.bytes() + locks_.bytes(); }
+uint64_t CudaTable::device_bytes() const { return cells_.bytes() + slots_.bytes() + spill_.bytes() + locks_.bytes(); }
 
 absl::Status CudaTable::reset_contents(cudaStream_t stream) {
   gphkv::cuda::clear_stale_launch_error();  // the slot clear's launch check reads it
   GPHKV_CUDA_TRY(cudaMemsetAsync(cells_.get(), 0, cells_.bytes(), stream));
   GPHKV_CUDA_TRY(launch_clear_slots(slots_.get(), geo_.num_slots(), stream));
+  GPHKV_CUDA_TRY(cudaMemsetAsync(spill_.get(), 0, spill_.bytes(), stream));
   GPHKV_CUDA_TRY(cudaMemsetAsync(oob_.get(), 0, oob_.bytes(), stream));
   GPHKV_CUDA_TRY(cudaMemsetAsync(&counters_.get()->size, 0, sizeof(unsigned long long), stream));
   return absl::OkStatus();
@@ -158,6 +161,7 @@ DeviceTable CudaTable::view() const {
   t.geo = geo_;
   t.cells = cells_.get();
   t.slots = slots_.get();
+  t.spill = spill_.get();
   t.oob = oob_.get();
   t.size = &counters_.get()->size;
   t.locks = locks_.get();
@@ -366,6 +370,9 @@ absl::Status CudaTable::load_image(const TableImage& img) {
   return run_sync([&]() -> absl::Status {
     GPHKV_CUDA_TRY(cudaMemcpyAsync(cells_.get(), img.cells.data(), cells_.bytes(), cudaMemcpyHostToDevice, stream_));
     GPHKV_CUDA_TRY(cudaMemcpyAsync(slots_.get(), slots.data(), slots_.bytes(), cudaMemcpyHostToDevice, stream_));
+    // An image places keys anywhere in their buckets (the CPU backend's has no lines).
+    gphkv::cuda::clear_stale_launch_error();  // the marking's launch check reads it
+    GPHKV_CUDA_TRY(launch_mark_spills(view(), stream_));
     GPHKV_CUDA_TRY(cudaMemcpyAsync(oob_.get(), &oob, sizeof(oob), cudaMemcpyHostToDevice, stream_));
     GPHKV_CUDA_TRY(cudaMemcpyAsync(&counters_.get()->size, &count, sizeof(count), cudaMemcpyHostToDevice, stream_));
     return absl::OkStatus();

@@ -12,8 +12,10 @@
 //
 // Layout: the Cell Index (L bytes), N*M slots bucket-major, each a (key,
 // value) pair of 8-byte words (kEmptyKey in a vacant slot's key; a bucket's M
-// pairs are one 16*M-byte block, so a lookup's hit needs no read past its
-// bucket), and one out-of-band slot for the key equal to kEmptyKey. Images
+// pairs are one 16*M-byte block of 128-byte lines, and a key sits in its home
+// line unless that line's spill bit says otherwise, so a lookup, hit or miss,
+// mostly reads one line), the spill bits, and one out-of-band slot for the
+// key equal to kEmptyKey. Images
 // (TableImage) keep keys and values in arrays of their own, as the CPU
 // backend's, so the two compare slot for slot.
 #pragma once
@@ -116,6 +118,7 @@ class CudaTable final : public StreamOrderedTable {
 
   gphkv::cuda::DeviceArray<uint8_t> cells_;
   gphkv::cuda::DeviceArray<uint64_t> slots_;  // 2 words a slot: key, value
+  gphkv::cuda::DeviceArray<uint32_t> spill_;  // a bit per line of a bucket (device_table.cuh)
   gphkv::cuda::DeviceArray<OutOfBandSlot> oob_;
   gphkv::cuda::DeviceArray<Counters> counters_;
   gphkv::cuda::DeviceArray<uint32_t> locks_;

@@ -36,6 +36,9 @@ struct DeviceTable {
   // bucket's keys and values share its 16*M bytes, so a hit reads nothing
   // after the bucket (docs/gph.md, "Pairs in the bucket").
   uint64_t* slots;
+  // One bit per line (below): set when a key whose home is that line was
+  // placed elsewhere in its bucket.
+  uint32_t* spill;
   OutOfBandSlot* oob;
   unsigned long long* size;  // keys stored, counted on the device
   uint32_t* locks;           // Refinement's bucket locks, striped: lock of bucket b is b & lock_mask
@@ -50,6 +53,49 @@ GPHKV_HD uint64_t* slot_value(const DeviceTable& t, uint64_t s) { return t.slots
 // Bucket b's M slots as 16-byte vectors: .x the key, .y the value.
 GPHKV_HD const ulonglong2* bucket_pairs(const DeviceTable& t, uint64_t b) {
   return reinterpret_cast<const ulonglong2*>(t.slots) + b * t.geo.slots_per_bucket;
+}
+
+// Lines. A bucket of M pairs is M/8 lines of 8 pairs (128 bytes each) when 8
+// divides M, one line otherwise. Every key has a home line, from its line
+// hash. A kernel that places a key puts it in its home line while that line
+// has a vacant slot, elsewhere in the bucket only when the line is full, and
+// then sets one of the home line's kSpillBits spill bits, the one the key's
+// line hash names (a one-hash Bloom filter of the keys that spilled). So a
+// lookup reads the key's home line, and the rest of its bucket only when its
+// own spill bit is set: at 16 pairs a bucket, a hit or a miss mostly costs one
+// 128-byte read while the Cell Index, at 4 cells per 16 slots, stays small
+// enough for L2 (docs/gph.md, "Two lines a bucket"). Spill bits are cleared
+// only when the whole table is rewritten (clear, bulk build, image load): one
+// that outlives the key that set it costs a lookup a second read, never a
+// wrong answer.
+inline constexpr uint32_t kLinePairs = 8;
+// Four a line: 10% of them set after a build to load 0.8, against 26% of lines
+// with one bit (and eight, 5.6%, take more of the L2 than they save;
+// docs/gph.md). A power of two, at most 32.
+inline constexpr uint32_t kSpillBits = 4;
+GPHKV_HD uint32_t lines_per_bucket(const gph::Geometry& g) {
+  return g.slots_per_bucket % kLinePairs == 0 ? g.slots_per_bucket / kLinePairs : 1;
+}
+// The line hash: the cell hash mixed once more, since the cell hash's high
+// bits are nearly the same for the keys of one cell.
+GPHKV_HD uint32_t line_hash_of(uint32_t cell_hash) { return gph::fmix32(cell_hash ^ 0x5bd1e995u); }
+GPHKV_HD uint32_t line_hash(const gph::Geometry& g, uint64_t key) { return line_hash_of(gph::cell_hash(g, key)); }
+GPHKV_HD uint32_t home_line(const gph::Geometry& g, uint64_t key) {
+  const uint32_t lines = lines_per_bucket(g);
+  return lines == 1 ? 0 : line_hash(g, key) % lines;
+}
+// Line `line`'s slots as a mask over its bucket's M (<= 64) slots.
+GPHKV_HD unsigned long long line_mask(const gph::Geometry& g, uint32_t line) {
+  if (lines_per_bucket(g) == 1) return g.slots_per_bucket == 64 ? ~0ull : (1ull << g.slots_per_bucket) - 1;
+  return 0xffull << (kLinePairs * line);
+}
+// The spill bit a key of line hash `lh` sets in line `line` of `bucket`.
+GPHKV_HD uint64_t spill_bit(const gph::Geometry& g, uint32_t bucket, uint32_t line, uint32_t lh) {
+  return (static_cast<uint64_t>(bucket) * lines_per_bucket(g) + line) * kSpillBits + ((lh >> 16) & (kSpillBits - 1));
+}
+// 32-bit words of spill bits a table of this geometry needs.
+GPHKV_HD uint64_t spill_words(const gph::Geometry& g) {
+  return (static_cast<uint64_t>(g.num_buckets) * lines_per_bucket(g) * kSpillBits + 31) / 32;
 }
 
 // Per-key result codes of the insert pipeline, by sorted position.
@@ -72,6 +118,12 @@ __device__ __forceinline__ void store_cg(uint64_t* p, uint64_t v) {
 }
 __device__ __forceinline__ uint8_t load_cell_cg(const uint8_t* p) {
   return *reinterpret_cast<const volatile uint8_t*>(p);
+}
+
+// Notes that `key`, whose home is line `line` of `bucket`, was placed outside it.
+__device__ __forceinline__ void mark_spill(const DeviceTable& t, uint32_t bucket, uint32_t line, uint64_t key) {
+  const uint64_t bit = spill_bit(t.geo, bucket, line, line_hash(t.geo, key));
+  atomicOr(t.spill + (bit >> 5), 1u << (bit & 31));
 }
 
 // Adds the number of lanes with `pred` to *counter with one atomic per warp.

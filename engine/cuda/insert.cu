@@ -9,6 +9,31 @@ namespace {
 
 constexpr int kBlock = 256;
 
+// GPH §6.1 Direct Insert's write: claims a slot of `bucket` that was seen
+// vacant (`vacant`, a mask over its M slots) with atomicCAS, moving on to the
+// next when another key wins it; the key's home line first, the rest of the
+// bucket only when that line is full, which sets the line's spill bit
+// (device_table.cuh, "Lines"). False when every slot seen vacant was taken.
+__device__ bool claim_slot(const DeviceTable& t, uint32_t bucket, uint64_t key, uint64_t value,
+                           unsigned long long vacant) {
+  const uint32_t line = home_line(t.geo, key);
+  const unsigned long long home = line_mask(t.geo, line);
+  const uint64_t base = static_cast<uint64_t>(bucket) * t.geo.slots_per_bucket;
+  for (unsigned long long pass : {vacant & home, vacant & ~home}) {
+    while (pass != 0) {
+      const uint32_t s = __ffsll(static_cast<long long>(pass)) - 1;
+      pass &= pass - 1;
+      unsigned long long* slot = reinterpret_cast<unsigned long long*>(slot_key(t, base + s));
+      if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
+        *slot_value(t, base + s) = value;
+        if (((home >> s) & 1ull) == 0) mark_spill(t, bucket, line, key);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // GPH §6.1 Direct Insert, lock-free (§6.3 Saturation Fill). One thread per
 // sorted position; only the first occurrence of a key acts, with the value of
 // the last occurrence (last write wins). Cells do not change in this kernel and
@@ -40,7 +65,7 @@ __global__ void __launch_bounds__(kBlock)
         const uint32_t cell = gph::cell_of(t.geo, key);
         const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
         const ulonglong2* pairs = bucket_pairs(t, base / M);
-        uint32_t vacant = M;
+        unsigned long long vacant_mask = 0;
         uint32_t found = M;
         // A stale (L1) view is harmless here: a slot seen vacant that is not
         // fails its compare-and-swap, and no slot turns vacant in this kernel.
@@ -48,22 +73,14 @@ __global__ void __launch_bounds__(kBlock)
         for (uint32_t s = 0; s < M; ++s) {
           const uint64_t k = pairs[s].x;
           if (k == key) found = s;
-          if (vacant == M && k == gph::kEmptyKey) vacant = s;
+          if (k == gph::kEmptyKey) vacant_mask |= 1ull << s;
         }
         if (found < M) {
           *slot_value(t, base + found) = value;
           st = kStatusAssigned;
         } else {
-          st = kStatusOverflow;
-          for (uint32_t s = vacant; s < M; ++s) {
-            unsigned long long* slot = reinterpret_cast<unsigned long long*>(slot_key(t, base + s));
-            if (__ldcg(slot) != gph::kEmptyKey) continue;
-            if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
-              *slot_value(t, base + s) = value;
-              st = kStatusInserted;
-              break;
-            }
-          }
+          st = claim_slot(t, static_cast<uint32_t>(base / M), key, value, vacant_mask) ? kStatusInserted
+                                                                                       : kStatusOverflow;
           if (st == kStatusOverflow) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
         }
       }
@@ -153,18 +170,7 @@ __global__ void __launch_bounds__(kBlock)
       *slot_value(t, static_cast<uint64_t>(bucket) * M + my_found) = value;
       st = kStatusAssigned;
     } else {
-      st = kStatusOverflow;
-      while (my_vacant != 0) {
-        const uint32_t s = __ffs(my_vacant) - 1;
-        my_vacant &= my_vacant - 1;
-        unsigned long long* slot =
-            reinterpret_cast<unsigned long long*>(slot_key(t, static_cast<uint64_t>(bucket) * M + s));
-        if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
-          *slot_value(t, static_cast<uint64_t>(bucket) * M + s) = value;
-          st = kStatusInserted;
-          break;
-        }
-      }
+      st = claim_slot(t, bucket, key, value, my_vacant) ? kStatusInserted : kStatusOverflow;
       if (st == kStatusOverflow) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
     }
     status[p] = st;

@@ -44,16 +44,19 @@ cudaError_t launch_grouped(const DeviceTable& t, const uint64_t* keys, uint64_t 
 cudaError_t launch_lookup(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values, uint8_t* found,
                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  // The grouped kernel splits a bucket into whole 16-byte vectors per thread
-  // of the group: M = 8, 16 or 32 with |g| = 4.
+  // The grouped kernels split what they read into whole 16-byte vectors per
+  // thread of the group (|g| = 4): at M = 16 the key's home line, and the
+  // other line only after a spill; at M = 8 (one line) and 32 the bucket.
+  const unsigned grid = static_cast<unsigned>((n + kLookupBlock - 1) / kLookupBlock);
   switch (t.geo.slots_per_bucket) {
     case 8: return launch_grouped<8>(t, keys, n, values, found, stream);
-    case 16: return launch_grouped<16>(t, keys, n, values, found, stream);
+    case 16:
+      lookup_two_lines<kLookupGroup, true><<<grid, kLookupBlock, 0, stream>>>(t, keys, n, values, found);
+      return cudaGetLastError();
     case 32: return launch_grouped<32>(t, keys, n, values, found, stream);
     default: break;
   }
-  const uint64_t grid = (n + kLookupBlock - 1) / kLookupBlock;
-  lookup_generic<<<static_cast<unsigned>(grid), kLookupBlock, 0, stream>>>(t, keys, n, values, found);
+  lookup_generic<<<grid, kLookupBlock, 0, stream>>>(t, keys, n, values, found);
   return cudaGetLastError();
 }
 

@@ -120,4 +120,120 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// The lookup of a bucket of two lines (M = 16 pairs; device_table.cuh,
+// "Lines"), in the shape of lookup_grouped with K = 1: a group of G threads
+// reads the home lines of its members' keys (8 pairs, 8/G per thread, all
+// loads first), and then, for the keys not found there whose spill bit is set
+// in their home line, the other line, one key of the group at a time.
+template <int G, bool kStream>
+__global__ void __launch_bounds__(256)
+    lookup_two_lines(DeviceTable t, const uint64_t* __restrict__ queries, uint64_t n, uint64_t* __restrict__ out_values,
+                     uint8_t* __restrict__ out_found) {
+  constexpr int M = 2 * kLinePairs, P = kLinePairs / G;
+  static_assert(kLinePairs % G == 0, "a line splits into whole pairs per thread");
+  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const int lane = threadIdx.x & 31;
+  const int member = lane % G;
+  const int leader = lane - member;
+  const unsigned group_mask = ((1u << G) - 1u) << leader;
+
+  // Every lane stays to the end: the shuffles below need the whole warp.
+  // Queries and answers stream through (evict-first), as the lines do.
+  const uint64_t key = i < n ? __ldcs(reinterpret_cast<const unsigned long long*>(queries) + i) : 0;
+  uint32_t bucket = 0, line = 0, lh = 0;
+  if (key != gph::kEmptyKey) {
+    const uint32_t h = gph::cell_hash(t.geo, key);
+    const uint32_t cell = gph::reduce(h, t.geo.num_cells);
+    bucket = gph::bucket_for_key(t.geo, key, cell, __ldg(t.cells + cell));
+    lh = line_hash_of(h);
+    line = lh & 1u;
+  }
+  // Where member r's key's line `which` (0: home, 1: the other) starts.
+  auto line_start = [&](int r, uint32_t which) {
+    const uint32_t b = __shfl_sync(kFullWarp, bucket, leader + r);
+    const uint32_t l = __shfl_sync(kFullWarp, line, leader + r) ^ which;
+    return reinterpret_cast<const ulonglong2*>(t.slots) + static_cast<uint64_t>(b) * M + l * kLinePairs + member * P;
+  };
+
+  // Bucket Requester: all home-line loads first.
+  ulonglong2 slots[G][P];
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    const ulonglong2* p = line_start(r, 0);
+#pragma unroll
+    for (int x = 0; x < P; ++x) slots[r][x] = load_slots<kStream>(p + x);
+  }
+  uint64_t my_value = 0;
+  bool my_found = false;
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    const uint64_t want = __shfl_sync(kFullWarp, key, leader + r);
+    bool hit = false;
+    uint64_t value = 0;
+#pragma unroll
+    for (int x = 0; x < P; ++x) {
+      if (slots[r][x].x == want) {
+        hit = true;
+        value = slots[r][x].y;
+      }
+    }
+    const unsigned hits = __ballot_sync(kFullWarp, hit) & group_mask;
+    const uint64_t v = __shfl_sync(kFullWarp, value, hits ? __ffs(hits) - 1 : leader);
+    if (member == r) {
+      my_value = v;
+      my_found = hits != 0;
+    }
+  }
+
+  // The other line, for the keys that may have spilled there: rounds in
+  // which each group serves its next such member (rarely more than one).
+  // The spill word only after a miss in the home line: a hit never reads it,
+  // so the spill bits take less of the L2 the Cell Index lives in.
+  bool pending = i < n && key != gph::kEmptyKey && !my_found;
+  if (pending) {
+    const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
+    pending = (__ldg(t.spill + (bit >> 5)) >> (bit & 31)) & 1u;
+  }
+  for (unsigned waiting = __ballot_sync(kFullWarp, pending); waiting != 0;
+       waiting = __ballot_sync(kFullWarp, pending)) {
+    const unsigned mine = (waiting & group_mask) >> leader;
+    const int r = mine ? __ffs(mine) - 1 : 0;
+    ulonglong2 other[P];
+    if (mine) {
+      const ulonglong2* p = line_start(r, 1);
+#pragma unroll
+      for (int x = 0; x < P; ++x) other[x] = load_slots<kStream>(p + x);
+    } else {
+      line_start(r, 1);  // the shuffles inside need every lane
+    }
+    const uint64_t want = __shfl_sync(kFullWarp, key, leader + r);
+    bool hit = false;
+    uint64_t value = 0;
+    if (mine) {
+#pragma unroll
+      for (int x = 0; x < P; ++x) {
+        if (other[x].x == want) {
+          hit = true;
+          value = other[x].y;
+        }
+      }
+    }
+    const unsigned hits = __ballot_sync(kFullWarp, hit) & group_mask;
+    const uint64_t v = __shfl_sync(kFullWarp, value, hits ? __ffs(hits) - 1 : leader);
+    if (mine && member == r) {
+      my_value = v;
+      my_found = hits != 0;
+      pending = false;
+    }
+  }
+
+  if (i >= n) return;
+  if (key == gph::kEmptyKey) {  // out of band: it would "match" vacant slots
+    my_found = t.oob->present != 0;
+    my_value = t.oob->value;
+  }
+  __stcs(out_found + i, static_cast<uint8_t>(my_found));
+  if (my_found) __stcs(reinterpret_cast<unsigned long long*>(out_values) + i, my_value);
+}
+
 }  // namespace gphkv::engine::cuda

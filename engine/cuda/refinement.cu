@@ -165,16 +165,23 @@ __device__ uint32_t others_in_bucket(const DeviceTable& t, uint32_t bucket, uint
   return __reduce_add_sync(kFullWarp, n);
 }
 
-// Warp-collective: the first vacant slot of `bucket`, or M. Uniform result.
-__device__ uint32_t first_vacant(const DeviceTable& t, uint32_t bucket) {
+// Warp-collective: the vacant slots of `bucket` as a mask over its M (<= 64)
+// slots. Uniform result.
+__device__ unsigned long long vacant_slots(const DeviceTable& t, uint32_t bucket) {
   const uint32_t M = t.geo.slots_per_bucket;
+  unsigned long long vacant = 0;
   for (uint32_t s0 = 0; s0 < M; s0 += 32) {
     const uint32_t s = s0 + lane_id();
-    const bool vacant = s < M && load_cg(slot_key(t, static_cast<uint64_t>(bucket) * M + s)) == gph::kEmptyKey;
-    const unsigned mask = __ballot_sync(kFullWarp, vacant);
-    if (mask) return s0 + __ffs(mask) - 1;
+    const bool free = s < M && load_cg(slot_key(t, static_cast<uint64_t>(bucket) * M + s)) == gph::kEmptyKey;
+    vacant |= static_cast<unsigned long long>(__ballot_sync(kFullWarp, free)) << s0;
   }
-  return M;
+  return vacant;
+}
+
+// The n-th (from 0) set bit of `mask`, or 64 when it has n or fewer.
+__device__ uint32_t nth_set_bit(unsigned long long mask, uint32_t n) {
+  for (uint32_t j = 0; j < n && mask; ++j) mask &= mask - 1;
+  return mask ? __ffsll(static_cast<long long>(mask)) - 1 : 64;
 }
 
 // Warp-collective: stages the keys of `cell` from the buckets in w.bucket
@@ -252,9 +259,47 @@ __device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, 
   return __all_sync(kFullWarp, fits);
 }
 
+// Where key k of the Workspace goes in its target bucket r, whose vacant slots
+// are w.vacant[r]: the keys of r with home line L take the vacant slots of L
+// in order (the j-th of them, j = the keys before k with the same bucket and
+// line); those past L's vacancies take, in order, the vacant slots that no
+// key of the same bucket claims in its own line (device_table.cuh, "Lines").
+// Every lane computes its keys' slots alone; the verified plan guarantees the
+// bucket has room for all. Returns the slot in the bucket, or 64 (a bug);
+// sets *spilled when the slot is outside the key's home line.
+__device__ uint32_t slot_in_target(const DeviceTable& t, const Workspace& w, uint32_t n, uint32_t k, bool* spilled) {
+  constexpr uint32_t kMaxLines = 64 / kLinePairs;
+  const uint32_t r = w.target[k], lines = lines_per_bucket(t.geo);
+  const uint32_t line = home_line(t.geo, w.keys[k]);
+  uint32_t per_line[kMaxLines] = {};
+  uint32_t rank = 0;
+  for (uint32_t q = 0; q < n; ++q) {
+    if (w.target[q] != r) continue;
+    const uint32_t l = lines == 1 ? 0 : home_line(t.geo, w.keys[q]);
+    rank += q < k && l == line;
+    ++per_line[l];
+  }
+  const unsigned long long vacant = w.vacant[r];
+  const unsigned long long own = vacant & line_mask(t.geo, line);
+  *spilled = rank >= static_cast<uint32_t>(__popcll(own));
+  if (!*spilled) return nth_set_bit(own, rank);
+  // Past its line: rank among the bucket's spilled keys, lines in order, and
+  // the slots every line leaves after its own keys.
+  uint32_t spill_rank = rank - __popcll(own);
+  unsigned long long left = 0;
+  for (uint32_t l = 0; l < lines; ++l) {
+    const unsigned long long in_line = vacant & line_mask(t.geo, l);
+    const uint32_t free = __popcll(in_line);
+    if (l < line && per_line[l] > free) spill_rank += per_line[l] - free;
+    const uint32_t taken = min(per_line[l], free);
+    const uint32_t first_left = nth_set_bit(in_line, taken);
+    if (first_left < 64) left |= in_line & ~((1ull << first_left) - 1);
+  }
+  return nth_set_bit(left, spill_rank);
+}
+
 // Warp-collective: vacate the old slots, switch the cell byte, and place every
-// key at its target bucket. Key k takes the j-th vacant slot of its bucket,
-// j = the number of keys before it with the same bucket: all in parallel.
+// key at its target bucket (slot_in_target), all in parallel.
 __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
   const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
   __syncwarp();
@@ -272,18 +317,17 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
   }
   __syncwarp();
   for (uint32_t k = lane_id(); k < n; k += 32) {
-    const uint32_t r = w.target[k];
-    uint32_t rank = 0;
-    for (uint32_t q = 0; q < k; ++q) rank += w.target[q] == r;
-    unsigned long long mask = w.vacant[r];
-    for (uint32_t j = 0; j < rank && mask; ++j) mask &= mask - 1;
-    if (mask == 0) {
+    bool spilled = false;
+    const uint32_t s = slot_in_target(t, w, n, k, &spilled);
+    if (s >= M) {
       atomicAdd(t.fault, 1u);  // the verified plan overfilled a bucket: a bug
       continue;
     }
-    const uint64_t slot = static_cast<uint64_t>(w.bucket[r]) * M + (__ffsll(static_cast<long long>(mask)) - 1);
+    const uint32_t bucket = w.bucket[w.target[k]];
+    const uint64_t slot = static_cast<uint64_t>(bucket) * M + s;
     store_cg(slot_key(t, slot), w.keys[k]);
     store_cg(slot_value(t, slot), w.values[k]);
+    if (spilled) mark_spill(t, bucket, home_line(t.geo, w.keys[k]), w.keys[k]);
   }
   __syncwarp();
 }
@@ -335,11 +379,16 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       }
       // GPH §6.1 Direct Insert again: a move of this cell may have made room.
       const uint32_t home = gph::bucket_for_key(t.geo, key, cell, current);
-      const uint32_t s = first_vacant(t, home);
-      if (s < M) {
+      const unsigned long long vacant = vacant_slots(t, home);
+      if (vacant != 0) {
+        // The home line first; elsewhere in the bucket only when it is full.
+        const uint32_t line = home_line(t.geo, key);
+        const unsigned long long own = vacant & line_mask(t.geo, line);
+        const uint32_t s = __ffsll(static_cast<long long>(own != 0 ? own : vacant)) - 1;
         if (lane == 0) {
           store_cg(slot_key(t, static_cast<uint64_t>(home) * M + s), key);
           store_cg(slot_value(t, static_cast<uint64_t>(home) * M + s), value);
+          if (own == 0) mark_spill(t, home, line, key);
         }
         release_all(t, w);
         result = kStatusInserted;

@@ -10,8 +10,8 @@ TEST(TableOptions, DefaultsMakeTheGeometry) {
   auto g = make_geometry(o);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->num_buckets, o.num_buckets);
-  EXPECT_EQ(g->num_cells, 8 * o.num_buckets);  // cells_per_bucket = 8
-  EXPECT_EQ(g->slots_per_bucket, 8u);
+  EXPECT_EQ(g->num_cells, 4 * o.num_buckets);  // cells_per_bucket = 4
+  EXPECT_EQ(g->slots_per_bucket, 16u);
   EXPECT_EQ(g->virtual_buckets, 8u);
   EXPECT_EQ(g->delta_bits, 3u);
 }

@@ -86,12 +86,15 @@ GPHKV_HD uint8_t make_cell(const Geometry& g, uint32_t mapping, uint32_t offset)
 GPHKV_HD uint32_t key_lo(uint64_t k) { return static_cast<uint32_t>(k); }
 GPHKV_HD uint32_t key_hi(uint64_t k) { return static_cast<uint32_t>(k >> 32); }
 
-// i = H_c(k): the key's cell.
-GPHKV_HD uint32_t cell_of(const Geometry& g, uint64_t key) {
+// The 32-bit hash behind H_c: reduce() takes the cell from it, and the CUDA
+// backend the key's home line inside its bucket from its low bits.
+GPHKV_HD uint32_t cell_hash(const Geometry& g, uint64_t key) {
   const HashSeeds& s = g.seeds;
-  uint32_t h = seeded(seeded(key_lo(key), s.cell[1]) + seeded(key_hi(key), s.cell[2]), s.cell[0]);
-  return reduce(h, g.num_cells);
+  return seeded(seeded(key_lo(key), s.cell[1]) + seeded(key_hi(key), s.cell[2]), s.cell[0]);
 }
+
+// i = H_c(k): the key's cell.
+GPHKV_HD uint32_t cell_of(const Geometry& g, uint64_t key) { return reduce(cell_hash(g, key), g.num_cells); }
 
 // j = H_v(k, Φ): the key's virtual bucket within its cell, in [0, R).
 GPHKV_HD uint32_t virtual_bucket_of(const Geometry& g, uint64_t key, uint32_t mapping) {

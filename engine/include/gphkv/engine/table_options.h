@@ -14,18 +14,19 @@ struct TableOptions {
   // N, the number of buckets. Use buckets_for_capacity() to size from a key count.
   uint64_t num_buckets = 1 << 16;
   // M: slots per bucket. On the GPU a bucket is M (key, value) pairs in one
-  // run of 16*M bytes: M = 8 makes it one 128-byte line, so a lookup, hit or
-  // miss, reads one line (docs/gph.md, "Pairs in the bucket").
-  uint32_t slots_per_bucket = 8;
+  // run of 16*M bytes, i.e. M/8 lines of 128 bytes; M = 16 makes it two lines,
+  // and a lookup, hit or miss, reads the key's home line, the other only after
+  // a spill (docs/gph.md, "Two lines a bucket").
+  uint32_t slots_per_bucket = 16;
   // R: virtual buckets per cell, a power of two in [2, 64].
   uint32_t virtual_buckets = 8;
   // L / N: cells in the Cell Index per bucket (a cell is one byte). More cells
   // mean fewer keys per cell, so Extended Move finds a fit more often: the
-  // reachable load factor with M=8, R=8 goes 0.68 (1) -> 0.75 (2) -> 0.80 (4)
-  // -> 0.87 (8), measured by bench/load_factor_sweep (docs/gph.md). Eight
-  // cells cost one byte per 16-byte slot; at 10^8 keys the index (125 MB)
-  // is past L2, which costs lookups less than the value read the pairs save.
-  double cells_per_bucket = 8.0;
+  // reachable load factor with M=16, R=8 goes 0.71 (1) -> 0.79 (2) -> 0.86 (4)
+  // -> 0.87 (8), measured on the GPU (docs/gph.md). Four cells cost one byte
+  // per 4 slots: at 10^8 keys the index (31 MB) stays in the H100's L2, so a
+  // lookup's one DRAM access is its line.
+  double cells_per_bucket = 4.0;
   // Seed of the hash families; the eleven component seeds are derived from it.
   uint32_t seed = 0x47504831u;  // "GPH1"
   // CPU backend: worker threads for bulk operations (0 = all hardware threads).

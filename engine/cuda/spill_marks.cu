@@ -1,0 +1,38 @@
+#include "engine/cuda/spill_marks.h"
+
+#include <algorithm>
+
+#include "gphkv/engine/gph_hash.h"
+
+namespace gphkv::engine::cuda {
+namespace {
+
+// One thread per slot, reading the key word only.
+__global__ void mark_spills(DeviceTable t) {
+  const uint32_t M = t.geo.slots_per_bucket;
+  const uint64_t n = t.geo.num_slots();
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t s = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; s < n; s += stride) {
+    const uint64_t key = *slot_key(t, s);
+    if (key == gph::kEmptyKey) continue;
+    const auto bucket = static_cast<uint32_t>(s / M);
+    const uint32_t line = home_line(t.geo, key);
+    if (((line_mask(t.geo, line) >> (s - static_cast<uint64_t>(bucket) * M)) & 1ull) == 0) {
+      mark_spill(t, bucket, line, key);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_mark_spills(const DeviceTable& t, cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(t.spill, 0, spill_words(t.geo) * sizeof(uint32_t), stream);
+  if (e != cudaSuccess || lines_per_bucket(t.geo) == 1) return e;
+  constexpr int kBlock = 256;
+  const uint64_t n = t.geo.num_slots();
+  const auto grid = static_cast<unsigned>(std::clamp<uint64_t>((n + kBlock - 1) / kBlock, 1, 1u << 16));
+  mark_spills<<<grid, kBlock, 0, stream>>>(t);
+  return cudaGetLastError();
+}
+
+}  // namespace gphkv::engine::cuda

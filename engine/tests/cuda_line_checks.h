@@ -1,0 +1,55 @@
+// The CUDA table's line rule (engine/cuda/device_table.cuh, "Lines"), read
+// back from the device for the white-box tests.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/cuda_table.h"
+
+namespace gphkv::engine::testing {
+
+struct LineCensus {
+  uint64_t keys = 0;     // stored in buckets (the out-of-band key aside)
+  uint64_t outside = 0;  // stored outside their home line
+  uint64_t lines = 0;
+  uint64_t spill_bits = 0;  // spill bits set (kSpillBits a line)
+};
+
+// "" when every key stored outside its home line has its spill bit set in its
+// home line (what lets a lookup read one line), else the first violation.
+// Fills *census. The table must be idle (after a synchronous operation).
+inline std::string check_lines(const cuda::CudaTable& table, LineCensus* census) {
+  const cuda::DeviceTable t = table.view();
+  const uint32_t M = t.geo.slots_per_bucket;
+  std::vector<uint64_t> slots(2 * t.geo.num_slots());
+  std::vector<uint32_t> spill(cuda::spill_words(t.geo));
+  if (cudaMemcpy(slots.data(), t.slots, slots.size() * 8, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(spill.data(), t.spill, spill.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    return "copying the slots and spill bits back failed";
+  }
+  *census = {};
+  census->lines = static_cast<uint64_t>(t.geo.num_buckets) * cuda::lines_per_bucket(t.geo);
+  for (uint32_t w : spill) census->spill_bits += __builtin_popcount(w);
+  for (uint64_t s = 0; s < t.geo.num_slots(); ++s) {
+    const uint64_t key = slots[2 * s];
+    if (key == gph::kEmptyKey) continue;
+    ++census->keys;
+    const auto bucket = static_cast<uint32_t>(s / M);
+    const uint32_t home = cuda::home_line(t.geo, key);
+    if ((cuda::line_mask(t.geo, home) >> (s % M)) & 1ull) continue;
+    ++census->outside;
+    const uint64_t bit = cuda::spill_bit(t.geo, bucket, home, cuda::line_hash(t.geo, key));
+    if (((spill[bit >> 5] >> (bit & 31)) & 1u) == 0) {
+      return "key " + std::to_string(key) + " in slot " + std::to_string(s % M) + " of bucket " +
+             std::to_string(bucket) + " is outside its home line " + std::to_string(home) +
+             ", whose spill bit is clear";
+    }
+  }
+  return "";
+}
+
+}  // namespace gphkv::engine::testing

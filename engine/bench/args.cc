@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace gphkv::bench {
 
@@ -32,12 +33,20 @@ Args parse_args(int argc, char** argv) {
       a.json = v;
     } else if (const char* v = val("sections")) {
       a.sections = v;
+    } else if (const char* v = val("shape")) {
+      const char* slash = std::strchr(v, '/');
+      a.slots_per_bucket = static_cast<uint32_t>(std::atoi(v));
+      a.cells_per_bucket = slash ? std::atof(slash + 1) : 0;
+      if (a.slots_per_bucket == 0 || a.cells_per_bucket <= 0) {
+        std::fprintf(stderr, "--shape wants M/C, e.g. --shape=8/8, got %s\n", v);
+        std::exit(1);
+      }
     } else if (s == "--sweep") {
       a.sweep = true;
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH] "
-                   "[--sections=table,build,burst,rebuild_lookup]\n");
+                   "[--sections=table,build,burst,rebuild_lookup] [--shape=M/C]\n");
       std::exit(1);
     }
   }

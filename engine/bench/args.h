@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "gphkv/engine/table_options.h"
+
 namespace gphkv::bench {
 
 struct Args {
@@ -14,6 +16,17 @@ struct Args {
   bool sweep = false;
   std::string json;
   std::string sections = "table,build,burst,rebuild_lookup";
+  // --shape=M/C: M slots per bucket and C cells per bucket for every table
+  // the sections make (0: TableOptions' defaults), to set two layouts side
+  // by side in one device run.
+  uint32_t slots_per_bucket = 0;
+  double cells_per_bucket = 0;
+  engine::TableOptions table_options() const {
+    engine::TableOptions o;
+    if (slots_per_bucket != 0) o.slots_per_bucket = slots_per_bucket;
+    if (cells_per_bucket != 0) o.cells_per_bucket = cells_per_bucket;
+    return o;
+  }
   bool has(const char* section) const {
     return ("," + sections + ",").find(std::string(",") + section + ",") != std::string::npos;
   }

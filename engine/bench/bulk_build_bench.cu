@@ -100,7 +100,7 @@ void repeating_writes(Context& c, uint64_t n) {
   WriteOp* d_w;
   CK(cudaMalloc(&d_w, n * sizeof(WriteOp)));
   fill_repeating_writes(d_w, 0, n, c.s);
-  engine::TableOptions od;
+  engine::TableOptions od = c.args.table_options();
   od.num_buckets = engine::buckets_for_capacity(n / 2, c.args.load, od.slots_per_bucket);
   auto made = CudaTable::create(od, 0);
   OK(made.status());
@@ -122,7 +122,7 @@ void repeating_writes(Context& c, uint64_t n) {
 void bulk_build_section(Context& c) {
   for (size_t si = 0; si < c.args.keys.size(); ++si) {
     const uint64_t n = c.args.keys[si];
-    engine::TableOptions o;
+    engine::TableOptions o = c.args.table_options();
     o.num_buckets = engine::buckets_for_capacity(n, c.args.load, o.slots_per_bucket);
     const double table_gb =
         (static_cast<double>(o.num_buckets) * o.slots_per_bucket * 16 + o.num_buckets * o.cells_per_bucket) / 1e9;

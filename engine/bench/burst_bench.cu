@@ -20,7 +20,7 @@ void burst_section(Context& c, uint64_t n) {
               static_cast<unsigned long long>(n));
   for (double f : {0.001, 0.01, 0.1, 1.0}) {
     const uint64_t b = static_cast<uint64_t>(n * f);
-    engine::TableOptions o;
+    engine::TableOptions o = c.args.table_options();
     o.num_buckets = engine::buckets_for_capacity(n + b, c.args.load, o.slots_per_bucket);
     auto live = CudaTable::create(o, 0);
     OK(live.status());

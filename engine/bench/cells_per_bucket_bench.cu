@@ -13,7 +13,7 @@ void cells_per_bucket_sweep(Context& c, uint64_t n) {
   const uint64_t batch = (n + 9) / 10;
   TableBuffers b(batch, nq);
   for (double cpb : {1.0, 2.0, 4.0, 8.0}) {
-    engine::TableOptions o;
+    engine::TableOptions o = c.args.table_options();
     o.num_buckets = engine::buckets_for_capacity(n, c.args.load, o.slots_per_bucket);
     o.cells_per_bucket = cpb;
     auto t = CudaTable::create(o, 0);

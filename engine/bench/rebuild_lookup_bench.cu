@@ -16,7 +16,7 @@ namespace gphkv::bench {
 
 void rebuild_lookup_section(Context& c, uint64_t n) {
   std::printf("\n== lookups during a rebuild, %llu keys\n", static_cast<unsigned long long>(n));
-  engine::TableOptions o;
+  engine::TableOptions o = c.args.table_options();
   o.num_buckets = engine::buckets_for_capacity(n, c.args.load, o.slots_per_bucket);
   auto live = CudaTable::create(o, 0);
   OK(live.status());

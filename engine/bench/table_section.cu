@@ -53,7 +53,7 @@ LineShares line_shares(const CudaTable& table, uint64_t keys) {
 void table_section(Context& c, uint64_t n, bool sweep) {
   const uint64_t nq = std::min<uint64_t>(n, 100000000ull);
   const uint64_t batch = (n + 9) / 10;
-  engine::TableOptions o;
+  engine::TableOptions o = c.args.table_options();
   o.num_buckets = engine::buckets_for_capacity(n, c.args.load, o.slots_per_bucket);
   auto made = CudaTable::create(o, 0);
   OK(made.status());

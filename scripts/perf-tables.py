@@ -46,6 +46,11 @@ def runs(benchmark, pred=lambda d: True):
     return sorted(found, key=lambda r: r[:2])
 
 
+def engine_defaults_run(d):
+    """An engine_bench run of the tables' default shape: neither a sweep nor a --shape comparison."""
+    return d.get("sizes") and "--sweep" not in d["command"] and "--shape" not in d["command"]
+
+
 def newest(benchmark, pred=lambda d: True):
     found = runs(benchmark, pred)
     return found[-1] if found else None
@@ -85,7 +90,7 @@ def size_m(d):
 
 
 def engine_gpu():
-    hit = newest("engine_bench", lambda d: d.get("sizes") and "--sweep" not in d["command"])
+    hit = newest("engine_bench", engine_defaults_run)
     if not hit:
         return []
     _, path, d = hit
@@ -393,7 +398,7 @@ def links(paths):
 
 def engine_headline():
     """Lookups at 0/50/100% hits on 10^8 keys against the gather ceiling of the same run."""
-    hit = newest("engine_bench", lambda d: d.get("sizes") and "--sweep" not in d["command"])
+    hit = newest("engine_bench", engine_defaults_run)
     if not hit:
         return []
     _, path, d = hit

@@ -26,12 +26,26 @@ __global__ void __launch_bounds__(kBlock)
       } else {
         const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
         const uint32_t cell = gph::cell_of(t.geo, key);
-        const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
-        const ulonglong2* pairs = bucket_pairs(t, base / M);
+        const uint32_t bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell]);
+        const uint64_t base = static_cast<uint64_t>(bucket) * M;
+        const ulonglong2* pairs = bucket_pairs(t, bucket);
+        // The key's home line, and the rest of the bucket only when the
+        // line's spill bit for it is set, as a lookup reads (device_table.cuh).
+        const uint32_t lh = line_hash(t.geo, key);
+        const uint32_t line = lines_per_bucket(t.geo) == 1 ? 0 : lh % lines_per_bucket(t.geo);
+        const unsigned long long home = line_mask(t.geo, line);
         uint32_t found = M;
 #pragma unroll
         for (uint32_t s = 0; s < M; ++s) {
-          if (pairs[s].x == key) found = s;
+          if (((home >> s) & 1ull) && pairs[s].x == key) found = s;
+        }
+        if (found == M && lines_per_bucket(t.geo) > 1) {
+          const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
+          if ((t.spill[bit >> 5] >> (bit & 31)) & 1u) {
+            for (uint32_t s = 0; s < M; ++s) {
+              if (!((home >> s) & 1ull) && pairs[s].x == key) found = s;
+            }
+          }
         }
         if (found < M) {
           *slot_key(t, base + found) = gph::kEmptyKey;

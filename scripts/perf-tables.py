@@ -47,8 +47,12 @@ def runs(benchmark, pred=lambda d: True):
 
 
 def engine_defaults_run(d):
-    """An engine_bench run of the tables' default shape: neither a sweep nor a --shape comparison."""
-    return d.get("sizes") and "--sweep" not in d["command"] and "--shape" not in d["command"]
+    """A whole engine_bench run of the tables' default shape: its table and build sections (all of them
+    when --sections is not given), neither a sweep nor a --shape comparison."""
+    words = d["command"].split()
+    sections = next((w.split("=", 1)[1].split(",") for w in words if w.startswith("--sections=")), ["table", "build"])
+    return (d.get("sizes") and "table" in sections and "build" in sections and "--sweep" not in words
+            and not any(w.startswith("--shape") for w in words))
 
 
 def newest(benchmark, pred=lambda d: True):

@@ -34,10 +34,10 @@ struct DeviceTable {
   // N*M slots, bucket-major, each a (key, value) pair of words: the key
   // (kEmptyKey when vacant) at slots[2s], its value at slots[2s + 1]. A
   // bucket's keys and values share its 16*M bytes, so a hit reads nothing
-  // after the bucket (docs/gph.md, "Pairs in the bucket").
+  // past the line it finds its key in (docs/gph.md, "Two lines a bucket").
   uint64_t* slots;
-  // One bit per line (below): set when a key whose home is that line was
-  // placed elsewhere in its bucket.
+  // kSpillBits bits per line (below): one is set when a key whose home is
+  // that line is placed elsewhere in its bucket.
   uint32_t* spill;
   OutOfBandSlot* oob;
   unsigned long long* size;  // keys stored, counted on the device
@@ -80,10 +80,12 @@ GPHKV_HD uint32_t lines_per_bucket(const gph::Geometry& g) {
 // bits are nearly the same for the keys of one cell.
 GPHKV_HD uint32_t line_hash_of(uint32_t cell_hash) { return gph::fmix32(cell_hash ^ 0x5bd1e995u); }
 GPHKV_HD uint32_t line_hash(const gph::Geometry& g, uint64_t key) { return line_hash_of(gph::cell_hash(g, key)); }
-GPHKV_HD uint32_t home_line(const gph::Geometry& g, uint64_t key) {
+// The home line of a key of line hash `lh`.
+GPHKV_HD uint32_t home_line_of(const gph::Geometry& g, uint32_t lh) {
   const uint32_t lines = lines_per_bucket(g);
-  return lines == 1 ? 0 : line_hash(g, key) % lines;
+  return lines == 1 ? 0 : lh % lines;
 }
+GPHKV_HD uint32_t home_line(const gph::Geometry& g, uint64_t key) { return home_line_of(g, line_hash(g, key)); }
 // Line `line`'s slots as a mask over its bucket's M (<= 64) slots.
 GPHKV_HD unsigned long long line_mask(const gph::Geometry& g, uint32_t line) {
   if (lines_per_bucket(g) == 1) return g.slots_per_bucket == 64 ? ~0ull : (1ull << g.slots_per_bucket) - 1;

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kBlock)
         // The key's home line, and the rest of the bucket only when the
         // line's spill bit for it is set, as a lookup reads (device_table.cuh).
         const uint32_t lh = line_hash(t.geo, key);
-        const uint32_t line = lines_per_bucket(t.geo) == 1 ? 0 : lh % lines_per_bucket(t.geo);
+        const uint32_t line = home_line_of(t.geo, lh);
         const unsigned long long home = line_mask(t.geo, line);
         uint32_t found = M;
 #pragma unroll

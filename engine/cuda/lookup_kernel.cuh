@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(256)
     const uint32_t cell = gph::reduce(h, t.geo.num_cells);
     bucket = gph::bucket_for_key(t.geo, key, cell, __ldg(t.cells + cell));
     lh = line_hash_of(h);
-    line = lh & 1u;
+    line = home_line_of(t.geo, lh);
   }
   // Where member r's key's line `which` (0: home, 1: the other) starts.
   auto line_start = [&](int r, uint32_t which) {

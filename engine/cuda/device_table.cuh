@@ -80,11 +80,10 @@ GPHKV_HD uint32_t lines_per_bucket(const gph::Geometry& g) {
 // bits are nearly the same for the keys of one cell.
 GPHKV_HD uint32_t line_hash_of(uint32_t cell_hash) { return gph::fmix32(cell_hash ^ 0x5bd1e995u); }
 GPHKV_HD uint32_t line_hash(const gph::Geometry& g, uint64_t key) { return line_hash_of(gph::cell_hash(g, key)); }
-// The home line of a key of line hash `lh`.
-GPHKV_HD uint32_t home_line_of(const gph::Geometry& g, uint32_t lh) {
-  const uint32_t lines = lines_per_bucket(g);
-  return lines == 1 ? 0 : lh % lines;
-}
+// The home line of a key of line hash `lh`: its high bits, by multiply-shift
+// (no division in the lookup; the spill bit reads bits 16 and 17, which the
+// line does not).
+GPHKV_HD uint32_t home_line_of(const gph::Geometry& g, uint32_t lh) { return gph::reduce(lh, lines_per_bucket(g)); }
 GPHKV_HD uint32_t home_line(const gph::Geometry& g, uint64_t key) { return home_line_of(g, line_hash(g, key)); }
 // Line `line`'s slots as a mask over its bucket's M (<= 64) slots.
 GPHKV_HD unsigned long long line_mask(const gph::Geometry& g, uint32_t line) {

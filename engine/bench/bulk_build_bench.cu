@@ -138,7 +138,17 @@ void bulk_build_section(Context& c) {
       continue;
     }
     unique_pairs(c, n, o);
-    if (si == 0) repeating_writes(c, n);
+    if (si != 0) continue;
+    // The writes (24 B each), their dedupe's sort (key and index, twice) and
+    // a table of half the size.
+    const double repeat_gb = n * (sizeof(WriteOp) + 24.0) / 1e9 + need_gb / 2;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    if (repeat_gb > 0.95 * free_b / 1e9) {
+      std::printf("  half the writes repeat keys: skipped, about %.1f GB needed, %.1f GB free\n", repeat_gb,
+                  free_b / 1e9);
+      continue;
+    }
+    repeating_writes(c, n);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/bucket_prefetcher.h"
 #include "gphkv/engine/detail/move_planner.h"
@@ -254,7 +255,17 @@ absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys, absl::S
   std::vector<uint32_t> pending;
   for (auto& list : overflowed) pending.insert(pending.end(), list.begin(), list.end());
   std::sort(pending.begin(), pending.end());
+  // A key refused here stays refused for the rest of the batch, as on the
+  // GPU (whose first occurrence acts for all): a later repeat that found room
+  // after other keys moved would be stored while its first occurrence was
+  // reported refused, and a caller that keeps refused keys aside for a larger
+  // table (ElasticTable) would hold it twice.
+  absl::flat_hash_set<uint64_t> refused;
   for (uint32_t i : pending) {
+    if (refused.contains(keys[i])) {
+      outcomes[i] = UpsertOutcome::kNoRoom;
+      continue;
+    }
     const uint32_t cell = gph::cell_of(geo_, keys[i]);
     const uint32_t b = gph::bucket_for_key(geo_, keys[i], cell, cells_[cell]);
     if (direct_insert(keys[i], values[i], b, &outcomes[i])) {
@@ -264,6 +275,7 @@ absl::Status CpuTable::insert_or_assign(absl::Span<const uint64_t> keys, absl::S
       ++size_;
     } else {
       outcomes[i] = UpsertOutcome::kNoRoom;
+      refused.insert(keys[i]);
     }
   }
   return absl::OkStatus();

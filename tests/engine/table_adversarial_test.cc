@@ -166,6 +166,59 @@ TEST_P(TableAdversarialTest, ABatchOfOneCellsKeysKeepsTheOthersIntact) {
   EXPECT_EQ(check_invariants(*img, model.size()), "");
 }
 
+// Batches full of repeats into a nearly full table, so that Refinement refuses
+// some keys while other keys' moves make room: every occurrence after a
+// refused one is refused too (the key is not stored), every occurrence after a
+// stored one is kAssigned, and the table holds exactly the stored keys with
+// the last value written. ElasticTable counts on it: it keeps a refused key
+// aside for the next table, and a repeat stored meanwhile would be counted
+// twice and lose its last value.
+TEST_P(TableAdversarialTest, RepeatsOfARefusedKeyAreRefusedToo) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed);
+  uint64_t refused_seen = 0;
+  for (int round = 0; round < 200; ++round) {
+    TableOptions options;
+    options.num_buckets = 8;  // 128 slots at M = 16: Refinement at once
+    options.seed = static_cast<uint32_t>(rng());
+    auto table = make(options);
+    ASSERT_NE(table, nullptr);
+    std::unordered_map<uint64_t, uint64_t> model;
+    std::vector<uint64_t> pool(150);
+    for (auto& k : pool) k = rng();
+    for (int batch = 0; batch < 6; ++batch) {
+      std::vector<uint64_t> keys(120), values(120);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        keys[i] = pool[rng() % pool.size()];
+        values[i] = rng();
+      }
+      std::vector<UpsertOutcome> out(keys.size(), UpsertOutcome::kNoRoom);
+      ASSERT_TRUE(table->insert_or_assign(keys, values, absl::MakeSpan(out)).ok());
+      std::unordered_map<uint64_t, UpsertOutcome> first;  // each key's first outcome in this batch
+      for (size_t i = 0; i < keys.size(); ++i) {
+        auto [it, fresh] = first.try_emplace(keys[i], out[i]);
+        if (fresh) {
+          const bool stored_before = model.count(keys[i]) != 0;
+          if (out[i] == UpsertOutcome::kNoRoom) {
+            ASSERT_FALSE(stored_before) << "stored key " << keys[i] << " refused";
+            ++refused_seen;
+          } else {
+            ASSERT_EQ(out[i], stored_before ? UpsertOutcome::kAssigned : UpsertOutcome::kInserted) << keys[i];
+          }
+        } else if (it->second == UpsertOutcome::kNoRoom) {
+          ASSERT_EQ(out[i], UpsertOutcome::kNoRoom) << "a repeat of refused key " << keys[i] << " at " << i;
+        } else {
+          ASSERT_EQ(out[i], UpsertOutcome::kAssigned) << "a repeat of stored key " << keys[i] << " at " << i;
+        }
+        if (it->second != UpsertOutcome::kNoRoom) model[keys[i]] = values[i];
+      }
+      ASSERT_EQ(check_contents(*table, model), "") << "round " << round << " batch " << batch;
+    }
+  }
+  EXPECT_GT(refused_seen, 0u) << "no key was refused: the test did not reach Refinement's limits";
+}
+
 GPHKV_INSTANTIATE_BACKENDS(TableAdversarialTest);
 
 }  // namespace

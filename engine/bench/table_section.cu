@@ -18,7 +18,7 @@ __global__ void count_outside(engine::cuda::DeviceTable t, unsigned long long* o
   for (uint64_t s = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; s < t.geo.num_slots(); s += stride) {
     const uint64_t key = *engine::cuda::slot_key(t, s);
     if (key == engine::gph::kEmptyKey) continue;
-    mine += ((engine::cuda::line_mask(t.geo, engine::cuda::home_line(t.geo, key)) >> (s % M)) & 1ull) == 0;
+    mine += !engine::cuda::in_line(t.geo, engine::cuda::home_line(t.geo, key), static_cast<uint32_t>(s % M));
   }
   atomicAdd(outside, mine);
 }

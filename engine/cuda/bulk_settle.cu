@@ -270,7 +270,7 @@ __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* loa
       const uint32_t i = order[begin + at];
       k = rec.keys[i];
       v = rec.values[i];
-      if (spill >= 0) mark_spill(t, static_cast<uint32_t>(b), static_cast<uint32_t>(spill), k);
+      if (spill >= 0) mark_spill(t, static_cast<uint32_t>(b), static_cast<uint32_t>(spill), line_hash(t.geo, k));
     }
     if (s == 0 && l > M) atomicAdd(t.fault, 1u);  // settling fitted every bucket: reaching here is a bug
     reinterpret_cast<ulonglong2*>(t.slots)[slot] = make_ulonglong2(k, v);  // one 16-byte store

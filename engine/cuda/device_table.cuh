@@ -90,6 +90,8 @@ GPHKV_HD unsigned long long line_mask(const gph::Geometry& g, uint32_t line) {
   if (lines_per_bucket(g) == 1) return g.slots_per_bucket == 64 ? ~0ull : (1ull << g.slots_per_bucket) - 1;
   return 0xffull << (kLinePairs * line);
 }
+// Whether slot s of a bucket belongs to line `line`.
+GPHKV_HD bool in_line(const gph::Geometry& g, uint32_t line, uint32_t s) { return (line_mask(g, line) >> s) & 1ull; }
 // The spill bit a key of line hash `lh` sets in line `line` of `bucket`.
 GPHKV_HD uint64_t spill_bit(const gph::Geometry& g, uint32_t bucket, uint32_t line, uint32_t lh) {
   return (static_cast<uint64_t>(bucket) * lines_per_bucket(g) + line) * kSpillBits + ((lh >> 16) & (kSpillBits - 1));
@@ -121,10 +123,17 @@ __device__ __forceinline__ uint8_t load_cell_cg(const uint8_t* p) {
   return *reinterpret_cast<const volatile uint8_t*>(p);
 }
 
-// Notes that `key`, whose home is line `line` of `bucket`, was placed outside it.
-__device__ __forceinline__ void mark_spill(const DeviceTable& t, uint32_t bucket, uint32_t line, uint64_t key) {
-  const uint64_t bit = spill_bit(t.geo, bucket, line, line_hash(t.geo, key));
+// Notes that a key of line hash `lh`, whose home is line `line` of `bucket`,
+// was placed outside it.
+__device__ __forceinline__ void mark_spill(const DeviceTable& t, uint32_t bucket, uint32_t line, uint32_t lh) {
+  const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
   atomicOr(t.spill + (bit >> 5), 1u << (bit & 31));
+}
+// Whether such a key may have been placed outside its home line. For kernels
+// that do not set spill bits (read through the read-only cache).
+__device__ __forceinline__ bool spill_set(const DeviceTable& t, uint32_t bucket, uint32_t line, uint32_t lh) {
+  const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
+  return (__ldg(t.spill + (bit >> 5)) >> (bit & 31)) & 1u;
 }
 
 // Adds the number of lanes with `pred` to *counter with one atomic per warp.

@@ -33,18 +33,14 @@ __global__ void __launch_bounds__(kBlock)
         // line's spill bit for it is set, as a lookup reads (device_table.cuh).
         const uint32_t lh = line_hash(t.geo, key);
         const uint32_t line = home_line_of(t.geo, lh);
-        const unsigned long long home = line_mask(t.geo, line);
         uint32_t found = M;
 #pragma unroll
         for (uint32_t s = 0; s < M; ++s) {
-          if (((home >> s) & 1ull) && pairs[s].x == key) found = s;
+          if (in_line(t.geo, line, s) && pairs[s].x == key) found = s;
         }
-        if (found == M && lines_per_bucket(t.geo) > 1) {
-          const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
-          if ((t.spill[bit >> 5] >> (bit & 31)) & 1u) {
-            for (uint32_t s = 0; s < M; ++s) {
-              if (!((home >> s) & 1ull) && pairs[s].x == key) found = s;
-            }
+        if (found == M && lines_per_bucket(t.geo) > 1 && spill_set(t, bucket, line, lh)) {
+          for (uint32_t s = 0; s < M; ++s) {
+            if (!in_line(t.geo, line, s) && pairs[s].x == key) found = s;
           }
         }
         if (found < M) {

@@ -16,7 +16,7 @@ constexpr int kBlock = 256;
 // (device_table.cuh, "Lines"). False when every slot seen vacant was taken.
 __device__ bool claim_slot(const DeviceTable& t, uint32_t bucket, uint64_t key, uint64_t value,
                            unsigned long long vacant) {
-  const uint32_t line = home_line(t.geo, key);
+  const uint32_t lh = line_hash(t.geo, key), line = home_line_of(t.geo, lh);
   const unsigned long long home = line_mask(t.geo, line);
   const uint64_t base = static_cast<uint64_t>(bucket) * t.geo.slots_per_bucket;
   for (unsigned long long pass : {vacant & home, vacant & ~home}) {
@@ -26,7 +26,7 @@ __device__ bool claim_slot(const DeviceTable& t, uint32_t bucket, uint64_t key, 
       unsigned long long* slot = reinterpret_cast<unsigned long long*>(slot_key(t, base + s));
       if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
         *slot_value(t, base + s) = value;
-        if (((home >> s) & 1ull) == 0) mark_spill(t, bucket, line, key);
+        if (!in_line(t.geo, line, s)) mark_spill(t, bucket, line, lh);
         return true;
       }
     }

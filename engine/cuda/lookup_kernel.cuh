@@ -33,6 +33,20 @@ __device__ __forceinline__ ulonglong2 load_slots(const ulonglong2* p) {
   return __ldg(p);
 }
 
+// The lane's pairs that hold `want`: true, and its value in *value, if one does.
+template <int P>
+__device__ __forceinline__ bool match_pairs(const ulonglong2 (&pairs)[P], uint64_t want, uint64_t* value) {
+  bool hit = false;
+#pragma unroll
+  for (int x = 0; x < P; ++x) {
+    if (pairs[x].x == want) {
+      hit = true;
+      *value = pairs[x].y;
+    }
+  }
+  return hit;
+}
+
 template <int M, int G, int K, bool kStream>
 __global__ void __launch_bounds__(256)
     lookup_grouped(DeviceTable t, const uint64_t* __restrict__ queries, uint64_t n, uint64_t* __restrict__ out_values,
@@ -83,15 +97,8 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int r = 0; r < G; ++r) {
       const uint64_t want = __shfl_sync(kFullWarp, key[k], leader + r);
-      bool hit = false;
       hit_value[k][r] = 0;
-#pragma unroll
-      for (int x = 0; x < P; ++x) {
-        if (slots[k][r][x].x == want) {
-          hit = true;
-          hit_value[k][r] = slots[k][r][x].y;
-        }
-      }
+      const bool hit = match_pairs(slots[k][r], want, &hit_value[k][r]);
       group_hits[k][r] = __ballot_sync(kFullWarp, hit) & group_mask;
     }
   }
@@ -163,25 +170,23 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int x = 0; x < P; ++x) slots[r][x] = load_slots<kStream>(p + x);
   }
+  // Member r's answer from the group's compares: whether a lane matched, and
+  // that lane's value (warp-collective).
+  auto group_answer = [&](bool hit, uint64_t value, uint64_t* answer) {
+    const unsigned hits = __ballot_sync(kFullWarp, hit) & group_mask;
+    *answer = __shfl_sync(kFullWarp, value, hits ? __ffs(hits) - 1 : leader);
+    return hits != 0;
+  };
   uint64_t my_value = 0;
   bool my_found = false;
 #pragma unroll
   for (int r = 0; r < G; ++r) {
-    const uint64_t want = __shfl_sync(kFullWarp, key, leader + r);
-    bool hit = false;
-    uint64_t value = 0;
-#pragma unroll
-    for (int x = 0; x < P; ++x) {
-      if (slots[r][x].x == want) {
-        hit = true;
-        value = slots[r][x].y;
-      }
-    }
-    const unsigned hits = __ballot_sync(kFullWarp, hit) & group_mask;
-    const uint64_t v = __shfl_sync(kFullWarp, value, hits ? __ffs(hits) - 1 : leader);
+    uint64_t value = 0, answer;
+    const bool hit = match_pairs(slots[r], __shfl_sync(kFullWarp, key, leader + r), &value);
+    const bool found = group_answer(hit, value, &answer);
     if (member == r) {
-      my_value = v;
-      my_found = hits != 0;
+      my_value = answer;
+      my_found = found;
     }
   }
 
@@ -189,40 +194,25 @@ __global__ void __launch_bounds__(256)
   // which each group serves its next such member (rarely more than one).
   // The spill word only after a miss in the home line: a hit never reads it,
   // so the spill bits take less of the L2 the Cell Index lives in.
-  bool pending = i < n && key != gph::kEmptyKey && !my_found;
-  if (pending) {
-    const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
-    pending = (__ldg(t.spill + (bit >> 5)) >> (bit & 31)) & 1u;
-  }
+  bool pending = i < n && key != gph::kEmptyKey && !my_found && spill_set(t, bucket, line, lh);
   for (unsigned waiting = __ballot_sync(kFullWarp, pending); waiting != 0;
        waiting = __ballot_sync(kFullWarp, pending)) {
     const unsigned mine = (waiting & group_mask) >> leader;
     const int r = mine ? __ffs(mine) - 1 : 0;
-    ulonglong2 other[P];
+    const ulonglong2* p = line_start(r, 1);  // every lane: the shuffles inside need the warp
+    const uint64_t want = __shfl_sync(kFullWarp, key, leader + r);
+    uint64_t value = 0, answer;
+    bool hit = false;
     if (mine) {
-      const ulonglong2* p = line_start(r, 1);
+      ulonglong2 other[P];
 #pragma unroll
       for (int x = 0; x < P; ++x) other[x] = load_slots<kStream>(p + x);
-    } else {
-      line_start(r, 1);  // the shuffles inside need every lane
+      hit = match_pairs(other, want, &value);
     }
-    const uint64_t want = __shfl_sync(kFullWarp, key, leader + r);
-    bool hit = false;
-    uint64_t value = 0;
-    if (mine) {
-#pragma unroll
-      for (int x = 0; x < P; ++x) {
-        if (other[x].x == want) {
-          hit = true;
-          value = other[x].y;
-        }
-      }
-    }
-    const unsigned hits = __ballot_sync(kFullWarp, hit) & group_mask;
-    const uint64_t v = __shfl_sync(kFullWarp, value, hits ? __ffs(hits) - 1 : leader);
+    const bool found = group_answer(hit, value, &answer);
     if (mine && member == r) {
-      my_value = v;
-      my_found = hits != 0;
+      my_value = answer;
+      my_found = found;
       pending = false;
     }
   }

@@ -38,14 +38,15 @@ struct Workspace {
   uint32_t* count;             // [R] per bucket r: slots held by other cells (or, in placement, keys to place)
   uint32_t* canon;             // [R] first r' with the same bucket
   unsigned long long* vacant;  // [R] vacancy masks during placement
-  uint32_t* scalars;           // [0] held count, [1] cache_phi, [2] cache valid
+  uint32_t* scalars;           // [0] held count, [1] cache_phi, [2] cache valid, [3] mapping loads
+  uint8_t* line;               // per key: its home line, during placement
 };
 
 __host__ __device__ size_t workspace_bytes(const gph::Geometry& g) {
   const size_t cap = static_cast<size_t>(g.virtual_buckets) * g.slots_per_bucket + 1;
   const size_t R = g.virtual_buckets;
   return cap * (3 * sizeof(uint64_t) + sizeof(uint32_t)) + R * sizeof(unsigned long long) +
-         (2 * R + 3 * R + 4) * sizeof(uint32_t) + 32;
+         (2 * R + 3 * R + 4) * sizeof(uint32_t) + cap * sizeof(uint8_t) + 32;
 }
 
 __device__ Workspace carve(const gph::Geometry& g, uint8_t* base) {
@@ -62,6 +63,7 @@ __device__ Workspace carve(const gph::Geometry& g, uint8_t* base) {
   w.count = w.bucket + R;
   w.canon = w.count + R;
   w.scalars = w.canon + R;
+  w.line = reinterpret_cast<uint8_t*>(w.scalars + 4);
   return w;
 }
 
@@ -260,7 +262,7 @@ __device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, 
 }
 
 // Where key k of the Workspace goes in its target bucket r, whose vacant slots
-// are w.vacant[r]: the keys of r with home line L take the vacant slots of L
+// are w.vacant[r] (and home lines w.line): the keys of r with home line L take the vacant slots of L
 // in order (the j-th of them, j = the keys before k with the same bucket and
 // line); those past L's vacancies take, in order, the vacant slots that no
 // key of the same bucket claims in its own line (device_table.cuh, "Lines").
@@ -270,12 +272,12 @@ __device__ bool still_fits(const DeviceTable& t, uint32_t cell, uint8_t chosen, 
 __device__ uint32_t slot_in_target(const DeviceTable& t, const Workspace& w, uint32_t n, uint32_t k, bool* spilled) {
   constexpr uint32_t kMaxLines = 64 / kLinePairs;
   const uint32_t r = w.target[k], lines = lines_per_bucket(t.geo);
-  const uint32_t line = home_line(t.geo, w.keys[k]);
+  const uint32_t line = w.line[k];
   uint32_t per_line[kMaxLines] = {};
   uint32_t rank = 0;
   for (uint32_t q = 0; q < n; ++q) {
     if (w.target[q] != r) continue;
-    const uint32_t l = lines == 1 ? 0 : home_line(t.geo, w.keys[q]);
+    const uint32_t l = w.line[q];
     rank += q < k && l == line;
     ++per_line[l];
   }
@@ -315,6 +317,7 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
       atomicOr(&w.vacant[r], 1ull << (x % M));
     }
   }
+  for (uint32_t k = lane_id(); k < n; k += 32) w.line[k] = static_cast<uint8_t>(home_line(t.geo, w.keys[k]));
   __syncwarp();
   for (uint32_t k = lane_id(); k < n; k += 32) {
     bool spilled = false;
@@ -327,7 +330,7 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
     const uint64_t slot = static_cast<uint64_t>(bucket) * M + s;
     store_cg(slot_key(t, slot), w.keys[k]);
     store_cg(slot_value(t, slot), w.values[k]);
-    if (spilled) mark_spill(t, bucket, home_line(t.geo, w.keys[k]), w.keys[k]);
+    if (spilled) mark_spill(t, bucket, w.line[k], line_hash(t.geo, w.keys[k]));
   }
   __syncwarp();
 }
@@ -382,13 +385,13 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
       const unsigned long long vacant = vacant_slots(t, home);
       if (vacant != 0) {
         // The home line first; elsewhere in the bucket only when it is full.
-        const uint32_t line = home_line(t.geo, key);
+        const uint32_t lh = line_hash(t.geo, key), line = home_line_of(t.geo, lh);
         const unsigned long long own = vacant & line_mask(t.geo, line);
         const uint32_t s = __ffsll(static_cast<long long>(own != 0 ? own : vacant)) - 1;
         if (lane == 0) {
           store_cg(slot_key(t, static_cast<uint64_t>(home) * M + s), key);
           store_cg(slot_value(t, static_cast<uint64_t>(home) * M + s), value);
-          if (own == 0) mark_spill(t, home, line, key);
+          if (own == 0) mark_spill(t, home, line, lh);
         }
         release_all(t, w);
         result = kStatusInserted;

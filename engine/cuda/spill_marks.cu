@@ -16,9 +16,9 @@ __global__ void mark_spills(DeviceTable t) {
     const uint64_t key = *slot_key(t, s);
     if (key == gph::kEmptyKey) continue;
     const auto bucket = static_cast<uint32_t>(s / M);
-    const uint32_t line = home_line(t.geo, key);
-    if (((line_mask(t.geo, line) >> (s - static_cast<uint64_t>(bucket) * M)) & 1ull) == 0) {
-      mark_spill(t, bucket, line, key);
+    const uint32_t lh = line_hash(t.geo, key), line = home_line_of(t.geo, lh);
+    if (!in_line(t.geo, line, static_cast<uint32_t>(s - static_cast<uint64_t>(bucket) * M))) {
+      mark_spill(t, bucket, line, lh);
     }
   }
 }

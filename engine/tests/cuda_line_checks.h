@@ -39,10 +39,10 @@ inline std::string check_lines(const cuda::CudaTable& table, LineCensus* census)
     if (key == gph::kEmptyKey) continue;
     ++census->keys;
     const auto bucket = static_cast<uint32_t>(s / M);
-    const uint32_t home = cuda::home_line(t.geo, key);
-    if ((cuda::line_mask(t.geo, home) >> (s % M)) & 1ull) continue;
+    const uint32_t lh = cuda::line_hash(t.geo, key), home = cuda::home_line_of(t.geo, lh);
+    if (cuda::in_line(t.geo, home, static_cast<uint32_t>(s % M))) continue;
     ++census->outside;
-    const uint64_t bit = cuda::spill_bit(t.geo, bucket, home, cuda::line_hash(t.geo, key));
+    const uint64_t bit = cuda::spill_bit(t.geo, bucket, home, lh);
     if (((spill[bit >> 5] >> (bit & 31)) & 1u) == 0) {
       return "key " + std::to_string(key) + " in slot " + std::to_string(s % M) + " of bucket " +
              std::to_string(bucket) + " is outside its home line " + std::to_string(home) +

@@ -87,7 +87,11 @@ TEST_P(ElasticTableTest, GrowsManyTimesOverWithoutLosingAWrite) {
   }
   ASSERT_TRUE(t->finish_rebuild().ok());
   expect_contents(*t, model);
-  EXPECT_GE(t->rebuilds(), 5u) << "the table should have grown many times";
+  // How many rebuilds it took depends on timing (writes that land during a
+  // slow build make the next one larger): on a loaded 2-core machine 4, not 5.
+  // The growth itself does not: from 4 buckets to thousands.
+  EXPECT_GE(t->rebuilds(), 3u) << "the table should have grown many times";
+  EXPECT_GE(t->num_buckets(), 1000 * o.shape.num_buckets) << "the table should have grown many times over";
   EXPECT_LE(t->load_factor(), o.max_load_factor + 0.01);
   for (const RebuildEvent& e : events_) {
     EXPECT_TRUE(e.cause == "load_factor" || e.cause == "no_room") << e.cause;
@@ -138,7 +142,10 @@ TEST_P(ElasticTableTest, ReadsAndWritesDuringARebuildSeeEveryAcknowledgedWrite) 
   EXPECT_GT(during, 0);
   ASSERT_TRUE(t->finish_rebuild().ok());
   ASSERT_EQ(events_.size(), 1u);
-  EXPECT_EQ(events_[0].cause, "load_factor");
+  // The batch that crosses max_load_factor starts the rebuild; at M = 16 one
+  // of its keys can meet a full cell first, which starts the same rebuild
+  // under the other name.
+  EXPECT_TRUE(events_[0].cause == "load_factor" || events_[0].cause == "no_room") << events_[0].cause;
   EXPECT_GT(events_[0].writes_during, 0u);
   for (int i = 0; i < 200; ++i) random_batch(*t, model, rng, pool, 1 + rng() % 500);
   expect_contents(*t, model);

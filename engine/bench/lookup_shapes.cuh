@@ -44,7 +44,7 @@ inline CellWindow keep_cells_in_l2(const engine::cuda::DeviceTable& t, int devic
   CK(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, device));
   CK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device));
   if (max_persist <= 0 || max_window <= 0) return w;  // no L2 persistence on this device
-  const size_t cells = t.geo.num_cells;               // one byte per cell
+  const size_t cells = engine::cuda::cell_index_bytes(t.geo.num_cells);
   size_t current = 0;
   CK(cudaDeviceGetLimit(&current, cudaLimitPersistingL2CacheSize));
   const size_t want = std::min<size_t>(cells, static_cast<size_t>(max_persist));

@@ -16,8 +16,10 @@ void Report::print_size(const Size& s) const {
   }
   std::printf("  insert, build to load %.2f: %.3f G/s, %llu keys kNoRoom   (baseline build %.3f G/s)\n", s.load,
               s.insert_build, static_cast<unsigned long long>(s.build_no_room), s.baseline_build);
-  std::printf("  after the build: %.4f of the keys outside their home line, %.4f of the spill bits set\n",
-              s.keys_outside_home_line, s.spill_bits_set);
+  std::printf(
+      "  after the build: %.4f of the keys outside their home line, %.4f of the cells flagged, %.4f of the spill "
+      "bits set\n",
+      s.keys_outside_home_line, s.cells_flagged, s.spill_bits_set);
   std::printf("  insert, 1%% burst into the full table: %.3f G/s\n", s.insert_burst);
   std::printf("  erase, 1%% burst: %.3f G/s\n", s.erase_burst);
   for (const Variant& v : s.variants) std::printf("  tuning: %-58s %.2f G/s\n", v.name.c_str(), v.find50);
@@ -108,9 +110,9 @@ bool Report::write_json(const std::string& path) const {
                  s.ceiling_with_values);
     std::fprintf(f,
                  "     \"build_no_room_keys\": %llu, \"cells_per_bucket\": %u, \"keys_outside_home_line\": %.4f, "
-                 "\"spill_bits_per_line\": %u, \"spill_bits_set\": %.4f,\n",
+                 "\"cells_flagged\": %.4f, \"spill_bits_per_line\": %u, \"spill_bits_set\": %.4f,\n",
                  static_cast<unsigned long long>(s.build_no_room), s.cells_per_bucket, s.keys_outside_home_line,
-                 s.spill_bits_per_line, s.spill_bits_set);
+                 s.cells_flagged, s.spill_bits_per_line, s.spill_bits_set);
     std::fprintf(f,
                  "     \"insert_build\": %.4f, \"insert_burst_1pct\": %.4f, \"erase_burst_1pct\": %.4f, "
                  "\"baseline_build\": %.4f,\n",

@@ -27,9 +27,10 @@ struct Report {
     double load = 0;
     double ceiling = 0, ceiling_with_values = 0;
     uint64_t build_no_room = 0;
-    // After the build (engine/cuda/device_table.cuh, "Lines"): shares of the
-    // keys stored outside their home line and of the spill bits set.
-    double keys_outside_home_line = 0, spill_bits_set = 0;
+    // After the build (engine/cuda/device_table.cuh, "Lines", "Cell groups"):
+    // shares of the keys stored outside their home line, of the cells flagged
+    // and of the spill bits set.
+    double keys_outside_home_line = 0, cells_flagged = 0, spill_bits_set = 0;
     uint32_t spill_bits_per_line = 0, cells_per_bucket = 0;
     double insert_build = 0, insert_burst = 0, erase_burst = 0, baseline_build = 0;
     std::vector<Find> finds;

@@ -1,6 +1,7 @@
 // The table section: one table per --keys size, every operation on it in the
 // order that leaves each measurement the table state it needs.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "engine/bench/cuda_check.h"
@@ -24,10 +25,11 @@ __global__ void count_outside(engine::cuda::DeviceTable t, unsigned long long* o
 }
 
 // How far the table is from one line a lookup: the share of keys stored
-// outside their home line (a hit on one reads two lines) and of spill bits
-// set (a miss whose bit is set reads two).
+// outside their home line (a hit on one reads two lines), of cells flagged
+// (a miss in a flagged cell reads the spill bits) and of spill bits set (a
+// miss whose bit is set reads two lines).
 struct LineShares {
-  double keys_outside = 0, spill_bits_set = 0;
+  double keys_outside = 0, cells_flagged = 0, spill_bits_set = 0;
 };
 LineShares line_shares(const CudaTable& table, uint64_t keys) {
   const engine::cuda::DeviceTable t = table.view();
@@ -35,6 +37,14 @@ LineShares line_shares(const CudaTable& table, uint64_t keys) {
   CK(cudaMemcpy(words.data(), t.spill, words.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
   uint64_t set = 0;
   for (uint32_t w : words) set += __builtin_popcount(w);
+  std::vector<uint8_t> index(engine::cuda::cell_index_bytes(t.geo.num_cells));
+  CK(cudaMemcpy(index.data(), t.cells, index.size(), cudaMemcpyDeviceToHost));
+  uint64_t flagged = 0;
+  for (size_t g = 0; g < index.size(); g += engine::cuda::kGroupBytes) {
+    uint32_t word = 0;
+    std::memcpy(&word, index.data() + g + engine::cuda::kGroupCells, sizeof(word));
+    flagged += __builtin_popcount(word);
+  }
   unsigned long long* outside = nullptr;
   CK(cudaMalloc(&outside, sizeof(*outside)));
   CK(cudaMemset(outside, 0, sizeof(*outside)));
@@ -45,7 +55,8 @@ LineShares line_shares(const CudaTable& table, uint64_t keys) {
   CK(cudaFree(outside));
   const double bits =
       static_cast<double>(t.geo.num_buckets) * engine::cuda::lines_per_bucket(t.geo) * engine::cuda::kSpillBits;
-  return {static_cast<double>(host) / static_cast<double>(keys), static_cast<double>(set) / bits};
+  return {static_cast<double>(host) / static_cast<double>(keys), static_cast<double>(flagged) / t.geo.num_cells,
+          static_cast<double>(set) / bits};
 }
 
 }  // namespace
@@ -79,8 +90,10 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   std::printf("insert, build from empty to load %.2f (10 batches): %.2f G/s\n", lf, insert_rate);
 
   const LineShares lines = line_shares(table, n - build_no_room);
-  std::printf("after the build: %.4f of the keys outside their home line, %.4f of the spill bits set (%u a line)\n",
-              lines.keys_outside, lines.spill_bits_set, engine::cuda::kSpillBits);
+  std::printf(
+      "after the build: %.4f of the keys outside their home line, %.4f of the cells flagged, %.4f of the spill bits "
+      "set (%u a line)\n",
+      lines.keys_outside, lines.cells_flagged, lines.spill_bits_set, engine::cuda::kSpillBits);
 
   std::vector<double> finds;
   for (const FindCase& fc : kFindCases) finds.push_back(find_rate(c, table, n, nq, fc, b));
@@ -97,6 +110,7 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   rs.slots_per_bucket = o.slots_per_bucket;
   rs.cells_per_bucket = static_cast<uint32_t>(o.cells_per_bucket);
   rs.keys_outside_home_line = lines.keys_outside;
+  rs.cells_flagged = lines.cells_flagged;
   rs.spill_bits_set = lines.spill_bits_set;
   rs.spill_bits_per_line = engine::cuda::kSpillBits;
   rs.ceiling = ceil;

@@ -143,7 +143,7 @@ __device__ uint8_t choose_for(const gph::Geometry& g, uint32_t c, uint8_t curren
   return chosen;
 }
 
-__device__ void move_to(const gph::Geometry& g, uint32_t c, uint8_t byte, uint8_t* cells, const CellRecords& rec,
+__device__ void move_to(const gph::Geometry& g, uint32_t c, uint8_t byte, CellBytes cells, const CellRecords& rec,
                         uint32_t* bucket, uint32_t* load) {
   const uint32_t begin = rec.cell_begin[c], end = rec.cell_begin[c + 1];
   for (uint32_t r = begin; r < end; ++r) atomicSub(&load[bucket[r]], 1u);
@@ -156,7 +156,7 @@ __device__ void move_to(const gph::Geometry& g, uint32_t c, uint8_t byte, uint8_
 }
 
 // Every loser chooses against the same loads (no one has moved yet).
-__global__ void choose_kernel(gph::Geometry g, const uint8_t* cells, CellRecords rec, const uint32_t* bucket,
+__global__ void choose_kernel(gph::Geometry g, CellBytes cells, CellRecords rec, const uint32_t* bucket,
                               const uint32_t* load, const uint32_t* losers, const uint32_t* counts, uint8_t* next) {
   const uint32_t n = counts[1];
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -166,7 +166,7 @@ __global__ void choose_kernel(gph::Geometry g, const uint8_t* cells, CellRecords
   }
 }
 
-__global__ void move_kernel(gph::Geometry g, uint8_t* cells, CellRecords rec, uint32_t* bucket, uint32_t* load,
+__global__ void move_kernel(gph::Geometry g, CellBytes cells, CellRecords rec, uint32_t* bucket, uint32_t* load,
                             const uint32_t* losers, const uint32_t* counts, const uint8_t* next, uint8_t* moved) {
   const uint32_t n = counts[1];
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -181,7 +181,7 @@ __global__ void move_kernel(gph::Geometry g, uint8_t* cells, CellRecords rec, ui
 // The final pass, one cell at a time on one thread: each choice sees every
 // earlier move, and a cell only enters buckets with room for it, so the pass
 // ends with every bucket within M or with a cell that fits nowhere.
-__global__ void serial_kernel(gph::Geometry g, uint8_t* cells, CellRecords rec, uint32_t* bucket, uint32_t* load,
+__global__ void serial_kernel(gph::Geometry g, CellBytes cells, CellRecords rec, uint32_t* bucket, uint32_t* load,
                               const uint32_t* list, const uint32_t* counts) {
   const uint32_t n = counts[0];
   const uint32_t M = g.slots_per_bucket;
@@ -197,11 +197,11 @@ __global__ void serial_kernel(gph::Geometry g, uint8_t* cells, CellRecords rec, 
   }
 }
 
-__global__ void count_moved_kernel(const uint8_t* cells, uint32_t L, unsigned long long* moved) {
+__global__ void count_moved_kernel(CellBytes cells, uint32_t L, unsigned long long* moved) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x); first < L; first += stride) {
     const uint64_t c = first + threadIdx.x;
-    const unsigned mask = __ballot_sync(0xffffffffu, c < L && cells[c] != 0);
+    const unsigned mask = __ballot_sync(0xffffffffu, c < L && cells[static_cast<uint32_t>(c)] != 0);
     if ((threadIdx.x & 31u) == 0 && mask != 0) atomicAdd(moved, static_cast<unsigned long long>(__popc(mask)));
   }
 }
@@ -270,7 +270,10 @@ __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* loa
       const uint32_t i = order[begin + at];
       k = rec.keys[i];
       v = rec.values[i];
-      if (spill >= 0) mark_spill(t, static_cast<uint32_t>(b), static_cast<uint32_t>(spill), line_hash(t.geo, k));
+      if (spill >= 0) {
+        mark_spill(t, static_cast<uint32_t>(b), static_cast<uint32_t>(spill), line_hash(t.geo, k),
+                   gph::cell_of(t.geo, k));
+      }
     }
     if (s == 0 && l > M) atomicAdd(t.fault, 1u);  // settling fitted every bucket: reaching here is a bug
     reinterpret_cast<ulonglong2*>(t.slots)[slot] = make_ulonglong2(k, v);  // one 16-byte store
@@ -330,7 +333,9 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   uint32_t* bits = scratch.at<uint32_t>(o_bits);
   auto* moved_cells = scratch.at<unsigned long long>(o_moved_cells);
 
-  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, L, s));  // every cell at (0, 0), where the caller located the keys
+  // Every cell at (0, 0), where the caller located the keys, and every flag
+  // clear (the placement sets them).
+  GPHKV_CUDA_TRY(cudaMemsetAsync(t.cells, 0, cell_index_bytes(L), s));
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
 
   // Lists the overflowing cells; returns how many.
@@ -361,10 +366,10 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
     }
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_admit_ms));
     GPHKV_CUDA_TRY(cudaMemsetAsync(moved, 0, L, s));
-    choose_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next);
+    choose_kernel<<<grid, kBlock, 0, s>>>(g, CellBytes{t.cells}, rec, bucket, load, losers, counts, next);
     GPHKV_CUDA_TRY_LAUNCH("choose_kernel");
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_choose_ms));
-    move_kernel<<<grid, kBlock, 0, s>>>(g, t.cells, rec, bucket, load, losers, counts, next, moved);
+    move_kernel<<<grid, kBlock, 0, s>>>(g, CellBytes{t.cells}, rec, bucket, load, losers, counts, next, moved);
     GPHKV_CUDA_TRY_LAUNCH("move_kernel");
     GPHKV_RETURN_IF_ERROR(detail_lap(&result->round_move_ms));
     GPHKV_RETURN_IF_ERROR(mark(&flagged));
@@ -374,7 +379,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   result->cells_serial = flagged;
   result->rounds_ms = lap();
   if (flagged > 0) {
-    serial_kernel<<<1, 1, 0, s>>>(g, t.cells, rec, bucket, load, list, counts);
+    serial_kernel<<<1, 1, 0, s>>>(g, CellBytes{t.cells}, rec, bucket, load, list, counts);
     GPHKV_CUDA_TRY_LAUNCH("serial_kernel");
     GPHKV_RETURN_IF_ERROR(mark(&flagged));
     if (flagged > 0) {
@@ -391,7 +396,7 @@ absl::Status settle_and_place(const DeviceTable& t, const CellRecords& rec, cons
   result->serial_ms = lap();
   GPHKV_RETURN_IF_ERROR(detail_lap(&skip));
   GPHKV_CUDA_TRY(cudaMemsetAsync(moved_cells, 0, sizeof(unsigned long long), s));
-  count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(t.cells, L, moved_cells);
+  count_moved_kernel<<<grid_for(L), kBlock, 0, s>>>(CellBytes{t.cells}, L, moved_cells);
   GPHKV_CUDA_TRY_LAUNCH("count_moved_kernel");
   {
     // 4. Place: a stable radix sort of (bucket, record index) on the bucket

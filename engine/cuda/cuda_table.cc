@@ -131,7 +131,7 @@ absl::Status CudaTable::init() {
 
   uint64_t locks = 1;
   while (locks < std::min<uint64_t>(geo_.num_buckets, kMaxLocks)) locks <<= 1;
-  GPHKV_RETURN_IF_ERROR(cells_.allocate(geo_.num_cells));
+  GPHKV_RETURN_IF_ERROR(cells_.allocate(cell_index_bytes(geo_.num_cells)));
   GPHKV_RETURN_IF_ERROR(slots_.allocate(2 * geo_.num_slots()));
   GPHKV_RETURN_IF_ERROR(spill_.allocate(spill_words(geo_)));
   GPHKV_RETURN_IF_ERROR(oob_.allocate(1));
@@ -326,13 +326,17 @@ absl::Status CudaTable::copy_to_host(std::vector<uint64_t>* slots, std::vector<u
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   slots->resize(slots_.size());
   // The table's own stream: ordered after every synchronous operation.
+  std::vector<uint8_t> index(cells != nullptr ? cells_.size() : 0);
   if (cells != nullptr) {
-    cells->resize(geo_.num_cells);
-    GPHKV_CUDA_TRY(cudaMemcpyAsync(cells->data(), cells_.get(), cells_.bytes(), cudaMemcpyDeviceToHost, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(index.data(), cells_.get(), cells_.bytes(), cudaMemcpyDeviceToHost, stream_));
   }
   GPHKV_CUDA_TRY(cudaMemcpyAsync(slots->data(), slots_.get(), slots_.bytes(), cudaMemcpyDeviceToHost, stream_));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(oob, oob_.get(), sizeof(*oob), cudaMemcpyDeviceToHost, stream_));
   GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  if (cells != nullptr) {  // a byte a cell, without the groups' flags (device_table.cuh, "Cell groups")
+    cells->resize(geo_.num_cells);
+    for (uint32_t c = 0; c < geo_.num_cells; ++c) (*cells)[c] = index[cell_byte_at(c)];
+  }
   return absl::OkStatus();
 }
 
@@ -367,8 +371,11 @@ absl::Status CudaTable::load_image(const TableImage& img) {
     slots[2 * s] = img.keys[s];
     slots[2 * s + 1] = img.values[s];
   }
+  // Into cell groups with every flag clear; the marking below sets them.
+  std::vector<uint8_t> index(cells_.size(), 0);
+  for (uint32_t c = 0; c < geo_.num_cells; ++c) index[cell_byte_at(c)] = img.cells[c];
   return run_sync([&]() -> absl::Status {
-    GPHKV_CUDA_TRY(cudaMemcpyAsync(cells_.get(), img.cells.data(), cells_.bytes(), cudaMemcpyHostToDevice, stream_));
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(cells_.get(), index.data(), cells_.bytes(), cudaMemcpyHostToDevice, stream_));
     GPHKV_CUDA_TRY(cudaMemcpyAsync(slots_.get(), slots.data(), slots_.bytes(), cudaMemcpyHostToDevice, stream_));
     // An image places keys anywhere in their buckets (the CPU backend's has no lines).
     gphkv::cuda::clear_stale_launch_error();  // the marking's launch check reads it

@@ -30,7 +30,10 @@ struct RefinementStats {
 
 struct DeviceTable {
   gph::Geometry geo;
-  uint8_t* cells;  // L bytes: the Cell Index, Φ<<log2R | Δ
+  // The Cell Index (Φ<<log2R | Δ a cell) and the cells' spill flags, in
+  // groups of 32 bytes (below, "Cell groups"): cell c's byte at
+  // cells[cell_byte_at(c)], never at cells[c].
+  uint8_t* cells;
   // N*M slots, bucket-major, each a (key, value) pair of words: the key
   // (kEmptyKey when vacant) at slots[2s], its value at slots[2s + 1]. A
   // bucket's keys and values share its 16*M bytes, so a hit reads nothing
@@ -101,6 +104,35 @@ GPHKV_HD uint64_t spill_words(const gph::Geometry& g) {
   return (static_cast<uint64_t>(g.num_buckets) * lines_per_bucket(g) * kSpillBits + 31) / 32;
 }
 
+// Cell groups. The GPU's Cell Index is laid out in groups of one 32-byte L2
+// sector: 28 cell bytes, then a 32-bit word of those 28 cells' spill flags.
+// A cell's flag is set when a key of that cell is placed outside its home line
+// (with the line's spill bit, below), so a lookup that misses in its home line
+// reads the spill bits only when its cell's flag, which came in the same
+// sector as its cell byte, is set: about one miss in five after a build to load
+// 0.8, against every miss without the flags (a miss would otherwise wait for a
+// third dependent read; docs/gph.md, "Cell flags"). The index is 8/7 the
+// size of a byte a cell. Images keep a byte a cell (cuda_table.cc converts).
+inline constexpr uint32_t kGroupCells = 28;
+inline constexpr uint32_t kGroupBytes = 32;
+GPHKV_HD uint64_t cell_index_bytes(uint32_t num_cells) {
+  return (static_cast<uint64_t>(num_cells) + kGroupCells - 1) / kGroupCells * kGroupBytes;
+}
+GPHKV_HD uint64_t cell_byte_at(uint32_t c) {
+  const uint32_t group = c / kGroupCells;
+  return static_cast<uint64_t>(group) * kGroupBytes + (c - group * kGroupCells);
+}
+// The byte offset of cell c's flag word (4-aligned), and c's bit in it.
+GPHKV_HD uint64_t cell_flags_at(uint32_t c) {
+  return static_cast<uint64_t>(c / kGroupCells) * kGroupBytes + kGroupCells;
+}
+GPHKV_HD uint32_t cell_flag_bit(uint32_t c) { return 1u << (c % kGroupCells); }
+// The cell bytes of an index, by cell id, for kernels that walk cells.
+struct CellBytes {
+  uint8_t* index;
+  GPHKV_HD uint8_t& operator[](uint32_t c) const { return index[cell_byte_at(c)]; }
+};
+
 // Per-key result codes of the insert pipeline, by sorted position.
 enum InsertStatus : uint8_t {
   kStatusInserted = 0,   // = UpsertOutcome::kInserted
@@ -123,11 +155,18 @@ __device__ __forceinline__ uint8_t load_cell_cg(const uint8_t* p) {
   return *reinterpret_cast<const volatile uint8_t*>(p);
 }
 
-// Notes that a key of line hash `lh`, whose home is line `line` of `bucket`,
-// was placed outside it.
-__device__ __forceinline__ void mark_spill(const DeviceTable& t, uint32_t bucket, uint32_t line, uint32_t lh) {
+__device__ __forceinline__ uint32_t* cell_flags(const DeviceTable& t, uint32_t cell) {
+  return reinterpret_cast<uint32_t*>(t.cells + cell_flags_at(cell));
+}
+
+// Notes that a key of cell `cell` and line hash `lh`, whose home is line
+// `line` of `bucket`, was placed outside it: the line's spill bit and the
+// cell's flag.
+__device__ __forceinline__ void mark_spill(const DeviceTable& t, uint32_t bucket, uint32_t line, uint32_t lh,
+                                           uint32_t cell) {
   const uint64_t bit = spill_bit(t.geo, bucket, line, lh);
   atomicOr(t.spill + (bit >> 5), 1u << (bit & 31));
+  atomicOr(cell_flags(t, cell), cell_flag_bit(cell));
 }
 // Whether such a key may have been placed outside its home line. For kernels
 // that do not set spill bits (read through the read-only cache).

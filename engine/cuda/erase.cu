@@ -26,11 +26,12 @@ __global__ void __launch_bounds__(kBlock)
       } else {
         const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
         const uint32_t cell = gph::cell_of(t.geo, key);
-        const uint32_t bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell]);
+        const uint32_t bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell_byte_at(cell)]);
         const uint64_t base = static_cast<uint64_t>(bucket) * M;
         const ulonglong2* pairs = bucket_pairs(t, bucket);
         // The key's home line, and the rest of the bucket only when the
-        // line's spill bit for it is set, as a lookup reads (device_table.cuh).
+        // cell is flagged and the line's spill bit for it is set, as a lookup reads
+        // (device_table.cuh).
         const uint32_t lh = line_hash(t.geo, key);
         const uint32_t line = home_line_of(t.geo, lh);
         uint32_t found = M;
@@ -38,7 +39,8 @@ __global__ void __launch_bounds__(kBlock)
         for (uint32_t s = 0; s < M; ++s) {
           if (in_line(t.geo, line, s) && pairs[s].x == key) found = s;
         }
-        if (found == M && lines_per_bucket(t.geo) > 1 && spill_set(t, bucket, line, lh)) {
+        if (found == M && lines_per_bucket(t.geo) > 1 && (*cell_flags(t, cell) & cell_flag_bit(cell)) != 0 &&
+            spill_set(t, bucket, line, lh)) {
           for (uint32_t s = 0; s < M; ++s) {
             if (!in_line(t.geo, line, s) && pairs[s].x == key) found = s;
           }

@@ -26,7 +26,7 @@ __device__ bool claim_slot(const DeviceTable& t, uint32_t bucket, uint64_t key, 
       unsigned long long* slot = reinterpret_cast<unsigned long long*>(slot_key(t, base + s));
       if (atomicCAS(slot, gph::kEmptyKey, key) == gph::kEmptyKey) {
         *slot_value(t, base + s) = value;
-        if (!in_line(t.geo, line, s)) mark_spill(t, bucket, line, lh);
+        if (!in_line(t.geo, line, s)) mark_spill(t, bucket, line, lh, gph::cell_of(t.geo, key));
         return true;
       }
     }
@@ -63,7 +63,8 @@ __global__ void __launch_bounds__(kBlock)
       } else {
         const uint32_t M = kM ? kM : t.geo.slots_per_bucket;
         const uint32_t cell = gph::cell_of(t.geo, key);
-        const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
+        const uint64_t base =
+            static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell_byte_at(cell)])) * M;
         const ulonglong2* pairs = bucket_pairs(t, base / M);
         unsigned long long vacant_mask = 0;
         uint32_t found = M;
@@ -125,7 +126,7 @@ __global__ void __launch_bounds__(kBlock)
     value = values[sorted_index[last]];
     if (key != gph::kEmptyKey) {
       const uint32_t cell = gph::cell_of(t.geo, key);
-      bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell]);
+      bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell_byte_at(cell)]);
     }
   }
   ulonglong2 slots[G][P];
@@ -196,7 +197,8 @@ __global__ void write_outcomes(DeviceTable t, const uint64_t* __restrict__ sorte
     } else {
       const uint32_t M = t.geo.slots_per_bucket;
       const uint32_t cell = gph::cell_of(t.geo, key);
-      const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
+      const uint64_t base =
+          static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell_byte_at(cell)])) * M;
       for (uint32_t s = 0; s < M && !present; ++s) present = *slot_key(t, base + s) == key;
     }
     st = present ? kStatusAssigned : kStatusNoRoom;

@@ -20,7 +20,7 @@ __global__ void lookup_generic(DeviceTable t, const uint64_t* __restrict__ queri
   }
   const uint32_t M = t.geo.slots_per_bucket;
   const uint32_t cell = gph::cell_of(t.geo, key);
-  const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell])) * M;
+  const uint64_t base = static_cast<uint64_t>(gph::bucket_for_key(t.geo, key, cell, t.cells[cell_byte_at(cell)])) * M;
   for (uint32_t s = 0; s < M; ++s) {
     if (*slot_key(t, base + s) == key) {
       out_values[i] = *slot_value(t, base + s);

@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(256)
     bucket[k] = 0;
     if (key[k] != gph::kEmptyKey) {
       const uint32_t cell = gph::cell_of(t.geo, key[k]);
-      bucket[k] = gph::bucket_for_key(t.geo, key[k], cell, __ldg(t.cells + cell));
+      bucket[k] = gph::bucket_for_key(t.geo, key[k], cell, __ldg(t.cells + cell_byte_at(cell)));
     }
   }
 
@@ -148,10 +148,14 @@ __global__ void __launch_bounds__(256)
   // Queries and answers stream through (evict-first), as the lines do.
   const uint64_t key = i < n ? __ldcs(reinterpret_cast<const unsigned long long*>(queries) + i) : 0;
   uint32_t bucket = 0, line = 0, lh = 0;
+  bool flagged = false;  // a key of the cell may sit outside its home line
   if (key != gph::kEmptyKey) {
     const uint32_t h = gph::cell_hash(t.geo, key);
     const uint32_t cell = gph::reduce(h, t.geo.num_cells);
-    bucket = gph::bucket_for_key(t.geo, key, cell, __ldg(t.cells + cell));
+    // The cell byte and the cell's flag word share one 32-byte sector.
+    const uint8_t cell_byte = __ldg(t.cells + cell_byte_at(cell));
+    flagged = (__ldg(reinterpret_cast<const uint32_t*>(t.cells + cell_flags_at(cell))) & cell_flag_bit(cell)) != 0;
+    bucket = gph::bucket_for_key(t.geo, key, cell, cell_byte);
     lh = line_hash_of(h);
     line = home_line_of(t.geo, lh);
   }
@@ -192,9 +196,9 @@ __global__ void __launch_bounds__(256)
 
   // The other line, for the keys that may have spilled there: rounds in
   // which each group serves its next such member (rarely more than one).
-  // The spill word only after a miss in the home line: a hit never reads it,
-  // so the spill bits take less of the L2 the Cell Index lives in.
-  bool pending = i < n && key != gph::kEmptyKey && !my_found && spill_set(t, bucket, line, lh);
+  // The spill word only after a miss in the home line, and only when the
+  // key's cell is flagged: a hit never reads it, nor do most misses.
+  bool pending = i < n && key != gph::kEmptyKey && !my_found && flagged && spill_set(t, bucket, line, lh);
   for (unsigned waiting = __ballot_sync(kFullWarp, pending); waiting != 0;
        waiting = __ballot_sync(kFullWarp, pending)) {
     const unsigned mine = (waiting & group_mask) >> leader;

@@ -301,7 +301,8 @@ __device__ uint32_t slot_in_target(const DeviceTable& t, const Workspace& w, uin
 }
 
 // Warp-collective: vacate the old slots, switch the cell byte, and place every
-// key at its target bucket (slot_in_target), all in parallel.
+// key at its target bucket (slot_in_target), all in parallel; the cell's flag
+// ends exact (device_table.cuh, "Cell groups").
 __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Workspace& w, uint32_t n) {
   const uint32_t R = t.geo.virtual_buckets, M = t.geo.slots_per_bucket;
   __syncwarp();
@@ -309,7 +310,12 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
   for (uint32_t r = lane_id(); r < R; r += 32) w.vacant[r] = 0;
   __threadfence_block();
   __syncwarp();
-  if (lane_id() == 0) *reinterpret_cast<volatile uint8_t*>(t.cells + cell) = chosen;
+  if (lane_id() == 0) {
+    *reinterpret_cast<volatile uint8_t*>(t.cells + cell_byte_at(cell)) = chosen;
+    // Every key of the cell is placed again below: its flag starts clear and
+    // is set again only if one of them lands outside its home line.
+    atomicAnd(cell_flags(t, cell), ~cell_flag_bit(cell));
+  }
   for (uint32_t x = lane_id(); x < R * M; x += 32) {
     const uint32_t r = x / M;
     if (w.canon[r] != r) continue;
@@ -330,7 +336,7 @@ __device__ void relocate(const DeviceTable& t, uint32_t cell, uint8_t chosen, Wo
     const uint64_t slot = static_cast<uint64_t>(bucket) * M + s;
     store_cg(slot_key(t, slot), w.keys[k]);
     store_cg(slot_value(t, slot), w.values[k]);
-    if (spilled) mark_spill(t, bucket, w.line[k], line_hash(t.geo, w.keys[k]));
+    if (spilled) mark_spill(t, bucket, w.line[k], line_hash(t.geo, w.keys[k]), cell);
   }
   __syncwarp();
 }
@@ -367,7 +373,7 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
     bool direct = false;
     for (;; ++attempt) {
       if (attempt > 0) __nanosleep(64u << min(attempt, 8u));  // back off after a death or a stale plan
-      const uint8_t current = load_cell_cg(t.cells + cell);
+      const uint8_t current = load_cell_cg(t.cells + cell_byte_at(cell));
       const uint32_t mapping = gph::cell_mapping(t.geo, current);
       load_mapping(t, cell, mapping, w);
       if (!lock_mapping(t, me, w)) {
@@ -376,7 +382,7 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
         continue;
       }
       // A cell byte changes only under the locks of its current buckets.
-      if (__shfl_sync(kFullWarp, load_cell_cg(t.cells + cell), 0) != current) {
+      if (__shfl_sync(kFullWarp, load_cell_cg(t.cells + cell_byte_at(cell)), 0) != current) {
         release_all(t, w);
         continue;
       }
@@ -391,7 +397,7 @@ __global__ void refinement_kernel(DeviceTable t, const uint64_t* __restrict__ so
         if (lane == 0) {
           store_cg(slot_key(t, static_cast<uint64_t>(home) * M + s), key);
           store_cg(slot_value(t, static_cast<uint64_t>(home) * M + s), value);
-          if (own == 0) mark_spill(t, home, line, lh);
+          if (own == 0) mark_spill(t, home, line, lh, cell);
         }
         release_all(t, w);
         result = kStatusInserted;

@@ -1,6 +1,6 @@
-// Rebuilding a table's spill bits (device_table.cuh, "Lines") from its slots,
-// for contents written without the placing kernels: a loaded image, a bulk
-// build's placement.
+// Rebuilding a table's spill bits and cell flags (device_table.cuh, "Lines",
+// "Cell groups") from its slots, for contents written without the placing
+// kernels: a loaded image, a bulk build's placement.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,8 +9,8 @@
 
 namespace gphkv::engine::cuda {
 
-// Clears every spill bit, then sets the home line's bit of every key stored
-// outside its home line. Stream-ordered; nothing may write `t` meanwhile.
+// Clears every spill bit and cell flag, then sets the home line's bit and the
+// cell's flag of every key stored outside its home line. Stream-ordered; nothing may write `t` meanwhile.
 cudaError_t launch_mark_spills(const DeviceTable& t, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

@@ -10,14 +10,15 @@
 // gphkv/engine/stream_ordered_table.h (the engine's own white-box tests and
 // engine_bench link gphkv_engine_internals).
 //
-// Layout: the Cell Index (L bytes), N*M slots bucket-major, each a (key,
-// value) pair of 8-byte words (kEmptyKey in a vacant slot's key; a bucket's M
-// pairs are one 16*M-byte block of 128-byte lines, and a key sits in its home
-// line unless that line's spill bit says otherwise, so a lookup, hit or miss,
-// mostly reads one line), the spill bits, and one out-of-band slot for the
-// key equal to kEmptyKey. Images
-// (TableImage) keep keys and values in arrays of their own, as the CPU
-// backend's, so the two compare slot for slot.
+// Layout: the Cell Index (L bytes in 32-byte groups of 28 cells and their
+// spill flags), N*M slots bucket-major, each a (key, value) pair of 8-byte
+// words (kEmptyKey in a vacant slot's key; a bucket's M pairs are one
+// 16*M-byte block of 128-byte lines, and a key sits in its home line unless
+// its cell's flag and that line's spill bit say otherwise, so a lookup, hit or
+// miss, mostly reads one line), the spill bits, and one out-of-band slot for
+// the key equal to kEmptyKey. Images (TableImage) keep a byte a cell and keys
+// and values in arrays of their own, as the CPU backend's, so the two compare
+// slot for slot.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -130,8 +130,9 @@ __global__ void __launch_bounds__(256)
 // The lookup of a bucket of two lines (M = 16 pairs; device_table.cuh,
 // "Lines"), in the shape of lookup_grouped with K = 1: a group of G threads
 // reads the home lines of its members' keys (8 pairs, 8/G per thread, all
-// loads first), and then, for the keys not found there whose spill bit is set
-// in their home line, the other line, one key of the group at a time.
+// loads first), and then, for the keys not found there whose cell is flagged
+// and whose spill bit is set in their home line, the other line, one key of
+// the group at a time.
 template <int G, bool kStream>
 __global__ void __launch_bounds__(256)
     lookup_two_lines(DeviceTable t, const uint64_t* __restrict__ queries, uint64_t n, uint64_t* __restrict__ out_values,

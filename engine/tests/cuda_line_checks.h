@@ -53,17 +53,14 @@ inline std::string check_lines(const cuda::CudaTable& table, LineCensus* census)
     const uint32_t lh = cuda::line_hash(t.geo, key), home = cuda::home_line_of(t.geo, lh);
     if (cuda::in_line(t.geo, home, static_cast<uint32_t>(s % M))) continue;
     ++census->outside;
+    auto where = [&] {
+      return "key " + std::to_string(key) + " in slot " + std::to_string(s % M) + " of bucket " +
+             std::to_string(bucket) + " is outside its home line " + std::to_string(home);
+    };
     const uint64_t bit = cuda::spill_bit(t.geo, bucket, home, lh);
-    if (((spill[bit >> 5] >> (bit & 31)) & 1u) == 0) {
-      return "key " + std::to_string(key) + " in slot " + std::to_string(s % M) + " of bucket " +
-             std::to_string(bucket) + " is outside its home line " + std::to_string(home) +
-             ", whose spill bit is clear";
-    }
-    if (!flagged(gph::cell_of(t.geo, key))) {
-      return "key " + std::to_string(key) + " in slot " + std::to_string(s % M) + " of bucket " +
-             std::to_string(bucket) + " is outside its home line " + std::to_string(home) + ", but its cell " +
-             std::to_string(gph::cell_of(t.geo, key)) + " is not flagged";
-    }
+    if (((spill[bit >> 5] >> (bit & 31)) & 1u) == 0) return where() + ", whose spill bit is clear";
+    const uint32_t cell = gph::cell_of(t.geo, key);
+    if (!flagged(cell)) return where() + ", but its cell " + std::to_string(cell) + " is not flagged";
   }
   return "";
 }

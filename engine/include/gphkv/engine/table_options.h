@@ -24,8 +24,9 @@ struct TableOptions {
   // mean fewer keys per cell, so Extended Move finds a fit more often: the
   // reachable load factor with M=16, R=8 goes 0.71 (1) -> 0.79 (2) -> 0.86 (4)
   // -> 0.87 (8), measured on the GPU (docs/gph.md). Four cells cost one byte
-  // per 4 slots: at 10^8 keys the index (31 MB) stays in the H100's L2, so a
-  // lookup's one DRAM access is its line.
+  // per 4 slots: at 10^8 keys the index (36 MB on the GPU, with its cell
+  // flags) mostly stays in the H100's L2, so a lookup's one DRAM access is its
+  // line.
   double cells_per_bucket = 4.0;
   // Seed of the hash families; the eleven component seeds are derived from it.
   uint32_t seed = 0x47504831u;  // "GPH1"

@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/internal/parse.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/escaping.h"
@@ -433,7 +434,14 @@ int main(int argc, char** argv) {
   usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "client/cli_main.cc"); };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // Abseil (Debian 12's 20220623) prints --help and exits 1, which a shell or a
+  // script reads as a failure; so parse with the usage flags left alone, then
+  // print what --help, --helpfull, --helpshort, --helpmatch, --helpon, --version
+  // ask for and exit 0.
+  std::vector<char*> positional = absl::flags_internal::ParseCommandLineImpl(
+      argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
+      absl::flags_internal::UsageFlagsAction::kIgnoreUsage, absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  if (absl::flags_internal::HandleUsageFlags(std::cout, absl::ProgramUsageMessage()) >= 0) return 0;
   std::vector<std::string> args(positional.begin(), positional.end());
   if (args.size() < 2) return usage_error("no command given");
   const bool json = absl::GetFlag(FLAGS_json);

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/internal/parse.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
@@ -131,7 +133,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   absl::SetProgramUsageMessage(
-      "gphkv-server: a gRPC key-value store over a GPH perfect-hash table (CUDA or CPU).\n"
+      "a gRPC key-value store over a GPH perfect-hash table (CUDA or CPU).\n"
       "Usage: gphkv-server [--flags]; SIGTERM/SIGINT drains and exits 0.");
   // --help lists the flags of this file (absl's default looks for a file
   // named after the binary, which a hyphenated name never matches).
@@ -140,7 +142,14 @@ int main(int argc, char** argv) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   usage.version_string = [] { return std::string("gphkv-server " GPHKV_VERSION "\n"); };
   absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
+  // Abseil (Debian 12's 20220623) prints --help and exits 1, which a shell or a
+  // script reads as a failure; so parse with the usage flags left alone, then
+  // print what --help, --helpfull, --helpshort, --helpmatch, --helpon, --version
+  // ask for and exit 0.
+  absl::flags_internal::ParseCommandLineImpl(argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
+                                             absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
+                                             absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  if (absl::flags_internal::HandleUsageFlags(std::cout, absl::ProgramUsageMessage()) >= 0) return 0;
 
   const std::string level = absl::GetFlag(FLAGS_log_level);
   const auto lvl = spdlog::level::from_str(level);

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Summarises a soak (scripts/soak.sh's OUT folder) into one result JSON and a plot.
+
+  python3 scripts/soak-summary.py OUT --json bench/results/soak_cpu_COMMIT.json --plot docs/soak-cpu.svg
+
+The JSON: duration_s, errors (calls answered with an error, never answered, or
+lost to a failed load generator), rss_mb {after_warmup, end} and the GPU's
+memory the same way (CUDA), the per-interval series (RSS, GPU memory, p50, p99,
+served rate), and the goals checked: 0 errors, RSS at the end within 5% of RSS
+after the warm-up, p99 of every interval within 2x of the first interval's.
+The plot (gnuplot, SVG or PNG by the name) shows RSS and p99 over time.
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def read_config(out):
+    config = {}
+    with open(os.path.join(out, "config.txt")) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            # Lines with several key=value words (the knobs) and lines whose value has spaces (commands).
+            key, _, value = line.partition("=")
+            if key in ("server", "loadgen", "host", "gpu", "commit", "started", "ended"):
+                config[key] = value
+            else:
+                for word in line.split():
+                    k, _, v = word.partition("=")
+                    config[k] = v
+    return config
+
+
+def read_samples(out):
+    with open(os.path.join(out, "samples.csv")) as f:
+        rows = list(csv.DictReader(f))
+
+    def num(v):
+        return float(v) if v not in (None, "") else None
+
+    return [{k: num(v) for k, v in r.items()} for r in rows]
+
+
+def read_runs(out):
+    runs = []
+    with open(os.path.join(out, "runs.csv")) as f:
+        for r in csv.DictReader(f):
+            path = os.path.join(out, "loadgen-%02d.json" % int(r["run"]))
+            report = None
+            if os.path.exists(path):
+                with open(path) as j:
+                    report = json.load(j)
+            runs.append({"run": int(r["run"]), "start": float(r["start_epoch"]), "end": float(r["end_epoch"]),
+                         "exit": int(r["exit"]), "report": report})
+    return runs
+
+
+def nearest(samples, epoch, key):
+    best = min((s for s in samples if s.get(key) is not None), key=lambda s: abs(s["epoch"] - epoch), default=None)
+    return best[key] if best else None
+
+
+def window_median(samples, key, t_from, t_to):
+    vals = [s[key] for s in samples if s.get(key) is not None and t_from <= s["t_s"] < t_to]
+    return statistics.median(vals) if vals else None
+
+
+def summarise(out, warmup_s):
+    config = read_config(out)
+    samples = read_samples(out)
+    runs = read_runs(out)
+    t_end = samples[-1]["t_s"] if samples else 0
+
+    errors_by_status = {}
+    calls = answered_errors = dropped = load_errors = 0
+    failed_runs = []
+    series = []
+    for run in runs:
+        rep = run["report"]
+        if run["exit"] != 0 or rep is None:
+            failed_runs.append({"run": run["run"], "exit": run["exit"], "report": rep is not None})
+        if rep is None:
+            continue
+        res = rep["results"]
+        calls += res["overall"]["calls"]
+        answered_errors += res["overall"]["errors"]
+        dropped += res["dropped_calls"]
+        load_errors += rep["load"]["errors"] or 0
+        for status, n in (res["overall"].get("errors_by_status") or {}).items():
+            errors_by_status[status] = errors_by_status.get(status, 0) + n
+        # A point's t_s is the end of its interval from the measured start; the run's
+        # measured window ended just before the process did (drain and report take well under a second).
+        for p in rep["series"]:
+            epoch = run["end"] - (res["seconds"] - p["t_s"])
+            series.append({
+                "run": run["run"],
+                "epoch": round(epoch, 1),
+                "calls_per_s": round(p["calls_per_s"], 1),
+                "keys_per_s": round(p["keys_per_s"], 1),
+                "p50_us": round(p["p50_us"], 1),
+                "p99_us": round(p["p99_us"], 1),
+                "max_us": round(p["max_us"], 1),
+                "errors": p["errors"],
+            })
+    t0_epoch = samples[0]["epoch"] - samples[0]["t_s"] if samples else 0
+    for p in series:
+        p["t_s"] = round(p.pop("epoch") - t0_epoch, 1)
+        epoch = t0_epoch + p["t_s"]
+        rss = nearest(samples, epoch, "rss_kib")
+        p["rss_mb"] = round(rss / 1024, 1) if rss else None
+        gpu = nearest(samples, epoch, "gpu_mib")
+        if gpu is not None:
+            p["gpu_mib"] = gpu
+
+    shrinks = started = 0
+    shrink_failures = []
+    if os.path.exists(os.path.join(out, "shrinks.txt")):
+        with open(os.path.join(out, "shrinks.txt")) as f:
+            for line in f:
+                shrinks += 1
+                if '"started":true' in line:
+                    started += 1
+                elif '"started":false' not in line:
+                    shrink_failures.append(line.strip())
+
+    stats = []
+    if os.path.exists(os.path.join(out, "stats.jsonl")):
+        with open(os.path.join(out, "stats.jsonl")) as f:
+            stats = [json.loads(line) for line in f if line.strip()]
+    last = stats[-1]["stats"] if stats else {}
+    data_dir = last.get("data_dir", {})
+
+    server_exit = None
+    if os.path.exists(os.path.join(out, "server_exit")):
+        with open(os.path.join(out, "server_exit")) as f:
+            parts = f.read().split()
+            server_exit = {"status": int(parts[0]), "seconds": int(parts[1])}
+
+    def mem(key, scale):
+        after = window_median(samples, key, warmup_s, warmup_s + 60)
+        end = window_median(samples, key, t_end - 60, t_end + 1)
+        peak = max((s[key] for s in samples if s.get(key) is not None and s["t_s"] >= warmup_s), default=None)
+        if after is None or end is None:
+            return None
+        return {"after_warmup": round(after / scale, 1), "end": round(end / scale, 1),
+                "max_after_warmup": round(peak / scale, 1), "change_pct": round(100 * (end - after) / after, 2),
+                "first_sample": round(next(s[key] for s in samples if s.get(key) is not None) / scale, 1)}
+
+    rss = mem("rss_kib", 1024)
+    gpu = mem("gpu_mib", 1)
+    p99s = [p["p99_us"] for p in series]
+    errors = answered_errors + dropped + load_errors
+    result = {
+        "schema": "gphkv-soak",
+        "backend": config.get("backend"),
+        "commit": config.get("commit"),
+        "date": config.get("started"),
+        "ended": config.get("ended"),
+        "host": config.get("host"),
+        "gpu": config.get("gpu") or None,
+        "command": "BACKEND=%s SOAK_S=%s RATE=%s KEYS=%s scripts/soak.sh" % (
+            config.get("backend"), config.get("soak_s"), config.get("rate"), config.get("keys")),
+        "server_command": config.get("server"),
+        "loadgen_command": config.get("loadgen"),
+        "knobs": {k: config.get(k) for k in ("soak_s", "sample_s", "interval_s", "shrink_every_s", "restart_every_s",
+                                              "rate", "keys", "memory", "snapshot_interval")},
+        "duration_s": round(t_end, 1),
+        "measured_s": round(sum(r["report"]["results"]["seconds"] for r in runs if r["report"]), 1),
+        "loadgen_runs": len(runs),
+        "calls": calls,
+        "errors": errors,
+        "errors_detail": {"answered_with_error": answered_errors, "by_status": errors_by_status,
+                          "never_answered": dropped, "load_phase": load_errors, "failed_runs": failed_runs},
+        "shrinks": {"asked": shrinks, "started": started, "failed": shrink_failures},
+        "snapshots": data_dir.get("snapshots"),
+        "data_dir_last": {k: data_dir.get(k) for k in ("log_bytes", "log_segments", "snapshot_bytes",
+                                                       "last_snapshot_seconds", "last_snapshot_error")},
+        "keys_end": last.get("keys"),
+        "rebuilds": last.get("rebuilds"),
+        "server_exit": server_exit,
+        "warmup_s": warmup_s,
+        "rss_mb": rss,
+        "gpu_mib": gpu,
+        "p99_us": {"first_interval": p99s[0] if p99s else None, "max": max(p99s) if p99s else None,
+                   "max_over_first": round(max(p99s) / p99s[0], 2) if p99s and p99s[0] else None,
+                   "median": statistics.median(p99s) if p99s else None},
+        "goals": {
+            "zero_errors": errors == 0 and not failed_runs,
+            "rss_end_within_5pct_of_after_warmup": rss is not None and abs(rss["change_pct"]) <= 5,
+            "p99_every_interval_within_2x_first": bool(p99s) and max(p99s) <= 2 * p99s[0],
+        },
+        "series": series,
+    }
+    if gpu is not None:
+        result["goals"]["gpu_memory_flat_within_5pct"] = abs(gpu["change_pct"]) <= 5
+    return result, samples
+
+
+def plot(result, samples, path):
+    term = "pngcairo size 900,420" if path.endswith(".png") else "svg size 900,420 dynamic font 'sans,12'"
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = os.path.join(tmp, "rss.dat")
+        with open(rss_file, "w") as f:
+            for s in samples:
+                if s.get("rss_kib"):
+                    f.write("%.3f %.1f\n" % (s["t_s"] / 60, s["rss_kib"] / 1024))
+        p99_file = os.path.join(tmp, "p99.dat")
+        with open(p99_file, "w") as f:
+            for p in result["series"]:
+                f.write("%.3f %.3f\n" % (p["t_s"] / 60, p["p99_us"] / 1000))
+        title = "gphkv soak, %s backend, %s (%s calls/s open loop, restarts every %s s, shrink every %s s)" % (
+            result["backend"], result["commit"], result["knobs"]["rate"], result["knobs"]["restart_every_s"],
+            result["knobs"]["shrink_every_s"])
+        script = f"""
+set terminal {term}
+set output '{path}'
+set title "{title}" font ',11'
+set xlabel 'minutes'
+set ylabel 'server RSS (MB)'
+set y2label 'p99 per {result["knobs"]["interval_s"]} s (ms)'
+set ytics nomirror
+set y2tics
+set yrange [0:*]
+set y2range [0:*]
+set grid
+set key bottom right
+plot '{rss_file}' using 1:2 with lines lw 2 title 'RSS, every {result["knobs"]["sample_s"]} s', \\
+     '{p99_file}' using 1:2 axes x1y2 with linespoints pt 7 ps 0.5 title 'p99 latency'
+"""
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", help="the soak's folder (scripts/soak.sh's OUT)")
+    ap.add_argument("--json", help="write the result here (default: print it)")
+    ap.add_argument("--plot", help="draw RSS and p99 over time here (.svg or .png; needs gnuplot)")
+    ap.add_argument("--warmup_s", type=float, default=600,
+                    help="seconds from the first sample before RSS is compared (default 600: two load generator "
+                    "runs, past the fill and the first rebuilds)")
+    args = ap.parse_args()
+    result, samples = summarise(args.out, args.warmup_s)
+    text = json.dumps(result, indent=1)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    if args.plot:
+        plot(result, samples, args.plot)
+    g = result["goals"]
+    print("soak-summary: %.0f s, %d calls, %d errors; RSS %s; p99 max/first %s; goals %s" % (
+        result["duration_s"], result["calls"], result["errors"], result["rss_mb"],
+        result["p99_us"]["max_over_first"], ", ".join("%s=%s" % kv for kv in g.items())), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The README's main job: install, build, start gphkv-server on loopback (the
-# CUDA backend when a GPU is present, else the CPU one), run a short
-# TaoBench-style load against it with gphkv-loadgen, and print the report.
+# The README's main job: install what the demo builds and runs with
+# (scripts/deps/build.txt, demo.txt), build gphkv-server, gphkv-loadgen and the
+# gphkv CLI (nothing else: no tests, no benchmarks), start the server on
+# loopback (the CUDA backend when a GPU is present, else the CPU one), run a
+# short TaoBench-style load against it through the coalescing client
+# (gphkv::Client, --api=coalesced), and print the report and the server's stats.
 #
 # Knobs (environment): BACKEND (auto|cuda|cpu), KEYS (items loaded, default
 # 1000000), DURATION (measured seconds, default 10), LOADGEN_ARGS (more flags,
@@ -9,8 +12,8 @@
 # loadgen.json (full report) and loadgen.svg (throughput and latency over time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh
+bash scripts/install-deps.sh build demo
+bash scripts/build.sh gphkv-server gphkv-loadgen gphkv
 
 BACKEND=${BACKEND:-auto}
 if [ "$BACKEND" = auto ]; then
@@ -25,10 +28,15 @@ build/server/gphkv-server --listen_address=127.0.0.1:"$PORT" --metrics_address= 
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
 
+# The coalescing client is how an application should talk to gphkv (docs/service.md,
+# "The C++ client"): concurrent requests share one stream's messages.
 # --wait_ready bounds the wait for the server's first answer.
+echo "run-demo: gphkv-loadgen through the coalescing client (gphkv::Client, --api=coalesced)"
 # shellcheck disable=SC2086
-build/loadgen/gphkv-loadgen --target=gphkv --address=127.0.0.1:"$PORT" \
-  --keys="${KEYS:-1000000}" --warmup=2 --duration="${DURATION:-10}" --wait_ready=60 \
-  --label="run-demo, $BACKEND backend" --json=build/demo/loadgen.json --plot=build/demo/loadgen.svg \
-  ${LOADGEN_ARGS:-}
+build/loadgen/gphkv-loadgen --target=gphkv --api=coalesced --address=127.0.0.1:"$PORT" \
+  --keys="${KEYS:-1000000}" --warmup=2 --duration="${DURATION:-10}" --wait_ready=60 --server_pid=$server \
+  --label="run-demo, $BACKEND backend, coalescing client" --json=build/demo/loadgen.json \
+  --plot=build/demo/loadgen.svg ${LOADGEN_ARGS:-}
+echo "run-demo: the server now (build/client/gphkv --server=127.0.0.1:$PORT stats):"
+build/client/gphkv --server=127.0.0.1:"$PORT" stats | grep -E '^(backend|device|keys|load_factor|table_bytes|value_heap_bytes|batches|batched_keys) '
 echo "run-demo: full report in build/demo/loadgen.json, plot in build/demo/loadgen.svg"

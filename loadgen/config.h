@@ -15,7 +15,15 @@ struct LoadgenConfig {
   std::string address = "127.0.0.1:50051";  // gphkv: a server list, several servers are shards
   std::string api = "unary";                // gphkv: unary | pipeline | coalesced (memcached: unused)
   int coalesce_in_flight = 2;               // --api=coalesced: CoalesceOptions::max_in_flight
-  TlsFiles tls;                             // gphkv: TLS (gphkv/client/tls.h)
+  // gphkv --api=coalesced: per_thread (a gphkv::Client per driver thread,
+  // --connections streams each) or shared (one for all threads,
+  // --connections streams in all).
+  std::string clients = "per_thread";
+  // What a thread's gets must show of its own writes (read_check.h): auto
+  // (issued for gphkv --api=coalesced, whose client keeps a thread's order;
+  // completed otherwise), issued, completed or off.
+  std::string check_reads = "auto";
+  TlsFiles tls;  // gphkv: TLS (gphkv/client/tls.h)
   WorkloadOptions workload;
   DriveOptions drive;
   // The load phase: every item of the key space, as large batched puts.

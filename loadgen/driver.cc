@@ -28,11 +28,12 @@ Clock::duration Seconds(double s) {
 // is the tag its completion comes back with.
 class ThreadDriver {
  public:
-  ThreadDriver(uint32_t index, Session& session, OpSource& source, const DriveOptions& o, Clock::time_point start,
-               uint64_t quota, IntervalRecorder& recorder)
+  ThreadDriver(uint32_t index, Session& session, OpSource& source, ReadChecker* checker, const DriveOptions& o,
+               Clock::time_point start, uint64_t quota, IntervalRecorder& recorder)
       : index_(index),
         session_(session),
         source_(source),
+        checker_(checker),
         o_(o),
         start_(start),
         quota_(quota),
@@ -93,6 +94,7 @@ class ThreadDriver {
     size_t conn = 0;
     bool busy = false;
     bool measured = false;
+    std::vector<ReadChecker::Expect> expect;  // a get's: what its keys must show (read_check.h)
   };
 
   // May another call be measured? Also decides whether a call is measured.
@@ -116,6 +118,7 @@ class ThreadDriver {
     if (s.measured && o_.mode == DriveOptions::Mode::kOpen) stats_.send_lag.Record(NanosBetween(intended, now));
     ++in_flight_;
     ++in_flight_per_conn_[conn];
+    if (checker_ != nullptr) checker_->OnSend(s.op, &s.expect);
     session_.Start(conn, s.op, slot_index);
     return true;
   }
@@ -125,6 +128,7 @@ class ThreadDriver {
     s.busy = false;
     --in_flight_;
     --in_flight_per_conn_[s.conn];
+    if (checker_ != nullptr) checker_->OnAnswer(s.op, r, s.expect);
     const bool open = o_.mode == DriveOptions::Mode::kOpen;
     const uint64_t latency = NanosBetween(open ? s.intended : s.sent, now);
     const uint64_t get_keys = s.op.type == OpType::kGet ? s.op.keys.size() : 0;
@@ -253,6 +257,7 @@ class ThreadDriver {
   const uint32_t index_;
   Session& session_;
   OpSource& source_;
+  ReadChecker* const checker_;  // null: reads are not checked
   const DriveOptions& o_;
   const Clock::time_point start_;
   Clock::time_point measure_start_, measure_end_;
@@ -293,7 +298,8 @@ SeriesPoint ToPoint(const IntervalRecorder::Snapshot& s, double t_s, double widt
 
 absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
                                   const std::function<std::unique_ptr<OpSource>(uint32_t)>& make_source,
-                                  double interval_s, const IntervalCallback& on_interval) {
+                                  double interval_s, const IntervalCallback& on_interval,
+                                  const std::function<std::unique_ptr<ReadChecker>(uint32_t)>& make_checker) {
   if (o.threads == 0 || o.connections == 0 || o.depth == 0) {
     return absl::InvalidArgumentError("threads, connections and depth must be at least 1");
   }
@@ -302,12 +308,26 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
   }
   // Connect everything before the clock starts: connection setup is not load.
   std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<std::unique_ptr<OpSource>> sources;
-  for (uint32_t t = 0; t < o.threads; ++t) {
-    auto s = target.Connect(o.connections);
-    if (!s.ok()) return s.status();
-    sessions.push_back(std::move(*s));
-    sources.push_back(make_source(t));
+  std::vector<std::unique_ptr<OpSource>> sources(o.threads);
+  std::vector<std::unique_ptr<ReadChecker>> checkers(o.threads);
+  {
+    // Each thread's source draws its key ring (a million Zipf draws by
+    // default): on as many threads as there are drivers, while the
+    // connections are made, not one after another (16 rings took seconds).
+    std::vector<std::thread> makers;
+    for (uint32_t t = 0; t < o.threads; ++t) makers.emplace_back([&, t] { sources[t] = make_source(t); });
+    absl::Status connected;
+    for (uint32_t t = 0; t < o.threads && connected.ok(); ++t) {
+      auto s = target.Connect(o.connections);
+      if (s.ok()) {
+        sessions.push_back(std::move(*s));
+      } else {
+        connected = s.status();
+      }
+      if (make_checker) checkers[t] = make_checker(t);
+    }
+    for (auto& m : makers) m.join();
+    if (!connected.ok()) return connected;
   }
   std::vector<IntervalRecorder> recorders(o.threads);
   std::vector<RunStats> per_thread(o.threads);
@@ -325,7 +345,7 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
     }
     threads.emplace_back([&, t, quota] {
       std::this_thread::sleep_until(start);
-      ThreadDriver driver(t, *sessions[t], *sources[t], o, start, quota, recorders[t]);
+      ThreadDriver driver(t, *sessions[t], *sources[t], checkers[t].get(), o, start, quota, recorders[t]);
       per_thread[t] = driver.Run();
       running.fetch_sub(1);
     });
@@ -363,6 +383,9 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
   if (!window_open) window_open = window_closed;  // the run ended within its warm-up
   result.cpu = CpuUsageBetween(*window_open, window_closed, o.server_pid);
   for (const RunStats& s : per_thread) result.stats.Merge(s);
+  for (const auto& c : checkers) {
+    if (c != nullptr) result.read_check.Merge(c->stats());
+  }
   // Calls still in flight at this point are cancelled by the sessions' destructors.
   return result;
 }

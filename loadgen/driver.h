@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "loadgen/cpu_usage.h"
+#include "loadgen/read_check.h"
 #include "loadgen/run_stats.h"
 #include "loadgen/target.h"
 
@@ -67,11 +68,16 @@ struct DriveResult {
   // From the measured window's start until every driver thread is done (the
   // drain included), the same span as the throughput's.
   CpuUsage cpu;
+  // What the read checks found, warm-up and drain included (all threads).
+  ReadCheckStats read_check;
 };
 
-// Runs the drivers to completion. `make_source(t)` gives thread t its ops.
+// Runs the drivers to completion. `make_source(t)` gives thread t its ops;
+// `make_checker(t)`, when given, the check of what thread t reads against
+// what it wrote (read_check.h), told of every op it sends and every answer.
 absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& options,
                                   const std::function<std::unique_ptr<OpSource>(uint32_t)>& make_source,
-                                  double interval_s, const IntervalCallback& on_interval);
+                                  double interval_s, const IntervalCallback& on_interval,
+                                  const std::function<std::unique_ptr<ReadChecker>(uint32_t)>& make_checker = nullptr);
 
 }  // namespace gphkv::loadgen

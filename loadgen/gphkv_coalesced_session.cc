@@ -4,19 +4,46 @@
 #include <mutex>
 #include <vector>
 
-#include "gphkv/client/sharded_client.h"
 #include "loadgen/gphkv_target.h"
 
 namespace gphkv::loadgen {
 namespace {
 
+// Where answers wait for the session's thread. The client's callbacks hold
+// it, not the session: with a shared client, answers the drain gave up on
+// may still arrive after the session is gone.
+struct Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<uint64_t, OpResult>> ready;
+
+  void Deliver(uint64_t tag, OpResult r) {
+    std::lock_guard<std::mutex> lock(mu);
+    const bool wake = ready.empty();
+    ready.emplace_back(tag, std::move(r));
+    if (wake) cv.notify_one();
+  }
+};
+
+OpResult Failed(const absl::Status& s) {
+  OpResult res;
+  res.error = GrpcStatusCodeName(static_cast<int>(s.code()));
+  return res;
+}
+
 class CoalescedSession final : public Session {
  public:
-  CoalescedSession(std::unique_ptr<ShardedClient> client, size_t connections, const ValuePool* values)
-      : connections_(connections), values_(values), client_(std::move(client)) {}
+  CoalescedSession(std::shared_ptr<ShardedClient> client, size_t connections, const ValuePool* values,
+                   bool inspect_reads)
+      : connections_(connections),
+        values_(values),
+        inspect_(inspect_reads ? values : nullptr),
+        client_(std::move(client)),
+        inbox_(std::make_shared<Inbox>()) {}
 
   ~CoalescedSession() override {
-    // Answers still due arrive (or fail) before the client is gone.
+    // A client of its own answers (or fails) what is still due before it is
+    // gone; a shared one answers into the inbox, which outlives the session.
     client_.reset();
   }
 
@@ -25,52 +52,60 @@ class CoalescedSession final : public Session {
   void Start(size_t /*connection*/, const Op& op, uint64_t tag) override {
     // The client picks the stream (by thread); the driver's connection
     // choice only spreads its depth, which the client does itself.
+    std::shared_ptr<Inbox> inbox = inbox_;
     switch (op.type) {
-      case OpType::kGet:
-        client_->GetAsync(op.keys, false, [this, tag](absl::StatusOr<GetResult> r) {
-          OpResult res;
-          if (r.ok()) {
-            res.ok = true;
-            for (size_t i = 0; i < r->size(); ++i) res.found += r->found(i);
-            res.value_bytes = r->value_bytes();
-          } else {
-            res.error = GrpcStatusCodeName(static_cast<int>(r.status().code()));
-          }
-          deliver(tag, std::move(res));
-        });
+      case OpType::kGet: {
+        // The keys are copied for the check: an answer may come after the
+        // drain gave up on it, when the driver's op is gone.
+        std::vector<uint64_t> keys;
+        if (inspect_ != nullptr) keys = op.keys;
+        client_->GetAsync(op.keys, false,
+                          [inbox, tag, keys = std::move(keys), inspect = inspect_](absl::StatusOr<GetResult> r) {
+                            if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
+                            OpResult res;
+                            res.ok = true;
+                            for (size_t i = 0; i < r->size(); ++i) {
+                              if (!r->found(i)) continue;
+                              ++res.found;
+                              if (inspect != nullptr && i < keys.size()) {
+                                const std::string_view v = r->value(i);
+                                res.seen.push_back(inspect->Inspect(keys[i], absl::string_view(v.data(), v.size())));
+                              }
+                            }
+                            res.value_bytes = r->value_bytes();
+                            inbox->Deliver(tag, std::move(res));
+                          });
         break;
+      }
       case OpType::kPut: {
-        std::vector<std::string_view> vals;
-        vals.reserve(op.keys.size());
-        uint64_t bytes = 0;
+        // PutAsync copies the values into its message before it returns.
+        put_bytes_.clear();
         for (size_t i = 0; i < op.keys.size(); ++i) {
-          absl::string_view v = values_->ValueFor(op.keys[i], op.value_sizes[i]);
-          vals.emplace_back(v.data(), v.size());
-          bytes += v.size();
+          values_->AppendValue(op.keys[i], op.value_sizes[i], op.version, &put_bytes_);
         }
-        client_->PutAsync(op.keys, vals, [this, tag, bytes](absl::StatusOr<std::vector<bool>> r) {
+        put_views_.clear();
+        size_t at = 0;
+        for (uint32_t size : op.value_sizes) {
+          put_views_.emplace_back(put_bytes_.data() + at, size);
+          at += size;
+        }
+        client_->PutAsync(op.keys, put_views_, [inbox, tag, bytes = at](absl::StatusOr<std::vector<bool>> r) {
+          if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
           OpResult res;
-          if (r.ok()) {
-            res.ok = true;
-            res.found = static_cast<uint32_t>(r->size());
-            res.value_bytes = bytes;
-          } else {
-            res.error = GrpcStatusCodeName(static_cast<int>(r.status().code()));
-          }
-          deliver(tag, std::move(res));
+          res.ok = true;
+          res.found = static_cast<uint32_t>(r->size());
+          res.value_bytes = bytes;
+          inbox->Deliver(tag, std::move(res));
         });
         break;
       }
       case OpType::kDelete:
-        client_->DeleteAsync(op.keys, [this, tag](absl::StatusOr<std::vector<bool>> r) {
+        client_->DeleteAsync(op.keys, [inbox, tag](absl::StatusOr<std::vector<bool>> r) {
+          if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
           OpResult res;
-          if (r.ok()) {
-            res.ok = true;
-            for (bool d : *r) res.found += d;
-          } else {
-            res.error = GrpcStatusCodeName(static_cast<int>(r.status().code()));
-          }
-          deliver(tag, std::move(res));
+          res.ok = true;
+          for (bool d : *r) res.found += d;
+          inbox->Deliver(tag, std::move(res));
         });
         break;
     }
@@ -79,9 +114,9 @@ class CoalescedSession final : public Session {
  protected:
   int PollImpl(Clock::time_point deadline, DoneFn done, void* ctx) override {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, deadline, [&] { return !ready_.empty(); });
-      taking_.swap(ready_);
+      std::unique_lock<std::mutex> lock(inbox_->mu);
+      inbox_->cv.wait_until(lock, deadline, [&] { return !inbox_->ready.empty(); });
+      taking_.swap(inbox_->ready);
     }
     for (auto& [tag, r] : taking_) done(ctx, tag, r);
     const int n = static_cast<int>(taking_.size());
@@ -90,35 +125,35 @@ class CoalescedSession final : public Session {
   }
 
  private:
-  void deliver(uint64_t tag, OpResult r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const bool wake = ready_.empty();
-    ready_.emplace_back(tag, std::move(r));
-    if (wake) cv_.notify_one();
-  }
-
   const size_t connections_;
   const ValuePool* values_;
-  std::unique_ptr<ShardedClient> client_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<uint64_t, OpResult>> ready_, taking_;
+  const ValuePool* inspect_;  // null: gets' values are not read back
+  std::shared_ptr<ShardedClient> client_;
+  std::shared_ptr<Inbox> inbox_;
+  std::vector<std::pair<uint64_t, OpResult>> taking_;
+  std::string put_bytes_;                    // Start's scratch: a put's values end to end
+  std::vector<std::string_view> put_views_;  // ... and each of them
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers, size_t connections,
-                                                                   const ValuePool* values, int max_in_flight) {
+absl::StatusOr<std::shared_ptr<ShardedClient>> MakeGphkvCoalescingClient(const GphkvServers& servers, size_t streams,
+                                                                         int max_in_flight) {
   ClientOptions o;
   o.coalesce.enabled = true;
-  o.coalesce.streams = static_cast<int>(connections);
+  o.coalesce.streams = static_cast<int>(streams);
   o.coalesce.max_in_flight = max_in_flight;
   o.max_message_bytes = -1;
   o.timeout = std::chrono::seconds(30);
   o.tls = servers.tls;
   auto client = ShardedClient::Connect(servers.list, o);
   if (!client.ok()) return client.status();
-  return std::make_unique<CoalescedSession>(std::move(*client), connections, values);
+  return std::shared_ptr<ShardedClient>(std::move(*client));
+}
+
+std::unique_ptr<Session> MakeGphkvCoalescedSession(std::shared_ptr<ShardedClient> client, size_t connections,
+                                                   const ValuePool* values, bool inspect_reads) {
+  return std::make_unique<CoalescedSession>(std::move(client), connections, values, inspect_reads);
 }
 
 }  // namespace gphkv::loadgen

@@ -1,19 +1,29 @@
 // --api=coalesced: every op is one request of gphkv::ShardedClient, whose
 // clients (one per shard) coalesce, the way an application uses the store:
-// the session's outstanding requests ride together as the operations of
-// Batches messages, over `connections` streams per shard. Each session
-// (driver thread) has a client of its own; completions come back on gRPC's
-// threads and are handed to the session's thread through a queue.
+// outstanding requests ride together as the operations of Batches messages,
+// over `connections` streams per shard. A session (driver thread) has a
+// client of its own (--clients=per_thread) or shares one with every other
+// session of the run (--clients=shared: an application server's many threads
+// over one client); completions come back on gRPC's threads and are handed
+// to the session's thread through a queue.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "gphkv/client/sharded_client.h"
 #include "loadgen/gphkv_target.h"
 
 namespace gphkv::loadgen {
 
-absl::StatusOr<std::unique_ptr<Session>> MakeGphkvCoalescedSession(const GphkvServers& servers, size_t connections,
-                                                                   const ValuePool* values, int max_in_flight);
+// A coalescing client with `streams` Batches streams per shard.
+absl::StatusOr<std::shared_ptr<ShardedClient>> MakeGphkvCoalescingClient(const GphkvServers& servers, size_t streams,
+                                                                         int max_in_flight);
+
+// A session over `client`; `connections` is only what connections() reports
+// (the client picks each request's stream by its thread). `inspect_reads`:
+// fill OpResult::seen for gets.
+std::unique_ptr<Session> MakeGphkvCoalescedSession(std::shared_ptr<ShardedClient> client, size_t connections,
+                                                   const ValuePool* values, bool inspect_reads);
 
 }  // namespace gphkv::loadgen

@@ -1,5 +1,7 @@
 #include "loadgen/gphkv_messages.h"
 
+#include <algorithm>
+
 #include "loadgen/gphkv_target.h"
 
 namespace gphkv::loadgen {
@@ -16,10 +18,7 @@ uint64_t FillPutRequest(const Op& op, const ValuePool& values, v1::PutRequest* r
   for (uint32_t s : op.value_sizes) total += s;
   std::string* bytes = request->mutable_values();
   bytes->reserve(total);
-  for (size_t i = 0; i < op.keys.size(); ++i) {
-    absl::string_view v = values.ValueFor(op.keys[i], op.value_sizes[i]);
-    bytes->append(v.data(), v.size());
-  }
+  for (size_t i = 0; i < op.keys.size(); ++i) values.AppendValue(op.keys[i], op.value_sizes[i], op.version, bytes);
   return total;
 }
 
@@ -27,11 +26,23 @@ void FillDeleteRequest(const Op& op, v1::DeleteRequest* request) {
   request->mutable_keys()->Add(op.keys.begin(), op.keys.end());
 }
 
-OpResult GetResult(const v1::GetResponse& response) {
+OpResult GetResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect) {
   OpResult r;
   r.ok = true;
   for (bool f : response.found()) r.found += f;
   r.value_bytes = response.values().size();
+  if (inspect == nullptr) return r;
+  // Values lie end to end in request order; a length list that does not
+  // cover the bytes (a broken answer) yields what it covers.
+  const std::string& bytes = response.values();
+  uint64_t at = 0;
+  const int n = std::min({response.found_size(), response.value_lengths_size(), static_cast<int>(keys.size())});
+  for (int i = 0; i < n; ++i) {
+    const uint64_t len = response.value_lengths(i);
+    if (at + len > bytes.size()) break;
+    if (response.found(i)) r.seen.push_back(inspect->Inspect(keys[i], absl::string_view(bytes).substr(at, len)));
+    at += len;
+  }
   return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "absl/types/span.h"
 #include "gphkv/v1/gphkv.pb.h"
 #include "loadgen/target.h"
 
@@ -13,11 +14,13 @@ namespace gphkv::loadgen {
 // Gets ask for the values (VALUE_MODE_VALUES), so value bytes travel as they
 // do with memcached.
 void FillGetRequest(const Op& op, v1::GetRequest* request);
-// Returns the value bytes the request carries.
+// Returns the value bytes the request carries (stamped with op.version).
 uint64_t FillPutRequest(const Op& op, const ValuePool& values, v1::PutRequest* request);
 void FillDeleteRequest(const Op& op, v1::DeleteRequest* request);
 
-OpResult GetResult(const v1::GetResponse& response);
+// `keys`: the request's. With `inspect`, every value found is read back
+// into OpResult::seen (read_check.h).
+OpResult GetResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect);
 OpResult PutResult(const v1::PutResponse& response, uint64_t sent_bytes);
 OpResult DeleteResult(const v1::DeleteResponse& response);
 // A call or operation refused with gRPC status `code`.

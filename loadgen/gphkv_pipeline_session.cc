@@ -17,8 +17,9 @@ namespace v1 = ::gphkv::v1;
 
 class PipelineSession final : public Session {
  public:
-  PipelineSession(const std::string& address, const TlsOptions& tls, size_t connections, const ValuePool* values)
-      : values_(values) {
+  PipelineSession(const std::string& address, const TlsOptions& tls, size_t connections, const ValuePool* values,
+                  bool inspect_reads)
+      : values_(values), inspect_(inspect_reads ? values : nullptr) {
     for (size_t i = 0; i < connections; ++i) {
       streams_.push_back(std::make_unique<Stream>(MakeGphkvChannel(address, tls)));
       Stream& s = *streams_.back();
@@ -250,11 +251,11 @@ class PipelineSession final : public Session {
     s.call->Finish(&s.status, &s.finish_event);
   }
 
-  static OpResult ResultOf(const v1::PipelineResponse& resp, const InFlight& f) {
+  OpResult ResultOf(const v1::PipelineResponse& resp, const InFlight& f) const {
     if (resp.code() != 0) return FailedOp(resp.code());
     switch (f.op->type) {
       case OpType::kGet:
-        if (resp.has_get()) return GetResult(resp.get());
+        if (resp.has_get()) return GetResult(resp.get(), f.op->keys, inspect_);
         break;
       case OpType::kPut:
         if (resp.has_put()) return PutResult(resp.put(), f.sent_bytes);
@@ -267,6 +268,7 @@ class PipelineSession final : public Session {
   }
 
   const ValuePool* values_;
+  const ValuePool* inspect_;    // null: gets' values are not read back
   TimedCompletionQueue queue_;  // declared before the streams: outlives their calls
   std::vector<std::unique_ptr<Stream>> streams_;
   std::unordered_map<uint64_t, InFlight> in_flight_;
@@ -279,8 +281,8 @@ class PipelineSession final : public Session {
 
 absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, const TlsOptions& tls,
                                                                   size_t connections, const ValuePool* values,
-                                                                  Clock::duration open_timeout) {
-  auto session = std::make_unique<PipelineSession>(address, tls, connections, values);
+                                                                  Clock::duration open_timeout, bool inspect_reads) {
+  auto session = std::make_unique<PipelineSession>(address, tls, connections, values, inspect_reads);
   if (absl::Status st = session->AwaitStarts(open_timeout); !st.ok()) return st;
   return std::unique_ptr<Session>(std::move(session));
 }

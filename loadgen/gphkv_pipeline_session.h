@@ -22,8 +22,10 @@ namespace gphkv::loadgen {
 
 // Opens the `connections` streams and waits (up to `open_timeout`) until
 // each has started; UNAVAILABLE when one does not.
+// `inspect_reads`: fill OpResult::seen for gets.
 absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, const TlsOptions& tls,
                                                                   size_t connections, const ValuePool* values,
-                                                                  Clock::duration open_timeout);
+                                                                  Clock::duration open_timeout,
+                                                                  bool inspect_reads = false);
 
 }  // namespace gphkv::loadgen

@@ -19,8 +19,8 @@ namespace v1 = ::gphkv::v1;
 
 class GphkvTarget : public Target {
  public:
-  GphkvTarget(GphkvServers servers, GphkvApi api, const ValuePool* values, int coalesce_in_flight)
-      : servers_(std::move(servers)), api_(api), values_(values), coalesce_in_flight_(coalesce_in_flight) {}
+  GphkvTarget(GphkvServers servers, GphkvApi api, const ValuePool* values, const TargetOptions& options)
+      : servers_(std::move(servers)), api_(api), values_(values), options_(options) {}
   std::string name() const override { return "gphkv"; }
 
   // Every shard must answer.
@@ -33,12 +33,24 @@ class GphkvTarget : public Target {
 
   // The factory: one session per driver thread, of the kind --api names.
   absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) override {
+    const bool inspect = options_.inspect_reads;
     switch (api_) {
-      case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_);
+      case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_, inspect);
       case GphkvApi::kPipeline:
         return MakeGphkvPipelineSession(servers_.shards.shards[0], servers_.tls, connections, values_,
-                                        std::chrono::seconds(10));
-      case GphkvApi::kCoalesced: return MakeGphkvCoalescedSession(servers_, connections, values_, coalesce_in_flight_);
+                                        std::chrono::seconds(10), inspect);
+      case GphkvApi::kCoalesced: {
+        std::shared_ptr<ShardedClient> client = shared_client_;
+        if (client == nullptr) {
+          auto made = MakeGphkvCoalescingClient(servers_, connections, options_.coalesce_in_flight);
+          if (!made.ok()) return made.status();
+          client = *made;
+          // The first session's client is every later session's too (the
+          // load phase's and the run's): one client for the whole process.
+          if (options_.shared_client) shared_client_ = client;
+        }
+        return MakeGphkvCoalescedSession(std::move(client), connections, values_, inspect);
+      }
     }
     return absl::InternalError("unknown GphkvApi");
   }
@@ -66,7 +78,8 @@ class GphkvTarget : public Target {
   const GphkvServers servers_;
   const GphkvApi api_;
   const ValuePool* values_;
-  const int coalesce_in_flight_;
+  const TargetOptions options_;
+  std::shared_ptr<ShardedClient> shared_client_;  // --clients=shared: made by the first Connect
 };
 
 }  // namespace
@@ -79,8 +92,7 @@ absl::StatusOr<GphkvApi> ParseGphkvApi(const std::string& name) {
 }
 
 absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& servers, GphkvApi api,
-                                                        const ValuePool* values, const TlsOptions& tls,
-                                                        int coalesce_in_flight) {
+                                                        const ValuePool* values, const TargetOptions& options) {
   auto shards = ResolveShardList(servers);
   if (!shards.ok()) return shards.status();
   if (api == GphkvApi::kPipeline && shards->shards.size() > 1) {
@@ -88,8 +100,11 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
         absl::StrCat("--api=pipeline talks to one server, and --address names ", shards->shards.size(),
                      " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
   }
-  GphkvServers s{servers, *shards, ShardTlsOptions(*shards, tls)};
-  return std::make_unique<GphkvTarget>(std::move(s), api, values, coalesce_in_flight);
+  if (options.shared_client && api != GphkvApi::kCoalesced) {
+    return absl::InvalidArgumentError("--clients=shared is for --api=coalesced (one gphkv::Client for every thread)");
+  }
+  GphkvServers s{servers, *shards, ShardTlsOptions(*shards, options.tls)};
+  return std::make_unique<GphkvTarget>(std::move(s), api, values, options);
 }
 
 std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, const TlsOptions& tls) {

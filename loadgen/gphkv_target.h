@@ -40,11 +40,11 @@ struct GphkvServers {
   TlsOptions tls;    // the shards' (ShardTlsOptions)
 };
 
-// Resolves `servers`; INVALID_ARGUMENT for a malformed list or for several
-// shards under --api=pipeline.
+// Resolves `servers`; INVALID_ARGUMENT for a malformed list, for several
+// shards under --api=pipeline, or for a shared client on another API than
+// coalesced. `options.api` is not read (`api` is it, parsed).
 absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& servers, GphkvApi api,
-                                                        const ValuePool* values, const TlsOptions& tls = {},
-                                                        int coalesce_in_flight = 2);
+                                                        const ValuePool* values, const TargetOptions& options = {});
 
 // A channel of its own, hence a TCP connection of its own.
 std::shared_ptr<grpc::Channel> MakeGphkvChannel(const std::string& address, const TlsOptions& tls);

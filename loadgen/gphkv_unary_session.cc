@@ -43,8 +43,11 @@ struct Call {
 
 class UnarySession final : public Session {
  public:
-  UnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values)
-      : values_(values), connections_(connections), router_(servers.shards.shards) {
+  UnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values, bool inspect_reads)
+      : values_(values),
+        inspect_(inspect_reads ? values : nullptr),
+        connections_(connections),
+        router_(servers.shards.shards) {
     for (const std::string& shard : servers.shards.shards) {
       for (size_t i = 0; i < connections; ++i) {
         stubs_.push_back(v1::KeyValue::NewStub(MakeGphkvChannel(shard, servers.tls)));
@@ -99,11 +102,11 @@ class UnarySession final : public Session {
     queue_.Next(deadline, [&](void* event, bool) {
       Call* c = static_cast<Call*>(event);
       in_flight_.erase(c);
-      const OpResult r = ResultOf(*c);
+      OpResult r = ResultOf(*c);
       if (c->split == nullptr) {
         done(ctx, c->tag, r);
         ++completed;
-      } else if (AddPart(c->split, r)) {
+      } else if (AddPart(c->split, std::move(r))) {
         done(ctx, c->split->tag, c->split->result);
         ++completed;
         delete c->split;
@@ -148,10 +151,11 @@ class UnarySession final : public Session {
   }
 
   // Adds a part's answer to its op's; true when it was the last part.
-  static bool AddPart(SplitOp* split, const OpResult& part) {
+  static bool AddPart(SplitOp* split, OpResult part) {
     OpResult& r = split->result;
     r.found += part.found;
     r.value_bytes += part.value_bytes;
+    r.seen.insert(r.seen.end(), part.seen.begin(), part.seen.end());
     if (!part.ok && r.ok) {
       r.ok = false;
       r.error = part.error;
@@ -159,10 +163,12 @@ class UnarySession final : public Session {
     return --split->parts_left == 0;
   }
 
-  static OpResult ResultOf(const Call& c) {
+  OpResult ResultOf(const Call& c) const {
     if (!c.status.ok()) return FailedOp(c.status.error_code());
     switch (c.type) {
-      case OpType::kGet: return GetResult(c.get_response);
+      case OpType::kGet:
+        return GetResult(c.get_response, {c.get_request.keys().data(), static_cast<size_t>(c.get_request.keys_size())},
+                         inspect_);
       case OpType::kPut: return PutResult(c.put_response, c.sent_bytes);
       case OpType::kDelete: return DeleteResult(c.delete_response);
     }
@@ -170,6 +176,7 @@ class UnarySession final : public Session {
   }
 
   const ValuePool* values_;
+  const ValuePool* inspect_;  // null: gets' values are not read back
   const size_t connections_;
   const ShardRouter router_;
   // stubs_[shard * connections_ + connection]
@@ -181,9 +188,9 @@ class UnarySession final : public Session {
 
 }  // namespace
 
-std::unique_ptr<Session> MakeGphkvUnarySession(const GphkvServers& servers, size_t connections,
-                                               const ValuePool* values) {
-  return std::make_unique<UnarySession>(servers, connections, values);
+std::unique_ptr<Session> MakeGphkvUnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values,
+                                               bool inspect_reads) {
+  return std::make_unique<UnarySession>(servers, connections, values, inspect_reads);
 }
 
 }  // namespace gphkv::loadgen

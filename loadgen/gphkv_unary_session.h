@@ -17,7 +17,8 @@
 
 namespace gphkv::loadgen {
 
-std::unique_ptr<Session> MakeGphkvUnarySession(const GphkvServers& servers, size_t connections,
-                                               const ValuePool* values);
+// `inspect_reads`: fill OpResult::seen for gets.
+std::unique_ptr<Session> MakeGphkvUnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values,
+                                               bool inspect_reads);
 
 }  // namespace gphkv::loadgen

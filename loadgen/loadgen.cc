@@ -19,15 +19,16 @@
 namespace gphkv::loadgen {
 
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
-                                                   const std::string& api, const ValuePool* values,
-                                                   const TlsOptions& tls, int coalesce_in_flight) {
+                                                   const ValuePool* values, const TargetOptions& options) {
   if (name == "gphkv") {
-    auto parsed = ParseGphkvApi(api);
+    auto parsed = ParseGphkvApi(options.api);
     if (!parsed.ok()) return parsed.status();
-    return MakeGphkvTarget(address, *parsed, values, tls, coalesce_in_flight);
+    return MakeGphkvTarget(address, *parsed, values, options);
   }
-  if (tls.enabled) return absl::InvalidArgumentError("--tls_* flags are for --target=gphkv");
-  if (name == "memcached") return MakeMemcachedTarget(address, values);
+  if (options.tls.enabled) return absl::InvalidArgumentError("--tls_* flags are for --target=gphkv");
+  if (options.shared_client)
+    return absl::InvalidArgumentError("--clients=shared is for --target=gphkv --api=coalesced");
+  if (name == "memcached") return MakeMemcachedTarget(address, values, options.inspect_reads);
   return absl::InvalidArgumentError(absl::StrCat("unknown --target '", name, "' (want gphkv or memcached)"));
 }
 
@@ -35,8 +36,8 @@ namespace {
 
 class RunSource : public OpSource {
  public:
-  RunSource(std::shared_ptr<const Workload> w, uint32_t thread, std::vector<std::string>* trace)
-      : stream_(std::move(w), thread), trace_(trace) {}
+  RunSource(std::shared_ptr<const Workload> w, uint32_t thread, uint32_t threads, std::vector<std::string>* trace)
+      : stream_(std::move(w), thread, threads), trace_(trace) {}
   bool Next(Op* op) override {
     stream_.Next(op);
     if (trace_ != nullptr) {
@@ -112,10 +113,27 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
     if (auto cpu = ProcessCpuSeconds(config.drive.server_pid); !cpu.ok()) return cpu.status();
   }
 
+  // Only gphkv::Client promises a thread's order from send to effect.
+  const ReadCheckMode automatic =
+      config.target == "gphkv" && config.api == "coalesced" ? ReadCheckMode::kIssued : ReadCheckMode::kCompleted;
+  auto check_mode = ParseReadCheckMode(config.check_reads, automatic);
+  if (!check_mode.ok()) return check_mode.status();
+  report.read_check_mode = ReadCheckModeName(*check_mode);
+  if (config.clients != "per_thread" && config.clients != "shared") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --clients '", config.clients, "' (want per_thread or shared)"));
+  }
+
   const ValuePool values(std::max(workload->object_value().Max(), workload->association_value().Max()));
   auto tls = LoadTlsFiles(config.tls);
   if (!tls.ok()) return tls.status();
-  auto target_or = MakeTarget(config.target, config.address, config.api, &values, *tls, config.coalesce_in_flight);
+  TargetOptions target_options;
+  target_options.api = config.api;
+  target_options.tls = *tls;
+  target_options.coalesce_in_flight = config.coalesce_in_flight;
+  target_options.shared_client = config.clients == "shared";
+  target_options.inspect_reads = *check_mode != ReadCheckMode::kOff;
+  auto target_or = MakeTarget(config.target, config.address, &values, target_options);
   if (!target_or.ok()) return target_or.status();
   Target& target = **target_or;
   if (auto st = target.WaitReady(Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -162,18 +180,33 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
 
   std::vector<std::vector<std::string>> traces(config.drive.threads);
   const bool tracing = !config.trace_path.empty();
+  const uint32_t threads = config.drive.threads;
+  std::function<std::unique_ptr<ReadChecker>(uint32_t)> make_checker;
+  if (*check_mode != ReadCheckMode::kOff) {
+    make_checker = [&](uint32_t t) {
+      ReadCheckOptions o;
+      o.mode = *check_mode;
+      o.thread = t;
+      o.threads = threads;
+      o.loaded = config.load;
+      o.misses_allowed = config.target == "memcached";  // a cache: it may evict anything
+      return std::make_unique<ReadChecker>(o, workload.get());
+    };
+  }
   auto run = Drive(
       target, config.drive,
-      [&](uint32_t t) { return std::make_unique<RunSource>(workload, t, tracing ? &traces[t] : nullptr); },
+      [&](uint32_t t) { return std::make_unique<RunSource>(workload, t, threads, tracing ? &traces[t] : nullptr); },
       config.interval_s,
       [&](const SeriesPoint& p) {
         if (config.progress) PrintProgress("run ", p);
-      });
+      },
+      make_checker);
   if (!run.ok()) return run.status();
   if (config.progress) std::fprintf(stderr, "\n");
   report.run = std::move(run->stats);
   report.series = std::move(run->series);
   report.cpu = run->cpu;
+  report.read_check = run->read_check;
 
   if (tracing) {
     std::ofstream f(config.trace_path);

@@ -30,6 +30,15 @@ ABSL_FLAG(std::string, api, "unary",
           "gphkv: unary (an RPC per call, async completion queues), pipeline (a Pipeline stream per connection, "
           "up to --depth calls in flight on it) or coalesced (every call a request of gphkv::Client, whose "
           "concurrent requests share Batches messages)");
+ABSL_FLAG(std::string, clients, "per_thread",
+          "gphkv --api=coalesced: per_thread (a gphkv::Client per driver thread with --connections streams) or "
+          "shared (one gphkv::Client for every thread, --connections streams in all: an application server's shape)");
+ABSL_FLAG(std::string, check_reads, "auto",
+          "check every get of a key the thread itself writes against its writes (each thread writes keys of its own; "
+          "values carry their write's version): issued (a get sees every write the thread sent before it: "
+          "gphkv::Client's promise), completed (every write answered before the get was sent), auto (issued for "
+          "--api=coalesced, else completed) or off (e.g. for bench/null_server, which stores nothing); a violation "
+          "makes the exit status 4");
 ABSL_FLAG(int32_t, coalesce_in_flight, 2,
           "gphkv --api=coalesced: messages of a stream awaiting their answer before requests wait and ride "
           "together in the next one (gphkv::CoalesceOptions::max_in_flight)");
@@ -135,6 +144,8 @@ int main(int argc, char** argv) {
   c.address = absl::GetFlag(FLAGS_address);
   c.api = absl::GetFlag(FLAGS_api);
   c.coalesce_in_flight = absl::GetFlag(FLAGS_coalesce_in_flight);
+  c.clients = absl::GetFlag(FLAGS_clients);
+  c.check_reads = absl::GetFlag(FLAGS_check_reads);
   if (c.coalesce_in_flight < 1) {
     std::fprintf(stderr, "gphkv-loadgen: --coalesce_in_flight must be at least 1\n");
     return 2;
@@ -209,7 +220,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Errors during the run are results, not failures of the tool; but a run in
-  // which nothing succeeded should not look like a pass to a script.
+  // which nothing succeeded should not look like a pass to a script, nor one
+  // in which a get missed its own thread's write.
   const auto all = report->run.Overall();
-  return all.calls > 0 && all.errors < all.calls ? 0 : 3;
+  if (!(all.calls > 0 && all.errors < all.calls)) return 3;
+  if (report->read_check.violations() > 0) {
+    std::fprintf(stderr, "gphkv-loadgen: %llu keys read did not show their own thread's writes (--check_reads)\n",
+                 static_cast<unsigned long long>(report->read_check.violations()));
+    return 4;
+  }
+  return 0;
 }

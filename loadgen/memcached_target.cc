@@ -73,7 +73,8 @@ struct Connection {
 
 class MemcachedSession : public Session {
  public:
-  MemcachedSession(std::vector<int> fds, const ValuePool* values) : values_(values) {
+  MemcachedSession(std::vector<int> fds, const ValuePool* values, bool inspect_reads)
+      : values_(values), inspect_(inspect_reads) {
     conns_.resize(fds.size());
     for (size_t i = 0; i < fds.size(); ++i) conns_[i].fd = fds[i];
   }
@@ -94,10 +95,9 @@ class MemcachedSession : public Session {
       case OpType::kPut:
         for (size_t i = 0; i < op.keys.size(); ++i) {
           absl::StrAppend(&c.out, "set ", op.keys[i], " 0 0 ", op.value_sizes[i], "\r\n");
-          absl::string_view v = values_->ValueFor(op.keys[i], op.value_sizes[i]);
-          c.out.append(v.data(), v.size());
+          values_->AppendValue(op.keys[i], op.value_sizes[i], op.version, &c.out);
           c.out += "\r\n";
-          p.result.value_bytes += v.size();
+          p.result.value_bytes += op.value_sizes[i];
         }
         p.expected = static_cast<uint32_t>(op.keys.size());
         break;
@@ -230,6 +230,10 @@ class MemcachedSession : public Session {
         if (c.in.size() < eol + 2 + bytes + 2) break;  // the data block is not all here yet
         ++p.result.found;
         p.result.value_bytes += bytes;
+        uint64_t key = 0;
+        if (inspect_ && absl::SimpleAtoi(f[1], &key)) {
+          p.result.seen.push_back(values_->Inspect(key, absl::string_view(c.in).substr(eol + 2, bytes)));
+        }
         c.in_done = eol + 2 + bytes + 2;
         continue;
       }
@@ -269,6 +273,7 @@ class MemcachedSession : public Session {
   }
 
   const ValuePool* values_;
+  const bool inspect_;  // gets read their values back (OpResult::seen)
   std::vector<Connection> conns_;
   std::deque<std::pair<uint64_t, OpResult>> failed_;
   DoneFn done_ = nullptr;
@@ -278,7 +283,8 @@ class MemcachedSession : public Session {
 
 class MemcachedTarget : public Target {
  public:
-  MemcachedTarget(std::string address, const ValuePool* values) : address_(std::move(address)), values_(values) {}
+  MemcachedTarget(std::string address, const ValuePool* values, bool inspect_reads)
+      : address_(std::move(address)), values_(values), inspect_(inspect_reads) {}
   std::string name() const override { return "memcached"; }
 
   absl::Status WaitReady(Clock::time_point deadline) override {
@@ -313,18 +319,19 @@ class MemcachedTarget : public Target {
       }
       fds.push_back(*fd);
     }
-    return std::unique_ptr<Session>(new MemcachedSession(std::move(fds), values_));
+    return std::unique_ptr<Session>(new MemcachedSession(std::move(fds), values_, inspect_));
   }
 
  private:
   std::string address_;
   const ValuePool* values_;
+  const bool inspect_;
 };
 
 }  // namespace
 
-std::unique_ptr<Target> MakeMemcachedTarget(const std::string& address, const ValuePool* values) {
-  return std::make_unique<MemcachedTarget>(address, values);
+std::unique_ptr<Target> MakeMemcachedTarget(const std::string& address, const ValuePool* values, bool inspect_reads) {
+  return std::make_unique<MemcachedTarget>(address, values, inspect_reads);
 }
 
 }  // namespace gphkv::loadgen

@@ -12,6 +12,7 @@
 
 namespace gphkv::loadgen {
 
-std::unique_ptr<Target> MakeMemcachedTarget(const std::string& address, const ValuePool* values);
+// `inspect_reads`: fill OpResult::seen for gets.
+std::unique_ptr<Target> MakeMemcachedTarget(const std::string& address, const ValuePool* values, bool inspect_reads);
 
 }  // namespace gphkv::loadgen

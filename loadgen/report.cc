@@ -77,6 +77,7 @@ json ReportToJson(const Report& r) {
       {"address", c.address},
       {"api", c.api},
       {"coalesce_in_flight", c.coalesce_in_flight},
+      {"check_reads", c.check_reads},
       {"label", c.label},
       {"workload",
        {{"preset", w.preset},
@@ -99,6 +100,8 @@ json ReportToJson(const Report& r) {
        {{"mode", ModeName(d.mode)},
         {"threads", d.threads},
         {"connections_per_thread", d.connections},
+        {"clients", c.clients},
+        {"connections_total", c.clients == "shared" ? d.connections : d.connections * d.threads},
         {"depth", d.depth},
         {"rate", d.rate},
         {"arrivals", d.poisson ? "poisson" : "uniform"},
@@ -175,6 +178,13 @@ json ReportToJson(const Report& r) {
         {"max_backlog", r.run.max_backlog},
         {"send_lag", LatencyJson(r.run.send_lag)},
         {"cpu", CpuJson(r.cpu)},
+        {"read_check",
+         {{"mode", r.read_check_mode},
+          {"keys_checked", r.read_check.keys_checked},
+          {"violations", r.read_check.violations()},
+          {"stale", r.read_check.stale},
+          {"missing", r.read_check.missing},
+          {"corrupt", r.read_check.corrupt}}},
         {"overall", overall},
         {"by_type", by_type}}},
       {"series", series},
@@ -188,6 +198,7 @@ std::string ReportToTable(const Report& r) {
   absl::StrAppendFormat(&out, "gphkv-loadgen %s: target %s%s at %s%s, %s loop, %u threads x %u connections x depth %u",
                         r.version, c.target, c.target == "gphkv" ? absl::StrCat(" (api ", c.api, ")") : "", c.address,
                         c.tls.on() ? " over TLS" : "", ModeName(d.mode), d.threads, d.connections, d.depth);
+  if (c.clients == "shared") absl::StrAppendFormat(&out, " (one shared client: %u connections in all)", d.connections);
   if (d.mode == DriveOptions::Mode::kOpen) absl::StrAppendFormat(&out, ", %s calls/s offered", Rate(d.rate));
   const std::string popularity =
       r.shards > 0 ? absl::StrFormat("%d weighted shards", r.shards) : absl::StrFormat("zipf s=%.4f", r.zipf_exponent);
@@ -218,6 +229,18 @@ std::string ReportToTable(const Report& r) {
     const auto server = r.cpu.server_cores();
     absl::StrAppendFormat(&out, ", server (pid %d) %s", r.cpu.server_pid,
                           server ? absl::StrFormat("%.2f cores", *server) : "not measured (process gone)");
+  }
+  // What the gets saw of their own thread's writes: a store (or client)
+  // that loses or reorders writes shows here, not in the latencies.
+  if (r.read_check_mode == "off") {
+    out += "\nreads: not checked";
+  } else {
+    const ReadCheckStats& rc = r.read_check;
+    absl::StrAppendFormat(&out, "\nreads checked (%s order): %d keys of the threads' own writes, %d violations",
+                          r.read_check_mode, rc.keys_checked, rc.violations());
+    if (rc.violations() > 0) {
+      absl::StrAppendFormat(&out, " (stale %d, missing %d, corrupt %d)", rc.stale, rc.missing, rc.corrupt);
+    }
   }
   out += "\n\n";
   absl::StrAppendFormat(&out, "%-8s %10s %10s %10s %7s %7s %9s %9s %9s %9s %9s\n", "op", "calls/s", "keys/s", "bytes/s",

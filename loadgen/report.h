@@ -14,13 +14,16 @@
 
 #include "loadgen/config.h"
 #include "loadgen/cpu_usage.h"
+#include "loadgen/read_check.h"
 #include "loadgen/run_stats.h"
 
 namespace gphkv::loadgen {
 
 // 2: config.api, the workload's preset and popularity, config.drive.server_pid
 // and results.cpu (the cores each side used).
-constexpr int kReportSchemaVersion = 2;
+// 3: config.check_reads and results.read_check (what the gets saw of their
+// thread's writes), config.drive.clients and config.drive.connections_total.
+constexpr int kReportSchemaVersion = 3;
 
 struct Report {
   LoadgenConfig config;
@@ -46,7 +49,9 @@ struct Report {
   // The run.
   RunStats run;
   std::vector<SeriesPoint> series;
-  CpuUsage cpu;  // over the measured window
+  CpuUsage cpu;                 // over the measured window
+  std::string read_check_mode;  // as resolved: off, completed or issued
+  ReadCheckStats read_check;    // the whole run's, warm-up and drain included
 };
 
 nlohmann::json ReportToJson(const Report& report);

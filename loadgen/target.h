@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,6 +32,9 @@ struct OpResult {
   std::string error;
   uint32_t found = 0;        // gets: keys found; deletes: keys removed; puts: keys stored
   uint64_t value_bytes = 0;  // gets: value bytes received; puts: value bytes sent
+  // Gets, when the target inspects reads (for read_check.h): every value
+  // found, in any order.
+  std::vector<ValueSeen> seen;
 };
 
 class Session {
@@ -63,12 +67,23 @@ class Target {
   virtual absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) = 0;
 };
 
+// How a target talks to its store.
+struct TargetOptions {
+  std::string api = "unary";   // gphkv: unary | pipeline | coalesced
+  TlsOptions tls;              // gphkv
+  int coalesce_in_flight = 2;  // gphkv --api=coalesced: CoalesceOptions::max_in_flight
+  // gphkv --api=coalesced: every session over one client (with
+  // `connections` streams in all), as an application server's threads share
+  // one; false: a client per session.
+  bool shared_client = false;
+  // Gets read their values back into OpResult::seen (read_check.h).
+  bool inspect_reads = false;
+};
+
 // Makes the target named by `name` ("gphkv" or "memcached") for `address`
 // (host:port; for gphkv, a server list of shards: gphkv_target.h). Values for
-// puts come from `values`, which must outlive it. `tls` and
-// `coalesce_in_flight` (--api=coalesced): gphkv only.
+// puts come from `values`, which must outlive it.
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& name, const std::string& address,
-                                                   const std::string& api, const ValuePool* values,
-                                                   const TlsOptions& tls = {}, int coalesce_in_flight = 2);
+                                                   const ValuePool* values, const TargetOptions& options = {});
 
 }  // namespace gphkv::loadgen

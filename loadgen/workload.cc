@@ -97,10 +97,11 @@ uint32_t Workload::ValueSizeOf(uint64_t key) const {
   return KeySpace::KeyIsAssociation(key) ? association_value_->Quantile(u) : object_value_->Quantile(u);
 }
 
-OpStream::OpStream(std::shared_ptr<const Workload> workload, uint32_t thread_index)
+OpStream::OpStream(std::shared_ptr<const Workload> workload, uint32_t thread_index, uint32_t threads)
     : workload_(std::move(workload)),
       rng_(Mix64(workload_->options().seed) ^ Mix64(0x7468ULL + thread_index)),
-      thread_index_(thread_index) {
+      thread_index_(thread_index),
+      threads_(std::max<uint32_t>(threads, 1)) {
   // Its own generator: the ring depends on (seed, thread) only.
   Rng pool_rng(Mix64(workload_->options().seed) ^ Mix64(0x706f6f6cULL + thread_index_));
   pool_.resize(workload_->options().key_pool);
@@ -112,6 +113,23 @@ uint64_t OpStream::NextPopularKey() {
   const uint64_t key = pool_[pool_next_];
   if (++pool_next_ == pool_.size()) pool_next_ = 0;
   return key;
+}
+
+uint64_t OpStream::NextWrittenKey(bool uniform) {
+  // Live draws, not the ring: a thread's ring holds everyone's keys, and a
+  // put is rare enough (0.2% of calls) that about `threads_` draws per key
+  // cost little; the ring stays the gets' alone.
+  const uint64_t items = workload_->key_space().items();
+  for (;;) {
+    uint64_t key;
+    if (uniform) {
+      const auto index = static_cast<uint64_t>(rng_.Uniform() * static_cast<double>(items));
+      key = workload_->key_space().KeyAt(std::min(index, items - 1));
+    } else {
+      key = workload_->SampleKey(rng_);
+    }
+    if (Workload::WriterOf(key, threads_) == thread_index_ % threads_) return key;
+  }
 }
 
 void OpStream::Next(Op* op) {
@@ -132,20 +150,16 @@ void OpStream::Next(Op* op) {
     // every later read of them into a miss (the hit ratio would decay through
     // the run, which TAO's read hit rates do not show); a removed edge is a
     // typical one, not a famous one.
-    const uint64_t items = workload_->key_space().items();
-    for (uint32_t i = 0; i < n; ++i) {
-      const auto index = static_cast<uint64_t>(rng_.Uniform() * static_cast<double>(items));
-      op->keys.push_back(workload_->key_space().KeyAt(std::min(index, items - 1)));
-    }
-  } else {
+    for (uint32_t i = 0; i < n; ++i) op->keys.push_back(NextWrittenKey(true));
+  } else if (op->type == OpType::kPut) {
     // Gets and puts follow popularity: in TAO the hot objects are also the
     // ones being updated (counts, comments on popular posts).
+    for (uint32_t i = 0; i < n; ++i) op->keys.push_back(NextWrittenKey(false));
+    for (uint64_t k : op->keys) op->value_sizes.push_back(workload_->ValueSizeOf(k));
+  } else {
     for (uint32_t i = 0; i < n; ++i) op->keys.push_back(NextPopularKey());
   }
-  if (op->type == OpType::kPut) {
-    for (uint64_t k : op->keys) op->value_sizes.push_back(workload_->ValueSizeOf(k));
-  }
-  ++produced_;
+  op->version = ++produced_;
 }
 
 LoadStream::LoadStream(std::shared_ptr<const Workload> workload, uint64_t begin, uint64_t end, uint32_t batch_keys,
@@ -155,6 +169,7 @@ LoadStream::LoadStream(std::shared_ptr<const Workload> workload, uint64_t begin,
 bool LoadStream::Next(Op* op) {
   if (next_ >= end_) return false;
   op->type = OpType::kPut;
+  op->version = 0;
   op->keys.clear();
   op->value_sizes.clear();
   uint64_t bytes = 0;

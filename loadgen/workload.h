@@ -27,11 +27,15 @@ constexpr int kOpTypes = 3;
 const char* OpTypeName(OpType t);
 
 // One batched call. Put values are not materialized here: the target takes
-// value_sizes[i] bytes from the shared ValuePool (see value_pool.h).
+// value_sizes[i] bytes from the shared ValuePool (see value_pool.h), stamped
+// with `version`.
 struct Op {
   OpType type = OpType::kGet;
   std::vector<uint64_t> keys;
   std::vector<uint32_t> value_sizes;  // puts only, parallel to keys
+  // The call's place in its thread's stream, from 1 (0: the load phase):
+  // puts stamp it into their values, and the read check orders writes by it.
+  uint64_t version = 0;
 };
 
 struct WorkloadOptions {
@@ -80,6 +84,13 @@ class Workload {
   // A key's value size: a hash of (seed, key) through the value distribution
   // of the key's kind, so it never changes between load, puts and targets.
   uint32_t ValueSizeOf(uint64_t key) const;
+  // The one driver thread of `threads` that writes (puts and deletes) `key`
+  // in the run phase: each thread writes a slice of the keys of its own, so
+  // that what a thread reads of its keys depends on its own writes alone
+  // (read_check.h), whatever the popularity.
+  static uint32_t WriterOf(uint64_t key, uint32_t threads) {
+    return threads <= 1 ? 0 : static_cast<uint32_t>(Mix64(key ^ 0x777269746572ULL) % threads);
+  }
   // A key drawn by popularity.
   uint64_t SampleKey(Rng& rng) const {
     const uint64_t rank = std::visit([&](const auto& sampler) { return sampler.Sample(rng); }, popularity_);
@@ -95,10 +106,14 @@ class Workload {
   std::unique_ptr<SizeDistribution> read_batch_, write_batch_, object_value_, association_value_;
 };
 
-// One thread's deterministic stream of run-phase operations.
+// One thread's deterministic stream of run-phase operations. Gets read any
+// key; puts and deletes take only keys this thread writes (Workload::WriterOf
+// of `threads`), drawn by the same distribution as everyone's (a draw of
+// another thread's key is drawn again), so the writes of all threads
+// together still follow it.
 class OpStream {
  public:
-  OpStream(std::shared_ptr<const Workload> workload, uint32_t thread_index);
+  OpStream(std::shared_ptr<const Workload> workload, uint32_t thread_index, uint32_t threads = 1);
   // Overwrites *op with the next operation (reusing its buffers).
   void Next(Op* op);
   uint64_t produced() const { return produced_; }
@@ -106,11 +121,14 @@ class OpStream {
  private:
   // The next key drawn by popularity (from the ring when there is one).
   uint64_t NextPopularKey();
+  // A key this thread writes: by popularity (puts) or uniformly (deletes).
+  uint64_t NextWrittenKey(bool uniform);
 
   std::shared_ptr<const Workload> workload_;
   Rng rng_;
   uint64_t produced_ = 0;
   uint32_t thread_index_;
+  uint32_t threads_;
   std::vector<uint64_t> pool_;  // the ring (empty: live draws)
   size_t pool_next_ = 0;
 };

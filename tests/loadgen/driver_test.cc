@@ -78,6 +78,35 @@ TEST_P(DriverOnEitherApi, ErrorsAreCountedByStatusAndOpType) {
   EXPECT_EQ(r->run.Overall().calls, 400u);  // a pipeline stream stays up through the refusals
 }
 
+// The read check end to end: a store that keeps every write passes it on
+// either API; one that acknowledges overwrites but keeps the old values is
+// caught, by stale reads, and only then.
+TEST_P(DriverOnEitherApi, ReadCheckPassesAStoreThatKeepsItsWritesAndCatchesOneThatDoesNot) {
+  for (const bool broken : {false, true}) {
+    FakeGphkvServer server;
+    if (broken) server.KeepFirstValues();
+    LoadgenConfig c = SmallConfig(server.address());
+    c.api = GetParam();
+    c.workload.keys = 2000;  // hot keys are written and read again often
+    c.workload.write_fraction = 0.2;
+    c.drive.threads = 2;
+    c.drive.depth = 4;
+    c.drive.count = 3000;
+    auto r = RunLoadgen(c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->read_check_mode, "completed");
+    EXPECT_EQ(r->run.Overall().errors, 0u);
+    EXPECT_GT(r->read_check.keys_checked, 1000u);
+    EXPECT_EQ(r->read_check.missing, 0u);
+    EXPECT_EQ(r->read_check.corrupt, 0u);
+    if (broken) {
+      EXPECT_GT(r->read_check.stale, 10u) << "broken store";
+    } else {
+      EXPECT_EQ(r->read_check.stale, 0u) << "sound store";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(UnaryAndPipeline, DriverOnEitherApi, ::testing::Values("unary", "pipeline"));
 
 // A server that stops answering: the calls still out when the drain gives

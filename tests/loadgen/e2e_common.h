@@ -26,7 +26,7 @@ inline int RunLoadgenBinary(const std::string& dir, const std::string& name, std
 // The checks every real-server run must pass.
 inline void ExpectHealthyReport(const nlohmann::json& j, const std::string& target, uint64_t keys) {
   EXPECT_EQ(j["schema"], "gphkv-loadgen-report");
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["config"]["target"], target);
   EXPECT_EQ(j["load"]["ran"], true);
   EXPECT_EQ(j["load"]["keys"].get<uint64_t>(), keys);
@@ -43,6 +43,10 @@ inline void ExpectHealthyReport(const nlohmann::json& j, const std::string& targ
   EXPECT_LE(lat["p50_us"].get<double>(), lat["p99_us"].get<double>());
   EXPECT_LE(lat["p99_us"].get<double>(), lat["max_us"].get<double>() * 1.0001);
   EXPECT_FALSE(j["series"].empty());
+  // What the gets saw of their own thread's writes (read_check.h).
+  EXPECT_NE(j["results"]["read_check"]["mode"], "off");
+  EXPECT_GT(j["results"]["read_check"]["keys_checked"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["results"]["read_check"]["violations"].get<uint64_t>(), 0u) << j["results"]["read_check"].dump();
 }
 
 }  // namespace gphkv::loadgen::testing

@@ -22,7 +22,8 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
   using Answer = std::function<void(bool shutting_down)>;
 
   mutable std::mutex mu;
-  std::unordered_map<uint64_t, uint32_t> sizes;  // key -> value length
+  std::unordered_map<uint64_t, std::string> values;
+  bool keep_first_values = false;
   std::vector<std::string> log;
   Clock::time_point stall_from{}, stall_until{};
   int fail_puts = 0;
@@ -50,11 +51,11 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
     std::lock_guard<std::mutex> lock(mu);
     Record("get", req.keys());
     for (uint64_t k : req.keys()) {
-      auto it = sizes.find(k);
-      const bool found = it != sizes.end();
+      auto it = values.find(k);
+      const bool found = it != values.end();
       resp->add_found(found);
-      resp->add_value_lengths(found ? it->second : 0);
-      if (found) resp->mutable_values()->append(it->second, 'v');
+      resp->add_value_lengths(found ? it->second.size() : 0);
+      if (found) resp->mutable_values()->append(it->second);
     }
   }
 
@@ -65,8 +66,15 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "keys and value_lengths differ in count");
     }
     Record("put", req.keys());
+    size_t at = 0;
     for (int i = 0; i < req.keys_size(); ++i) {
-      resp->add_created(sizes.insert_or_assign(req.keys(i), req.value_lengths(i)).second);
+      std::string value = req.values().substr(std::min(at, req.values().size()), req.value_lengths(i));
+      at += req.value_lengths(i);
+      if (keep_first_values) {
+        resp->add_created(values.try_emplace(req.keys(i), std::move(value)).second);
+      } else {
+        resp->add_created(values.insert_or_assign(req.keys(i), std::move(value)).second);
+      }
     }
     return grpc::Status::OK;
   }
@@ -74,7 +82,7 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
   void DoDelete(const v1::DeleteRequest& req, v1::DeleteResponse* resp) {
     std::lock_guard<std::mutex> lock(mu);
     Record("delete", req.keys());
-    for (uint64_t k : req.keys()) resp->add_deleted(sizes.erase(k) > 0);
+    for (uint64_t k : req.keys()) resp->add_deleted(values.erase(k) > 0);
   }
 
   v1::PipelineResponse DoPipeline(const v1::PipelineRequest& req) {
@@ -146,7 +154,7 @@ struct FakeGphkvServer::Impl final : public v1::KeyValue::CallbackService {
     {
       std::lock_guard<std::mutex> lock(mu);
       resp->set_backend("fake");
-      resp->set_keys(sizes.size());
+      resp->set_keys(values.size());
     }
     auto* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
@@ -307,6 +315,11 @@ void FakeGphkvServer::FailPutsWith(int code) {
   impl_->fail_puts = code;
 }
 
+void FakeGphkvServer::KeepFirstValues() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->keep_first_values = true;
+}
+
 void FakeGphkvServer::ShiftPipelineIdsBy(uint64_t offset) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->pipeline_id_shift = offset;
@@ -319,7 +332,7 @@ std::vector<std::string> FakeGphkvServer::Log() const {
 
 size_t FakeGphkvServer::stored() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->sizes.size();
+  return impl_->values.size();
 }
 
 int FakeGphkvServer::pipeline_streams() const {

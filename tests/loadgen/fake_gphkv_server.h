@@ -1,7 +1,8 @@
 // An in-process gphkv.v1.KeyValue server for the loadgen tests: an ordinary
-// map behind the real wire contract (unary Get/Put/Delete and the Pipeline
-// stream), with a switch that holds every call or stream operation arriving
-// inside a time window until the window ends (a stalled server).
+// map of keys to values behind the real wire contract (unary Get/Put/Delete
+// and the Pipeline stream), with a switch that holds every call or stream
+// operation arriving inside a time window until the window ends (a stalled
+// server), and one that makes it a broken store.
 #pragma once
 
 #include <chrono>
@@ -25,6 +26,9 @@ class FakeGphkvServer {
   // Puts are refused with this gRPC status code (0: accepted); on a
   // Pipeline stream, as the operation's code.
   void FailPutsWith(int code);
+  // A broken store: a put of a stored key is acknowledged but keeps the old
+  // value, so gets read stale values (what the read check must catch).
+  void KeepFirstValues();
   // Pipeline streams answer each operation with this id added to its own
   // (0: the id sent), as a server that mixes up ids would.
   void ShiftPipelineIdsBy(uint64_t offset);

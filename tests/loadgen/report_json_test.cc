@@ -59,6 +59,9 @@ Report SampleReport() {
   r.cpu.loadgen_cpu_s = 1;
   r.cpu.server_pid = 42;
   r.cpu.server_cpu_s = 3;
+  r.read_check_mode = "issued";
+  r.read_check.keys_checked = 7;
+  r.read_check.stale = 2;
   return r;
 }
 
@@ -66,7 +69,7 @@ TEST(ReportJson, SchemaIsPinned) {
   const json j = ReportToJson(SampleReport());
   EXPECT_EQ(j["schema"], "gphkv-loadgen-report");
   EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
-  EXPECT_EQ(kReportSchemaVersion, 2) << "bump the pinned list below with the version";
+  EXPECT_EQ(kReportSchemaVersion, 3) << "bump the pinned list below with the version";
   std::set<std::string> got;
   Flatten(j, "", &got);
   const std::string op_fields[] = {"calls:number",           "keys:number",           "found:number",
@@ -86,6 +89,7 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "config.address:string",
                                 "config.api:string",
                                 "config.coalesce_in_flight:number",
+                                "config.check_reads:string",
                                 "config.label:string",
                                 "config.workload.preset:string",
                                 "config.workload.keys:number",
@@ -106,6 +110,8 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "config.drive.mode:string",
                                 "config.drive.threads:number",
                                 "config.drive.connections_per_thread:number",
+                                "config.drive.clients:string",
+                                "config.drive.connections_total:number",
                                 "config.drive.depth:number",
                                 "config.drive.rate:number",
                                 "config.drive.arrivals:string",
@@ -158,6 +164,12 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "results.cpu.server_pid:number",
                                 "results.cpu.server_cpu_s:number",
                                 "results.cpu.server_cores:number",
+                                "results.read_check.mode:string",
+                                "results.read_check.keys_checked:number",
+                                "results.read_check.violations:number",
+                                "results.read_check.stale:number",
+                                "results.read_check.missing:number",
+                                "results.read_check.corrupt:number",
                                 "results.overall.hit_ratio:number",
                                 "results.by_type.get.hit_ratio:number",
                                 "results.by_type.put.hit_ratio:null",
@@ -199,6 +211,9 @@ TEST(ReportJson, NumbersAreTheMeasuredOnes) {
   EXPECT_NEAR(j["results"]["overall"]["latency"]["p50_us"].get<double>(), 1.0, 0.01);
   EXPECT_DOUBLE_EQ(j["results"]["cpu"]["loadgen_cores"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(j["results"]["cpu"]["server_cores"].get<double>(), 1.5);
+  EXPECT_EQ(j["results"]["read_check"]["violations"], 2);
+  EXPECT_EQ(j["results"]["read_check"]["stale"], 2);
+  EXPECT_EQ(j["config"]["drive"]["connections_total"], 1);  // 1 thread x 1 connection
 }
 
 // No server PID, or a server that went away: its figures are null, not 0.
@@ -221,6 +236,10 @@ TEST(ReportTable, NamesEveryOpTypeThatRanAndTheErrors) {
   EXPECT_NE(t.find("errors UNAVAILABLE: 1"), std::string::npos);
   EXPECT_EQ(t.find("delete "), std::string::npos);  // no deletes ran
   EXPECT_NE(t.find("cpu: loadgen 0.50 cores (1.00 s CPU in 2.00 s), server (pid 42) 1.50 cores"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("reads checked (issued order): 7 keys of the threads' own writes, 2 violations (stale 2, missing "
+                   "0, corrupt 0)"),
+            std::string::npos)
       << t;
 }
 

@@ -8,6 +8,8 @@ bench/results/service_suite_h100_<commit>.json: the four loadgen-compare
 reports of the run as they are (coalesced gphkv vs memcached, unary gphkv vs
 the null server, the null server with values, the null server on the callback
 API) and the light-load runs' overall figures with the cores each side used.
+With LADDER=1 the suite also ran the latency ladder: its JSON (SUITE_DIR/ladder/
+latency_ladder_*.json) is copied to bench/results/ beside the suite's.
 Also redraws docs/keys-per-request.svg (keys/s against keys per request,
 gphkv, memcached and the null server answering values; every committed run)
 with gnuplot.
@@ -16,6 +18,7 @@ scripts/perf-tables.py reads the JSON; bench/results/README.md indexes it.
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -99,6 +102,9 @@ def main():
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
+    for ladder in glob.glob(os.path.join(folder, "ladder", "latency_ladder_*.json")):
+        shutil.copy(ladder, os.path.join(ROOT, "bench", "results", os.path.basename(ladder)))
+        print(f"copied {os.path.basename(ladder)} to bench/results/")
     svg = os.path.join(ROOT, "docs", "keys-per-request.svg")
     os.makedirs(os.path.dirname(svg), exist_ok=True)
     plot(committed_runs(), svg)

@@ -37,5 +37,38 @@ TEST_P(GphkvE2e, ShortRunAgainstTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(EveryApi, GphkvE2e, ::testing::Values("unary", "pipeline", "coalesced"));
 
+// The application server's shape (issue 25): many threads over one shared
+// gphkv::Client, in either loop; its reads checked in issued order.
+class GphkvSharedClientE2e : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GphkvSharedClientE2e, ManyThreadsOverOneClient) {
+  const std::string mode = GetParam();
+  const std::string dir = TempDir("gphkv-shared-" + mode);
+  const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+  ChildProcess server({GPHKV_SERVER_PATH, "--listen_address=" + address, "--metrics_address=", "--backend=cpu"},
+                      dir + "/server.log");
+  ASSERT_GT(server.pid(), 0);
+  const std::string json = dir + "/report.json";
+  // Writes without deletes: every read still hits (ExpectHealthyReport), and the check has writes to check.
+  std::vector<std::string> args = {
+      "--target=gphkv",        "--api=coalesced",     "--clients=shared", "--address=" + address, "--keys=20000",
+      "--threads=16",          "--connections=2",     "--depth=4",        "--warmup=0.5",         "--duration=1.5",
+      "--write_fraction=0.05", "--delete_fraction=0", "--key_pool=4096",  "--json=" + json,       "--progress=false",
+      "--wait_ready=30",       "--mode=" + mode};
+  if (mode == "open") args.push_back("--rate=2000");
+  const int rc = RunLoadgenBinary(dir, "run", args);
+  if (rc != 0) std::fprintf(stderr, "server log:\n%s\n", ReadFile(dir + "/server.log").c_str());
+  ASSERT_EQ(rc, 0);
+  const auto j = nlohmann::json::parse(ReadFile(json));
+  ExpectHealthyReport(j, "gphkv", 20000);
+  EXPECT_EQ(j["config"]["drive"]["clients"], "shared");
+  EXPECT_EQ(j["config"]["drive"]["threads"], 16);
+  EXPECT_EQ(j["config"]["drive"]["connections_total"], 2);
+  EXPECT_EQ(j["results"]["read_check"]["mode"], "issued");
+  if (mode == "open") EXPECT_EQ(j["results"]["dropped_calls"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothLoops, GphkvSharedClientE2e, ::testing::Values("closed", "open"));
+
 }  // namespace
 }  // namespace gphkv::loadgen::testing

@@ -85,6 +85,13 @@ TEST_F(LoadgenCli, WhatCannotRunIsRefusedWithTheReason) {
   EXPECT_NE(Log("bad_api").find("unknown --api 'batched'"), std::string::npos);
   EXPECT_EQ(Run("bad_popularity", {"--popularity=uniform"}), 1);
   EXPECT_NE(Log("bad_popularity").find("unknown popularity 'uniform'"), std::string::npos);
+  EXPECT_EQ(Run("bad_clients", {"--clients=pooled"}), 1);
+  EXPECT_NE(Log("bad_clients").find("unknown --clients 'pooled'"), std::string::npos);
+  // One client for every thread is gphkv::Client's (--api=coalesced): unary stubs have no such thing.
+  EXPECT_EQ(Run("shared_unary", {"--clients=shared", "--api=unary"}), 1);
+  EXPECT_NE(Log("shared_unary").find("--clients=shared is for --api=coalesced"), std::string::npos);
+  EXPECT_EQ(Run("bad_check", {"--check_reads=always"}), 1);
+  EXPECT_NE(Log("bad_check").find("unknown --check_reads 'always'"), std::string::npos);
   // A PID that is not running: its cores could not be reported.
   const pid_t gone = fork();
   if (gone == 0) _exit(0);

@@ -41,7 +41,7 @@
 # scripts/latency-ladder-results.py, OUT/latency_ladder_<device>_<commit>.json;
 # OUT/ladder.tgz holds it all (copied to COPY_TO when set).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 if [ -n "${BUNDLE:-}" ]; then
   export LD_LIBRARY_PATH="$BUNDLE/lib:$BUNDLE/memcached/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -5,13 +5,15 @@
                                               [--elapsed-s S] [--gphkv-flags "NAME:FLAGS;..."]
 
 LADDER_DIR is the ladder's OUT (ladder.tgz unpacked): runs.jsonl indexes the
-loadgen reports in runs/, device.txt and machine.txt say where they ran.
+loadgen reports in runs/; device.txt, machine.txt, COMMIT, command.txt,
+elapsed_s.txt and variants.txt say where, from what and how they ran (the
+flags override them).
 Writes DIR/latency_ladder_<device>_<commit>.json (DIR defaults to
 bench/results/; the ladder script itself writes it beside its runs):
 
     {"benchmark": "latency-ladder", "device", "machine", "date", "commit", "command", "elapsed_s",
      "workload", "variants": {NAME: gphkv-server flags},
-     "client": {"threads", "connections", "clients", "depth"},
+     "client": {"threads", "connections", "clients", "connections_total", "depth"},
      "rungs": [{"offered", "store", "rep", "served", "p50_us", "p90_us", "p99_us", "p999_us",
                 "server_cores", "client_cores", "errors", "dropped", "read_violations", "keys_per_s"}],
      "light_load": [same shape]}
@@ -67,7 +69,7 @@ def main():
     ap.add_argument("--commit", default=None)
     ap.add_argument("--command", default=None)
     ap.add_argument("--elapsed-s", type=float, default=None)
-    ap.add_argument("--gphkv-flags", default="default:")
+    ap.add_argument("--gphkv-flags", default=None)
     a = ap.parse_args()
     index = os.path.join(a.folder, "runs.jsonl")
     if not os.path.exists(index):
@@ -86,16 +88,21 @@ def main():
     drive = first["config"]["drive"]
     w = first["config"]["workload"]
     variants = {}
-    for spec in a.gphkv_flags.split(";"):
+    for spec in (a.gphkv_flags or read_text(a.folder, "variants.txt", "default:")).split(";"):
         if spec:
             name, _, flags = spec.partition(":")
             variants[name] = flags
     commit = a.commit or read_text(a.folder, "COMMIT", "unknown")
+    elapsed = a.elapsed_s if a.elapsed_s is not None else float(read_text(a.folder, "elapsed_s.txt", "nan"))
     result = {"benchmark": "latency-ladder", "device": device, "machine": read_text(a.folder, "machine.txt", ""),
-              "date": first["started_at"], "commit": commit, "command": a.command or "", "elapsed_s": a.elapsed_s,
+              "date": first["started_at"], "commit": commit,
+              "command": a.command or read_text(a.folder, "command.txt", ""),
+              "elapsed_s": None if elapsed != elapsed else elapsed,
               "workload": {"preset": w["preset"], "keys": w["keys"], "mode": "open"}, "variants": variants,
+              # connections: per thread, or the shared client's streams (clients "shared"); in all: connections_total.
               "client": {"threads": drive["threads"], "connections": drive["connections_per_thread"],
-                         "clients": drive.get("clients", "per_thread"), "depth": drive["depth"]},
+                         "clients": drive.get("clients", "per_thread"),
+                         "connections_total": drive.get("connections_total"), "depth": drive["depth"]},
               "rungs": rungs, "light_load": light}
     os.makedirs(a.out, exist_ok=True)
     out = os.path.join(a.out, f"latency_ladder_{short_device(device)}_{commit}.json")

@@ -260,8 +260,11 @@ elapsed=$((SECONDS - t0))
 echo "latency-ladder: took $elapsed s (plan: $plan)"
 
 settings="RATES=\"$RATES\" REPS=$REPS STORES=\"$STORES\" GPHKV_VARIANTS=\"$GPHKV_VARIANTS\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS CLIENTS=$CLIENTS DEPTH=$DEPTH KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S DRAIN_S=$DRAIN_S LIGHT_RATE=$LIGHT_RATE LIGHT_S=$LIGHT_S CHECK_READS=$CHECK_READS BACKEND=$BACKEND SERVER_CPUS=${SERVER_CPUS:-any} CLIENT_CPUS=${CLIENT_CPUS:-any} NULL_THREADS=$NULL_THREADS MEMCACHED_THREADS=$MEMCACHED_THREADS${GPHKV_ARGS:+ GPHKV_ARGS=\"$GPHKV_ARGS\"}"
-python3 scripts/latency-ladder-results.py "$OUT" --out "$OUT" --commit "$COMMIT" --elapsed-s "$elapsed" \
-  --command "$settings bash scripts/latency-ladder.sh" \
-  --gphkv-flags "$GPHKV_VARIANTS" || exit 1
+# Beside the runs, so that the summary can be made again from OUT alone.
+echo "$COMMIT" >"$OUT/COMMIT"
+echo "$settings bash scripts/latency-ladder.sh" >"$OUT/command.txt"
+echo "$elapsed" >"$OUT/elapsed_s.txt"
+echo "$GPHKV_VARIANTS" >"$OUT/variants.txt"
+python3 scripts/latency-ladder-results.py "$OUT" --out "$OUT" || exit 1
 tar czf "$OUT.tgz" -C "$OUT" . && mv "$OUT.tgz" "$OUT/ladder.tgz"
 [ -z "${COPY_TO:-}" ] || cp "$OUT/ladder.tgz" "$OUT"/latency_ladder_*.json "$COPY_TO/"

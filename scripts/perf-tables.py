@@ -457,9 +457,11 @@ def ladder_p99_table(d, stores):
 
 def ladder_header(d, path):
     c = d["client"]
-    return (f"{d['device']}, {d['machine']}, commit `{d['commit']}`, {d['date']}; client "
-            f"{c['threads']} threads × {c['connections']} connections ({c['clients'].replace('_', ' ')} clients) for "
-            f"every store; `{d['command']}`; `{path}`")
+    shape = (f"{c['threads']} threads × {c['connections']} connections each for every store"
+             if c["clients"] != "shared" else
+             f"{c['threads']} threads for every store, the coalescing stores' over one shared gphkv::Client of "
+             f"{c['connections']} streams, the others' {c['connections']} connections each")
+    return f"{d['device']}, {d['machine']}, commit `{d['commit']}`, {d['date']}; client {shape}; `{d['command']}`; `{path}`"
 
 
 def ladder():
@@ -608,7 +610,8 @@ def headline():
     if found:
         # p99 by rung, gphkv beside memcached and the null server (the whole ladder: docs/performance.md).
         _, path, d = found[-1]
-        stores = [s for s in ("gphkv-coalesced", "memcached", "null-coalesced") if s in ladder_stores(d)]
+        stores = [s for s in ladder_stores(d) if s.split("@")[0] == "gphkv-coalesced"]
+        stores += [s for s in ("memcached", "null-coalesced") if s in ladder_stores(d)]
         out += ["", f"Paced load, p99 of each rep by offered rate ([{os.path.basename(path)}]({path}), "
                     f"{d['device']}, {day_of(d['date'])}):", ""]
         out += ladder_p99_table(d, stores)

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/coalescer.h"
+#include "client/thread_order.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gphkv {
@@ -88,6 +89,20 @@ class Waiter {
   std::optional<T> value_;
 };
 
+// A sync unary call's turn in its thread's order (client/thread_order.h),
+// held for the RPC.
+class InTurn {
+ public:
+  InTurn(detail::ThreadOrder* order, detail::ThreadOrder::Kind kind) : order_(order), ticket_(order->wait_turn(kind)) {}
+  ~InTurn() { order_->finish(ticket_); }
+  InTurn(const InTurn&) = delete;
+  InTurn& operator=(const InTurn&) = delete;
+
+ private:
+  detail::ThreadOrder* order_;
+  detail::ThreadOrder::Ticket ticket_;
+};
+
 }  // namespace
 
 v1::PutRequest make_put_request(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
@@ -155,7 +170,11 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options, In
     : options_(options), channel_(std::move(channel)), stub_(v1::KeyValue::NewStub(channel_)) {}
 
 void Client::init(const std::function<std::shared_ptr<grpc::Channel>(int)>& lane_channel) {
-  if (options_.coalesce.enabled) coalescer_ = std::make_unique<detail::Coalescer>(lane_channel, options_);
+  if (options_.coalesce.enabled) {
+    coalescer_ = std::make_unique<detail::Coalescer>(lane_channel, options_);
+  } else {
+    order_ = std::make_unique<detail::ThreadOrder>();
+  }
 }
 
 Client::~Client() = default;
@@ -180,6 +199,7 @@ absl::StatusOr<GetResult> Client::Get(absl::Span<const uint64_t> keys, bool exis
   v1::GetResponse resp;
   grpc::ClientContext ctx;
   prepare(&ctx);
+  const InTurn turn(order_.get(), detail::ThreadOrder::Kind::kRead);
   if (auto s = to_absl(stub_->Get(&ctx, req, &resp)); !s.ok()) return s;
   return GetResult(std::move(resp));
 }
@@ -198,6 +218,7 @@ absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
   v1::PutResponse resp;
   grpc::ClientContext ctx;
   prepare(&ctx);
+  const InTurn turn(order_.get(), detail::ThreadOrder::Kind::kWrite);
   if (auto s = to_absl(stub_->Put(&ctx, req, &resp)); !s.ok()) return s;
   return to_vector(resp.created());
 }
@@ -213,6 +234,7 @@ absl::StatusOr<std::vector<bool>> Client::Delete(absl::Span<const uint64_t> keys
   v1::DeleteResponse resp;
   grpc::ClientContext ctx;
   prepare(&ctx);
+  const InTurn turn(order_.get(), detail::ThreadOrder::Kind::kWrite);
   if (auto s = to_absl(stub_->Delete(&ctx, req, &resp)); !s.ok()) return s;
   return to_vector(resp.deleted());
 }
@@ -257,6 +279,24 @@ struct AsyncCall {
   Resp resp;
 };
 
+// Starts `call` through `rpc` (a stub's async method) in its thread's order:
+// at once, or once the thread's earlier requests allow (thread_order.h).
+// `answer(status, call)` runs when it is answered, after the order let the
+// next request go.
+template <typename Req, typename Resp, typename Rpc, typename Answer>
+void start_in_order(detail::ThreadOrder* order, detail::ThreadOrder::Kind kind,
+                    std::unique_ptr<AsyncCall<Req, Resp>> call, Rpc rpc, Answer answer) {
+  order->issue(kind, [order, call = std::move(call), rpc,
+                      answer = std::move(answer)](detail::ThreadOrder::Ticket ticket) mutable {
+    AsyncCall<Req, Resp>* c = call.release();
+    rpc(&c->ctx, &c->req, &c->resp, [order, c, ticket, answer = std::move(answer)](grpc::Status s) mutable {
+      std::unique_ptr<AsyncCall<Req, Resp>> owned(c);
+      order->finish(ticket);
+      answer(s, *owned);
+    });
+  });
+}
+
 }  // namespace
 
 void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
@@ -278,17 +318,19 @@ void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
     });
     return;
   }
-  auto* call = new AsyncCall<v1::GetRequest, v1::GetResponse>();
+  auto call = std::make_unique<AsyncCall<v1::GetRequest, v1::GetResponse>>();
   fill_get(&call->req, keys, exists_only);
   prepare(&call->ctx);
-  stub_->async()->Get(&call->ctx, &call->req, &call->resp, [call, done = std::move(done)](grpc::Status s) {
-    std::unique_ptr<AsyncCall<v1::GetRequest, v1::GetResponse>> owned(call);
-    if (!s.ok()) {
-      done(to_absl(s));
-    } else {
-      done(GetResult(std::move(call->resp)));
-    }
-  });
+  start_in_order(
+      order_.get(), detail::ThreadOrder::Kind::kRead, std::move(call),
+      [stub = stub_.get()](auto... a) { stub->async()->Get(a...); },
+      [done = std::move(done)](const grpc::Status& s, AsyncCall<v1::GetRequest, v1::GetResponse>& c) {
+        if (!s.ok()) {
+          done(to_absl(s));
+        } else {
+          done(GetResult(std::move(c.resp)));
+        }
+      });
 }
 
 void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
@@ -309,17 +351,19 @@ void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::str
     });
     return;
   }
-  auto* call = new AsyncCall<v1::PutRequest, v1::PutResponse>();
+  auto call = std::make_unique<AsyncCall<v1::PutRequest, v1::PutResponse>>();
   call->req = make_put_request(keys, values);
   prepare(&call->ctx);
-  stub_->async()->Put(&call->ctx, &call->req, &call->resp, [call, done = std::move(done)](grpc::Status s) {
-    std::unique_ptr<AsyncCall<v1::PutRequest, v1::PutResponse>> owned(call);
-    if (!s.ok()) {
-      done(to_absl(s));
-    } else {
-      done(to_vector(call->resp.created()));
-    }
-  });
+  start_in_order(
+      order_.get(), detail::ThreadOrder::Kind::kWrite, std::move(call),
+      [stub = stub_.get()](auto... a) { stub->async()->Put(a...); },
+      [done = std::move(done)](const grpc::Status& s, AsyncCall<v1::PutRequest, v1::PutResponse>& c) {
+        if (!s.ok()) {
+          done(to_absl(s));
+        } else {
+          done(to_vector(c.resp.created()));
+        }
+      });
 }
 
 void Client::DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
@@ -335,17 +379,19 @@ void Client::DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(abs
     });
     return;
   }
-  auto* call = new AsyncCall<v1::DeleteRequest, v1::DeleteResponse>();
+  auto call = std::make_unique<AsyncCall<v1::DeleteRequest, v1::DeleteResponse>>();
   fill_delete(&call->req, keys);
   prepare(&call->ctx);
-  stub_->async()->Delete(&call->ctx, &call->req, &call->resp, [call, done = std::move(done)](grpc::Status s) {
-    std::unique_ptr<AsyncCall<v1::DeleteRequest, v1::DeleteResponse>> owned(call);
-    if (!s.ok()) {
-      done(to_absl(s));
-    } else {
-      done(to_vector(call->resp.deleted()));
-    }
-  });
+  start_in_order(
+      order_.get(), detail::ThreadOrder::Kind::kWrite, std::move(call),
+      [stub = stub_.get()](auto... a) { stub->async()->Delete(a...); },
+      [done = std::move(done)](const grpc::Status& s, AsyncCall<v1::DeleteRequest, v1::DeleteResponse>& c) {
+        if (!s.ok()) {
+          done(to_absl(s));
+        } else {
+          done(to_vector(c.resp.deleted()));
+        }
+      });
 }
 
 // --- PipelineStream ---------------------------------------------------------

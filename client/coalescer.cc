@@ -8,6 +8,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/base/thread_annotations.h"
+
 #include "absl/strings/str_cat.h"
 
 namespace gphkv::detail {
@@ -125,19 +127,20 @@ struct Coalescer::Outgoing {
   uint64_t keys = 0, bytes = 0;
 };
 
-// Every field is guarded by mu, the streams' bookkeeping too.
+// mu guards the lane's state and its streams' bookkeeping (Stream's fields
+// name it too).
 struct Coalescer::Lane {
   std::unique_ptr<v1::KeyValue::Stub> stub;
   const ClientOptions* options = nullptr;
 
-  std::mutex mu;
-  Stream* stream = nullptr;    // the stream in use; null before the first request and after one ended
-  std::deque<Outgoing> queue;  // messages not yet sent; the back one is filling
-  std::set<Stream*> live;      // streams whose RPC is not done yet
-  uint64_t next_id = 1;
-  bool closing = false;
-  std::condition_variable closed_cv;  // signalled as streams finish
-  int objects = 0;                    // Stream objects not yet destroyed, their calls included
+  absl::Mutex mu;
+  // The stream in use; null before the first request and after one ended.
+  Stream* stream ABSL_GUARDED_BY(mu) = nullptr;
+  std::deque<Outgoing> queue ABSL_GUARDED_BY(mu);  // messages not yet sent; the back one is filling
+  std::set<Stream*> live ABSL_GUARDED_BY(mu);      // streams whose RPC is not done yet
+  uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
+  bool closing ABSL_GUARDED_BY(mu) = false;
+  int objects ABSL_GUARDED_BY(mu) = 0;  // Stream objects not yet destroyed, their calls included
   std::atomic<uint64_t> messages{0}, operations{0};
 };
 
@@ -150,8 +153,7 @@ struct Coalescer::Lane {
 // lane stopped using it and no outside operation is under way.
 class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest, v1::BatchResponse> {
  public:
-  // Under lane->mu.
-  explicit Stream(Lane* lane) : counted_(lane), lane_(lane) {
+  explicit Stream(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane->mu) : counted_(lane), lane_(lane) {
     lane_->stub->async()->Batches(&ctx_, this);
     AddHold();
     lane_->live.insert(this);
@@ -161,7 +163,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
 
   // Whether the lane's next message may go now; if so, moves it into out_,
   // records it in flight and marks a write under way.
-  bool take_message() {
+  bool take_message() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
     if (writing_ || detached_ || lane_->closing || lane_->queue.empty()) return false;
     if (static_cast<int>(in_flight_.size()) >= lane_->options->coalesce.max_in_flight) return false;
     Outgoing& next = lane_->queue.front();
@@ -194,18 +196,21 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     return true;
   }
   // An operation from outside a reaction is about to start (keeps the hold).
-  void begin_outside() {
+  void begin_outside() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
     ++outside_;
     ++refs_;
   }
   // The requests in flight whose deadline passed.
-  void expire(Clock::time_point now, std::vector<Failure>* out) {
+  void expire(Clock::time_point now, std::vector<Failure>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
     for (auto& f : in_flight_) {
       expire_slots(f.slots, now, "no answer before the deadline", out);
       expire_slots(f.gets, now, "no answer before the deadline", out);
     }
   }
-  void ref() { ++refs_; }
+  void ref() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) { ++refs_; }
+  // For a caller that holds its lane's lock under another name (the lane it
+  // looked up): says so to the analysis, and checks it in debug builds.
+  void lock_is_held() const ABSL_ASSERT_EXCLUSIVE_LOCK(lane_->mu) { lane_->mu.AssertHeld(); }
 
   // --- Outside lane->mu -------------------------------------------------------
 
@@ -220,7 +225,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   void end_outside() {
     bool release;
     {
-      std::lock_guard<std::mutex> lock(lane_->mu);
+      absl::MutexLock lock(&lane_->mu);
       --outside_;
       release = should_release();
     }
@@ -230,7 +235,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   void unref() {
     bool last;
     {
-      std::lock_guard<std::mutex> lock(lane_->mu);
+      absl::MutexLock lock(&lane_->mu);
       last = --refs_ == 0;
     }
     if (last) delete this;
@@ -241,7 +246,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   void OnWriteDone(bool ok) override {
     bool more = false;
     {
-      std::lock_guard<std::mutex> lock(lane_->mu);
+      absl::MutexLock lock(&lane_->mu);
       writing_ = false;
       // A failed write means the stream broke: the read fails too and ends it.
       if (ok) more = take_message();
@@ -261,7 +266,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     std::vector<GetSlot> gets;
     bool more = false;
     {
-      std::lock_guard<std::mutex> lock(lane_->mu);
+      absl::MutexLock lock(&lane_->mu);
       for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
         if (it->id != resp.id()) continue;
         slots = std::move(it->slots);
@@ -293,7 +298,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   void OnDone(const grpc::Status& status) override {
     std::vector<Failure> failures;
     {
-      std::lock_guard<std::mutex> lock(lane_->mu);
+      absl::MutexLock lock(&lane_->mu);
       const absl::Status why = status.ok()
                                    ? absl::UnavailableError(
                                          "the Batches stream ended before answering; the request may "
@@ -306,8 +311,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
         fail_slots(f.gets, why, &failures);
       }
       in_flight_.clear();
-      lane_->live.erase(this);
-      lane_->closed_cv.notify_all();
+      lane_->live.erase(this);  // ~Coalescer may be waiting (Await) for live to empty
     }
     deliver(failures);
     unref();  // the RPC's reference
@@ -322,7 +326,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
 
   // Under lane->mu: gives the hold back once the lane stopped using the
   // stream and no outside operation is under way (once).
-  bool should_release() {
+  bool should_release() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
     if (!detached_ || outside_ > 0 || released_) return false;
     released_ = true;
     return true;
@@ -335,12 +339,13 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     bool write_next = false;
     bool release;
     {
-      std::lock_guard<std::mutex> lock(lane_->mu);
+      absl::MutexLock lock(&lane_->mu);
       detached_ = true;
       if (lane_->stream == this) lane_->stream = nullptr;
       if (!lane_->closing && !lane_->queue.empty()) {
         next = new Stream(lane_);
         lane_->stream = next;
+        next->lock_is_held();
         next->begin_outside();
         write_next = next->take_message();
       }
@@ -360,11 +365,12 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   // so the channel (and that queue) is never destroyed under a call still
   // being released on a gRPC thread (it aborted in grpc_cq_internal_unref).
   struct Counted {
-    explicit Counted(Lane* lane) : lane(lane) { ++lane->objects; }  // under lane->mu
+    explicit Counted(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane->mu) : lane(lane) { ++lane->objects; }
     ~Counted() {
-      std::lock_guard<std::mutex> lock(lane->mu);
+      // ~Coalescer waits (Await) for objects to reach 0: the lane may be
+      // gone once the lock is released.
+      absl::MutexLock lock(&lane->mu);
       --lane->objects;
-      lane->closed_cv.notify_all();  // under the lock: the lane may be gone right after
     }
     Lane* lane;
   };
@@ -373,13 +379,13 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   grpc::ClientContext ctx_;
   v1::BatchRequest out_;
   v1::BatchResponse in_;
-  // Under lane_->mu:
-  std::deque<InFlight> in_flight_;  // messages sent, not yet answered, oldest first
-  bool writing_ = false;
-  bool detached_ = false;
-  bool released_ = false;
-  int outside_ = 0;
-  int refs_ = 1;  // the RPC's, until OnDone
+  // Messages sent, not yet answered, oldest first.
+  std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(lane_->mu);
+  bool writing_ ABSL_GUARDED_BY(lane_->mu) = false;
+  bool detached_ ABSL_GUARDED_BY(lane_->mu) = false;
+  bool released_ ABSL_GUARDED_BY(lane_->mu) = false;
+  int outside_ ABSL_GUARDED_BY(lane_->mu) = 0;
+  int refs_ ABSL_GUARDED_BY(lane_->mu) = 1;  // the RPC's, until OnDone
 };
 
 Coalescer::Coalescer(const std::function<std::shared_ptr<grpc::Channel>(int)>& channel, const ClientOptions& options)
@@ -396,16 +402,15 @@ Coalescer::Coalescer(const std::function<std::shared_ptr<grpc::Channel>(int)>& c
 
 Coalescer::~Coalescer() {
   {
-    std::lock_guard<std::mutex> lock(sweep_mu_);
+    absl::MutexLock lock(&sweep_mu_);
     stopping_ = true;
   }
-  sweep_cv_.notify_all();
   if (sweeper_.joinable()) sweeper_.join();
   for (auto& lane : lanes_) {
     std::vector<Failure> failures;
     Stream* s = nullptr;
     {
-      std::lock_guard<std::mutex> lock(lane->mu);
+      absl::MutexLock lock(&lane->mu);
       lane->closing = true;
       for (auto& m : lane->queue) {
         fail_slots(m.slots, absl::CancelledError("the client was destroyed"), &failures);
@@ -413,7 +418,10 @@ Coalescer::~Coalescer() {
       }
       lane->queue.clear();
       s = lane->stream;
-      if (s != nullptr) s->begin_outside();
+      if (s != nullptr) {
+        s->lock_is_held();
+        s->begin_outside();
+      }
     }
     deliver(failures);
     if (s != nullptr) {
@@ -421,38 +429,53 @@ Coalescer::~Coalescer() {
       s->close();
       s->end_outside();
     }
-    std::unique_lock<std::mutex> lock(lane->mu);
     const auto grace = std::max<Clock::duration>(std::chrono::seconds(1), options_.timeout);
-    if (!lane->closed_cv.wait_for(lock, grace, [&] { return lane->live.empty(); })) {
+    Lane* l = lane.get();
+    auto no_live = [l]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(l->mu) { return l->live.empty(); };
+    absl::MutexLock lock(&l->mu);
+    if (!l->mu.AwaitWithTimeout(absl::Condition(&no_live), absl::FromChrono(grace))) {
       // The server does not end them: cancel (their requests fail CANCELLED).
-      std::vector<Stream*> hung(lane->live.begin(), lane->live.end());
-      for (Stream* h : hung) h->ref();
-      lock.unlock();
+      std::vector<Stream*> hung(l->live.begin(), l->live.end());
+      for (Stream* h : hung) {
+        h->lock_is_held();
+        h->ref();
+      }
+      l->mu.Unlock();
       for (Stream* h : hung) {
         h->cancel();
         h->unref();
       }
-      lock.lock();
-      lane->closed_cv.wait(lock, [&] { return lane->live.empty(); });
+      l->mu.Lock();
+      l->mu.Await(absl::Condition(&no_live));
     }
-    lane->closed_cv.wait(lock, [&] { return lane->objects == 0; });
+    auto no_objects = [l]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(l->mu) { return l->objects == 0; };
+    l->mu.Await(absl::Condition(&no_objects));
   }
+}
+
+Coalescer::Lane& Coalescer::lane_of_calling_thread() {
+  // A thread keeps one lane for every kind of request, so its requests are
+  // sent on one stream, whose messages the server applies in order. Chosen
+  // here, once per thread, for every Coalescer of the process: the counter
+  // and the thread's number must not live in a template (each instantiation
+  // would have its own, and a thread's puts and gets would count lanes apart:
+  // issue 24).
+  static std::atomic<uint32_t> next_thread{0};
+  thread_local const uint32_t thread_number = next_thread.fetch_add(1, std::memory_order_relaxed);
+  return *lanes_[thread_number % lanes_.size()];
 }
 
 template <class Add, class Refuse>
 void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add, Refuse&& refuse) {
-  // A thread keeps its lane: its requests are sent, and take effect, in order.
-  static std::atomic<uint32_t> next_lane{0};
-  thread_local const uint32_t thread_lane = next_lane.fetch_add(1, std::memory_order_relaxed);
-  Lane& lane = *lanes_[thread_lane % lanes_.size()];
+  Lane& lane = lane_of_calling_thread();
   const Clock::time_point deadline =
       options_.timeout.count() > 0 ? Clock::now() + options_.timeout : Clock::time_point::max();
   Stream* s = nullptr;
   bool start = false, write = false;
   {
-    std::unique_lock<std::mutex> lock(lane.mu);
+    absl::ReleasableMutexLock lock(&lane.mu);
     if (lane.closing) {
-      lock.unlock();
+      lock.Release();
       refuse(absl::CancelledError("the client is being destroyed"));
       return;
     }
@@ -475,6 +498,7 @@ void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add
       start = true;
     }
     s = lane.stream;
+    s->lock_is_held();
     write = s->take_message();
     if (start || write) s->begin_outside();
   }
@@ -511,21 +535,25 @@ void Coalescer::sweep() {
   // them); this catches answers that do not come at all. It finds each late
   // request at most a sixteenth of the timeout (and at least 1 ms) late.
   const auto period = std::max<Clock::duration>(std::chrono::milliseconds(1), options_.timeout / 16);
-  std::unique_lock<std::mutex> lock(sweep_mu_);
-  while (!sweep_cv_.wait_for(lock, period, [&] { return stopping_; })) {
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sweep_mu_) { return stopping_; };
+  absl::MutexLock lock(&sweep_mu_);
+  while (!sweep_mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::FromChrono(period))) {
     const Clock::time_point now = Clock::now();
     std::vector<Failure> failures;
     for (auto& lane : lanes_) {
-      std::lock_guard<std::mutex> l(lane->mu);
-      for (Stream* s : lane->live) s->expire(now, &failures);
+      absl::MutexLock l(&lane->mu);
+      for (Stream* s : lane->live) {
+        s->lock_is_held();
+        s->expire(now, &failures);
+      }
       for (auto& m : lane->queue) {
         expire_slots(m.slots, now, "not sent before the deadline", &failures);
         expire_slots(m.gets, now, "not sent before the deadline", &failures);
       }
     }
-    lock.unlock();
+    sweep_mu_.Unlock();
     deliver(failures);
-    lock.lock();
+    sweep_mu_.Lock();
   }
 }
 

@@ -17,22 +17,23 @@
 // Every request keeps its own result, status and deadline. The server
 // refuses an operation whose deadline passed before it ran (its timeout
 // travels with it); a sweeper fails the ones whose answer is late (a hung
-// server or network) with DEADLINE_EXCEEDED. An operation the server
-// answered UNAVAILABLE (it changed nothing) and one never sent on a stream
-// that broke are retried with backoff, up to max_attempts; one in flight on
-// a stream that broke is failed with UNAVAILABLE (it may have taken effect).
+// server or network) with DEADLINE_EXCEEDED. Requests never sent on a stream
+// that broke go, in order, on the lane's next stream; one in flight on a
+// stream that broke is failed with UNAVAILABLE (it may have taken effect).
+// Nothing is retried: a retry sent after a later request of its thread
+// would break the thread's order.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "gphkv/client/client.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 
@@ -78,15 +79,16 @@ class Coalescer {
   // next message with `add(message, deadline)` (under the lane's lock), then
   // starts the stream or writes the message if it may go now. `refuse(status)`
   // answers it instead while the client is being destroyed.
+  // The calling thread's lane: the same one for all its requests.
+  Lane& lane_of_calling_thread();
   template <class Add, class Refuse>
   void enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add, Refuse&& refuse);
   void sweep();
 
   const ClientOptions options_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::mutex sweep_mu_;
-  std::condition_variable sweep_cv_;
-  bool stopping_ = false;
+  absl::Mutex sweep_mu_;
+  bool stopping_ ABSL_GUARDED_BY(sweep_mu_) = false;
   std::thread sweeper_;
 };
 

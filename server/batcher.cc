@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 
 namespace gphkv::server {
@@ -42,17 +46,29 @@ void Batcher::push(Call&& call, Clock::time_point now) {
   queued_keys_ += call.num_keys();
   queued_bytes_ += call.payload_bytes();
   queue_.push_back(std::move(call));
+  queued_calls_.store(queue_.size(), std::memory_order_release);
+}
+
+void Batcher::spin_for_call() const {
+  const Clock::time_point until = Clock::now() + options_.spin;
+  for (uint32_t i = 1;; ++i) {
+    if (queued_calls_.load(std::memory_order_acquire) != 0 || closing_.load(std::memory_order_relaxed)) return;
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();  // yields the core's pipeline to a sibling hyperthread
+#endif
+    if (i % 64 == 0 && Clock::now() >= until) return;
+  }
 }
 
 absl::Status Batcher::enqueue(Call&& call) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (absl::Status s = admit(call.num_keys(), call.payload_bytes()); !s.ok()) return s;
     const Clock::time_point now = Clock::now();
     note_arrival(now);
     push(std::move(call), now);
   }
-  cv_.notify_one();
+  cv_.Signal();
   return absl::OkStatus();
 }
 
@@ -64,19 +80,20 @@ absl::Status Batcher::enqueue_all(absl::Span<Call> calls) {
     bytes += c.payload_bytes();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (absl::Status s = admit(keys, bytes); !s.ok()) return s;
     const Clock::time_point now = Clock::now();
     note_arrival(now);
     for (Call& c : calls) push(std::move(c), now);
   }
-  cv_.notify_one();
+  cv_.Signal();
   return absl::OkStatus();
 }
 
 std::vector<Call> Batcher::next_batch() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+  if (options_.spin.count() > 0) spin_for_call();
+  absl::MutexLock lock(&mu_);
+  while (!closed_ && queue_.empty()) cv_.Wait(&mu_);
   if (queue_.empty()) return {};
   // Wait for the batch to fill, but no longer than the oldest call's delay
   // budget. When the executor was busy the budget is usually spent already,
@@ -92,8 +109,11 @@ std::vector<Call> Batcher::next_batch() {
           static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_delay).count());
   // Only block when there is time left: a timed wait on a past deadline is
   // still a futex syscall per batch.
-  if (company_expected && queued_keys_ < options_.max_batch_keys && Clock::now() < close_at) {
-    cv_.wait_until(lock, close_at, [&] { return closed_ || queued_keys_ >= options_.max_batch_keys; });
+  if (company_expected) {
+    for (Clock::time_point now = Clock::now(); !closed_ && queued_keys_ < options_.max_batch_keys && now < close_at;
+         now = Clock::now()) {
+      cv_.WaitWithTimeout(&mu_, absl::FromChrono(close_at - now));
+    }
   }
 
   std::vector<Call> batch;
@@ -108,30 +128,35 @@ std::vector<Call> Batcher::next_batch() {
   }
   queued_keys_ -= keys;
   queued_bytes_ -= bytes;
+  queued_calls_.store(queue_.size(), std::memory_order_release);
   return batch;
 }
 
 bool Batcher::wait_for_call(Clock::duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return closed_ || !queue_.empty(); });
+  absl::MutexLock lock(&mu_);
+  const Clock::time_point until = Clock::now() + timeout;
+  for (Clock::time_point now = Clock::now(); !closed_ && queue_.empty() && now < until; now = Clock::now()) {
+    cv_.WaitWithTimeout(&mu_, absl::FromChrono(until - now));
+  }
   return !closed_;
 }
 
 void Batcher::close() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     closed_ = true;
+    closing_.store(true, std::memory_order_relaxed);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 bool Batcher::empty() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queue_.empty();
 }
 
 uint64_t Batcher::queued_keys() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queued_keys_;
 }
 

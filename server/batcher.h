@@ -4,14 +4,15 @@
 // holds at least one call and takes effect in arrival order.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "server/call.h"
 
@@ -25,6 +26,12 @@ struct BatcherOptions {
   // Bound on put value bytes waiting; past it enqueue() refuses likewise, so
   // a burst of large puts cannot grow server memory without limit.
   uint64_t max_queue_bytes = uint64_t{1} << 30;
+  // How long next_batch() spins, watching for a call, before it parks the
+  // executor thread: a call that arrives meanwhile is taken without a
+  // futex wake-up and the scheduler's delay behind it. It costs a core's
+  // time while idle: up to `spin` after each batch (so at most spin x batches
+  // per second). 0 = park at once (docs/performance.md, "Waits").
+  std::chrono::microseconds spin{0};
 };
 
 class Batcher {
@@ -61,24 +68,30 @@ class Batcher {
  private:
   // Under mu_: RESOURCE_EXHAUSTED or UNAVAILABLE when `keys` and `bytes`
   // more cannot be queued now.
-  absl::Status admit(uint64_t keys, uint64_t bytes) const;
+  absl::Status admit(uint64_t keys, uint64_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under mu_: updates the arrival rate (one enqueue is one arrival).
-  void note_arrival(Clock::time_point now);
+  void note_arrival(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under mu_: appends one admitted call.
-  void push(Call&& call, Clock::time_point now);
+  void push(Call&& call, Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Spins, without the lock, until a call is queued, the batcher closes or
+  // options_.spin passed.
+  void spin_for_call() const ABSL_LOCKS_EXCLUDED(mu_);
 
   const BatcherOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Call> queue_;
-  uint64_t queued_keys_ = 0;
-  uint64_t queued_bytes_ = 0;
-  bool closed_ = false;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // a call queued, or the batcher closed
+  std::deque<Call> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_keys_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // queue_.size() and closed_, for spin_for_call() to watch without the lock.
+  std::atomic<size_t> queued_calls_{0};
+  std::atomic<bool> closing_{false};
   // Arrival rate, for the delay decision in next_batch(); starts at "dense"
   // so a delay configured for batching applies until the rate is known.
   static constexpr double kMaxGapNs = 1e6;
-  Clock::time_point last_arrival_{};
-  double mean_gap_ns_ = 0;
+  Clock::time_point last_arrival_ ABSL_GUARDED_BY(mu_){};
+  double mean_gap_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gphkv::server

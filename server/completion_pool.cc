@@ -14,24 +14,24 @@ void CompletionPool::submit(std::function<void()> task) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
     ++busy_;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 bool CompletionPool::idle() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return busy_ == 0;
 }
 
 void CompletionPool::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -41,14 +41,14 @@ void CompletionPool::work() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && tasks_.empty()) cv_.Wait(&mu_);
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
     task();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     --busy_;
   }
 }

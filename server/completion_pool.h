@@ -5,12 +5,13 @@
 // A call is still answered only after its operations took effect.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace gphkv::server {
 
@@ -32,11 +33,11 @@ class CompletionPool {
  private:
   void work();
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  size_t busy_ = 0;  // tasks queued or running
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // a task queued, or stopping
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  size_t busy_ ABSL_GUARDED_BY(mu_) = 0;  // tasks queued or running
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -26,6 +26,7 @@ Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetric
       metrics_(metrics),
       completions_(completion_threads),
       memory_limit_bytes_(store_->memory_limit_bytes()) {
+  executor_thread_.claim();  // no thread runs yet: the constructor owns the store
   publish();
 }
 
@@ -38,6 +39,7 @@ void Executor::launch() {
   std::promise<absl::Status> started;
   started_ = started.get_future();
   thread_ = std::thread([this, started = std::move(started)]() mutable {
+    executor_thread_.claim();
     // The batch delay is a timed wait: with the default 50 us timer slack a
     // 100 us delay lasts up to 150 us. Ask for exact wake-ups.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);

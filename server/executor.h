@@ -51,6 +51,7 @@
 #include "server/service_metrics.h"
 #include "server/store.h"
 #include "server/store_durability.h"
+#include "server/thread_owner.h"
 
 namespace gphkv::server {
 
@@ -105,30 +106,32 @@ class Executor {
   const StoreDurability* data_dir() const { return durable_.get(); }
 
  private:
-  void loop();
+  void loop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Between batches: a chunk of a snapshot's export. True when the loop
   // should come back here before waiting for a batch (an export goes on
   // and no call waits).
-  bool snapshot_step();
+  bool snapshot_step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Between batches: a step of a shrink's value-heap trim, and the shrink
   // calls' answers once it is done. True when the loop should come back
   // here before waiting for a batch (the trim goes on and no call waits).
-  bool shrink_step();
+  bool shrink_step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // The table's part of the shrinks waiting for the trim, and their answers
   // (the trim's error instead, when it failed).
-  void finish_shrinks(const absl::Status& trimmed);
-  void run_batch(const std::shared_ptr<std::vector<Call>>& batch);
+  void finish_shrinks(const absl::Status& trimmed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  void run_batch(const std::shared_ptr<std::vector<Call>>& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Appends the batch's record, then answers the write runs it holds.
-  void commit_writes(bool end_of_batch);
-  void publish();
+  void commit_writes(bool end_of_batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  void publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Hands a run's answers over (inline when nothing else is waiting).
-  void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch);
+  void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Finishes the oldest pipelined get run and answers it; all of them.
   // Its responses are filled and answered in ranges on the completion
   // threads (inline when the executor has nothing else to do).
-  void finish_oldest_gets();
-  void finish_all_gets();
-  void answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<std::vector<Call>> batch);
+  void finish_oldest_gets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  void finish_all_gets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  void answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<std::vector<Call>> batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // A range handed to a completion thread carries at least this many keys:
   // below it the hand-over costs more than the copying it spreads.
   static constexpr uint64_t kMinAnswerRangeKeys = 512;
@@ -138,27 +141,29 @@ class Executor {
     uint64_t keys;
     std::shared_ptr<std::vector<Call>> batch;  // owns the run's Calls
   };
-  std::deque<InFlight> in_flight_;
+  std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(executor_thread_);
 
   // Write runs applied but not answered: their batch is not logged yet.
   struct Unlogged {
     absl::Span<Call* const> run;
     std::vector<absl::Status> statuses;
   };
-  std::vector<Unlogged> unlogged_;
+  std::vector<Unlogged> unlogged_ ABSL_GUARDED_BY(executor_thread_);
 
   // Shrink calls waiting for the value heap's trim (Store::begin_shrink).
   struct PendingShrinks {
     std::vector<std::shared_ptr<std::vector<Call>>> batches;  // own the Calls
     std::vector<Call*> calls;
   };
-  PendingShrinks shrinks_;
+  PendingShrinks shrinks_ ABSL_GUARDED_BY(executor_thread_);
   // Calls waiting, no trim step before this (shrink_step): after a step of d,
   // kServePerTrim * d of serving.
   static constexpr int kServePerTrim = 4;
-  Clock::time_point next_trim_step_{};
+  Clock::time_point next_trim_step_ ABSL_GUARDED_BY(executor_thread_){};
 
-  std::unique_ptr<Store> store_;
+  // The thread that owns the store and the fields guarded by it (loop()).
+  ThreadRole executor_thread_;
+  std::unique_ptr<Store> store_ ABSL_PT_GUARDED_BY(executor_thread_);
   ExecutorDataDir data_dir_config_;
   std::unique_ptr<StoreDurability> durable_;  // null without a data directory
   Batcher* batcher_;
@@ -166,18 +171,19 @@ class Executor {
   std::thread thread_;
   std::future<absl::Status> started_;
   CompletionPool completions_;
-  RunOrder run_order_;
+  RunOrder run_order_ ABSL_GUARDED_BY(executor_thread_);
 
-  uint64_t batches_ = 0;
-  uint64_t batched_keys_ = 0;
+  uint64_t batches_ ABSL_GUARDED_BY(executor_thread_) = 0;
+  uint64_t batched_keys_ ABSL_GUARDED_BY(executor_thread_) = 0;
   // Stats readers run on gRPC threads: they read these, never the store.
   std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0}, pub_batches_{0},
       pub_batched_keys_{0};
   std::atomic<double> pub_load_factor_{0};
   std::atomic<bool> pub_rebuilding_{false};
-  uint64_t reported_relocations_ = 0;
+  uint64_t reported_relocations_ ABSL_GUARDED_BY(executor_thread_) = 0;
   uint64_t memory_limit_bytes_;
-  std::map<std::string, uint64_t> reported_rebuilds_;  // by cause: rebuilds already counted in metrics
+  std::map<std::string, uint64_t> reported_rebuilds_
+      ABSL_GUARDED_BY(executor_thread_);  // by cause: rebuilds already counted in metrics
 };
 
 }  // namespace gphkv::server

@@ -59,6 +59,10 @@ ABSL_FLAG(int32_t, max_delay_us, -1,
           "a batch closes when its oldest call has waited this long, in microseconds (0 = never "
           "wait: batch only what queued while the executor was busy); -1 = per backend: 0 on cpu, "
           "25 on cuda. See docs/performance.md for the measurement behind the defaults");
+ABSL_FLAG(uint32_t, spin_us, 0,
+          "microseconds the executor spins, watching for a call, before it parks its thread after a batch (0 = "
+          "park at once): a call arriving meanwhile skips the wake-up, at the cost of up to this much of a core "
+          "after every batch; see docs/performance.md, \"Waits\"");
 ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
           "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
@@ -113,7 +117,7 @@ bool flag_given(int argc, char** argv, const std::string& name) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
-    for (const std::string& dashes : {"--", "-"}) {
+    for (const char* dashes : {"--", "-"}) {
       if (arg == dashes + name || absl::StartsWith(arg, dashes + name + "=")) return true;
     }
   }
@@ -192,6 +196,7 @@ int main(int argc, char** argv) {
   const int32_t max_delay_us = absl::GetFlag(FLAGS_max_delay_us);
   o.max_delay_per_backend = max_delay_us < 0;
   o.batcher.max_delay = std::chrono::microseconds(std::max(0, max_delay_us));
+  o.batcher.spin = std::chrono::microseconds(std::min<uint32_t>(absl::GetFlag(FLAGS_spin_us), 1'000'000));
   o.batcher.max_queue_keys = absl::GetFlag(FLAGS_max_queue_keys);
   o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
@@ -221,7 +226,7 @@ int main(int argc, char** argv) {
       "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpus={} "
       "partitions={} "
       "memory={} "
-      "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} max_queue_keys={} "
+      "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} spin_us={} max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
       o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
@@ -229,7 +234,7 @@ int main(int argc, char** argv) {
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_call_keys,
       o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
-      o.batcher.max_queue_keys, o.store.initial_capacity,
+      o.batcher.spin.count(), o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
       o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
       o.data_dir.dir.empty()

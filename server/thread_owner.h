@@ -11,7 +11,23 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+
 namespace gphkv::server {
+
+// "The one thread that owns these fields", as a capability of clang's
+// thread-safety analysis (scripts/check-thread-safety.sh): fields only that
+// thread may touch are ABSL_GUARDED_BY the role, functions that touch them
+// are ABSL_EXCLUSIVE_LOCKS_REQUIRED it, and the thread's entry point claims
+// it. No lock and no cost: the analysis then fails any function reached from
+// another thread (a handler, a completion thread's task) that touches them
+// without claiming the role, which it must not.
+class ABSL_LOCKABLE ThreadRole {
+ public:
+  // Called where the code runs as the owner: its thread's entry point, or
+  // a constructor before that thread exists.
+  void claim() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}
+};
 
 // Prints what broke and aborts: a broken ownership rule is a bug that would
 // corrupt state silently if it went on.

@@ -1,6 +1,8 @@
 #include "server/batcher.h"
-#include <algorithm>
 
+#include <time.h>
+
+#include <algorithm>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -138,6 +140,100 @@ TEST(Batcher, CloseWakesAWaitingExecutor) {
     b.close();
   });
   EXPECT_TRUE(b.next_batch().empty());
+  closer.join();
+}
+
+// The CPU time the calling thread has used.
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+TEST(Batcher, AnIdleExecutorTakesACallAtOnceWithoutADelay) {
+  // max_delay 0 (the self-clocking policy): the executor waiting for work
+  // takes a call as soon as it is queued, alone, with no wait for company.
+  Batcher b({1000, std::chrono::microseconds(0), 1000});
+  Req r;
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(b.enqueue(get_call(&r, 1)).ok());
+  });
+  const auto t0 = Clock::now();
+  auto batch = b.next_batch();
+  EXPECT_EQ(batch.size(), 1u);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
+  sender.join();
+}
+
+TEST(Batcher, CallsQueuedWhileTheExecutorIsBusyGoTogetherInArrivalOrder) {
+  // With no delay, a batch holds what queued while the executor was busy:
+  // all of it, in arrival order, up to max_batch_keys.
+  Batcher b({8, std::chrono::microseconds(0), 1000});
+  Req r[5];
+  for (auto& x : r) ASSERT_TRUE(b.enqueue(get_call(&x, 2)).ok());
+  auto first = b.next_batch();
+  ASSERT_EQ(first.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(first[i].get().request, &r[i].req);
+  auto second = b.next_batch();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].get().request, &r[4].req);
+}
+
+TEST(Batcher, SpinThenParkParksAnIdleExecutor) {
+  // Spinning 2 ms, then parked: waiting 100 ms for a call costs the waiting
+  // thread about the spin's CPU time, not the whole wait.
+  BatcherOptions o{1000, std::chrono::microseconds(0), 1000};
+  o.spin = std::chrono::milliseconds(2);
+  Batcher b(o);
+  Req r;
+  std::chrono::nanoseconds cpu{};
+  std::vector<Call> batch;
+  std::thread executor([&] {
+    const auto c0 = thread_cpu_time();
+    batch = b.next_batch();
+    cpu = thread_cpu_time() - c0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(b.enqueue(get_call(&r, 1)).ok());
+  executor.join();
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].get().request, &r.req);
+  EXPECT_GE(cpu, std::chrono::microseconds(500)) << "it did not spin";
+  EXPECT_LT(cpu, std::chrono::milliseconds(30)) << "it spun through the whole wait instead of parking";
+}
+
+TEST(Batcher, ASpinningExecutorTakesCallsInArrivalOrder) {
+  BatcherOptions o{1000, std::chrono::microseconds(0), 1000};
+  o.spin = std::chrono::milliseconds(50);
+  Batcher b(o);
+  constexpr int kCalls = 200;
+  std::vector<Req> r(kCalls);
+  std::thread sender([&] {
+    for (auto& x : r) ASSERT_TRUE(b.enqueue(get_call(&x, 1)).ok());
+  });
+  int next = 0;
+  while (next < kCalls) {
+    for (Call& c : b.next_batch()) {
+      ASSERT_LT(next, kCalls);
+      EXPECT_EQ(c.get().request, &r[next].req);
+      ++next;
+    }
+  }
+  sender.join();
+}
+
+TEST(Batcher, CloseEndsASpin) {
+  BatcherOptions o{100, std::chrono::microseconds(0), 100};
+  o.spin = std::chrono::seconds(30);
+  Batcher b(o);
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    b.close();
+  });
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(b.next_batch().empty());
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
   closer.join();
 }
 

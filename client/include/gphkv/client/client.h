@@ -10,16 +10,25 @@
 // costing an RPC each; each keeps its own result, status and deadline. A
 // request is sent at once when its stream has room, else with the others
 // that arrive meanwhile once an answer frees a turn (client/coalescer.h).
-// A thread's requests take effect in the order it issued them; a request is
-// answered only after it took effect, so what one thread saw acknowledged,
-// every later request of any thread sees.
+// Order: a thread's gets, puts and deletes through one Client take effect in
+// the order it issued them, sync and async alike, with coalescing on (its
+// requests all ride one stream, chosen once per thread) or off (a thread's
+// put or delete is held in the client until its earlier requests were
+// answered, and a get until its earlier puts and deletes were; gets run
+// concurrently). A request is answered only after it took effect, so what
+// one thread saw acknowledged, every later request of any thread sees. Not
+// ordered: one thread's requests through two Client objects, and a
+// PipelineStream's operations against the client's other requests (each
+// stream is ordered on its own). docs/service.md, "The client's order".
 //
 // Without coalescing each request is one unary RPC; those refused with
 // UNAVAILABLE (server restarting, connection lost) are retried with backoff
-// by the channel's retry policy; no other status is retried, since the server
-// refuses those without changing anything and a retry would be refused the
-// same way. With coalescing, requests not yet sent when a stream breaks go
-// on a new one; requests in flight fail UNAVAILABLE (they may have taken effect).
+// by the channel's retry policy (a later request of the thread that it
+// holds back waits for the retries); no other status is retried, since the
+// server refuses those without changing anything and a retry would be
+// refused the same way. With coalescing, requests not yet sent when a stream
+// breaks go on a new one; requests in flight fail UNAVAILABLE (they may have
+// taken effect); nothing is retried.
 #pragma once
 
 #include <chrono>
@@ -44,7 +53,8 @@ class Channel;
 namespace gphkv {
 namespace detail {
 class Coalescer;
-}
+class ThreadOrder;
+}  // namespace detail
 
 // How concurrent requests share messages (see the header comment).
 struct CoalesceOptions {
@@ -187,6 +197,7 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KeyValue::Stub> stub_;
   std::unique_ptr<detail::Coalescer> coalescer_;  // null when coalescing is off
+  std::unique_ptr<detail::ThreadOrder> order_;    // a thread's unary requests in order; null with coalescing
 };
 
 // Builds requests (exposed for tests and tools that use the stub directly).

@@ -12,14 +12,14 @@
 #   python3 scripts/soak-summary.py FILES_AT/soak-cuda --warmup_s 180 \
 #     --json bench/results/soak_cuda_$(cat FILES_AT/soak-cuda/COMMIT).json --plot docs/soak-cuda.svg
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BUNDLE=${BUNDLE:-.device-svc}
 dir=${SOAK_DIR:-/tmp/gphkv-soak-cuda}
 out=${OUT:-$PWD/out}/soak-cuda
 if [ ! -e "$dir/config.txt" ]; then
   [ -x "$BUNDLE/bin/gphkv-server" ] || { echo "device-soak: no bundle at $BUNDLE (scripts/device-bundle-service.sh)" >&2; exit 2; }
   mkdir -p "$dir"
-  BACKEND=cuda BUNDLE="$BUNDLE" SOAK_S=${SOAK_S:-720} OUT="$dir" \
+  BACKEND=${BACKEND:-cuda} BUNDLE="$BUNDLE" SOAK_S=${SOAK_S:-720} OUT="$dir" \
     setsid nohup bash scripts/soak.sh >"$dir.log" 2>&1 </dev/null &
   echo "device-soak: started, SOAK_S=${SOAK_S:-720}, in $dir"
   sleep 5

@@ -30,4 +30,5 @@ fi
 echo "install-deps (${what% }): installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends $missing
+# dpkg's progress lines go to stdout, dropped; errors go to stderr.
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

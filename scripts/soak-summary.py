@@ -12,8 +12,11 @@ The plot (gnuplot, SVG or PNG by the name) shows RSS and p99 over time.
 """
 import argparse
 import csv
+import datetime
 import json
+import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -60,14 +63,53 @@ def read_runs(out):
     return runs
 
 
+def nearest_row(samples, epoch, key):
+    return min((s for s in samples if s.get(key) is not None), key=lambda s: abs(s["epoch"] - epoch), default=None)
+
+
 def nearest(samples, epoch, key):
-    best = min((s for s in samples if s.get(key) is not None), key=lambda s: abs(s["epoch"] - epoch), default=None)
+    best = nearest_row(samples, epoch, key)
     return best[key] if best else None
+
+
+def host_load(out, samples):
+    """(epoch, 1-minute load) pairs: the samples' load1, or host_load.csv where a side sampler wrote it."""
+    pairs = [(s["epoch"], s["load1"]) for s in samples if s.get("load1") is not None]
+    path = os.path.join(out, "host_load.csv")
+    if not pairs and os.path.exists(path):
+        with open(path) as f:
+            pairs = [(float(r["epoch"]), float(r["load1"])) for r in csv.DictReader(f)]
+    return pairs
 
 
 def window_median(samples, key, t_from, t_to):
     vals = [s[key] for s in samples if s.get(key) is not None and t_from <= s["t_s"] < t_to]
     return statistics.median(vals) if vals else None
+
+
+LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]")
+
+
+def server_events(out):
+    """From the server's log: each snapshot written (end epoch, seconds) and the bytes each shrink's trim gave back."""
+    snapshots, trimmed = [], []
+    path = os.path.join(out, "server.log")
+    if not os.path.exists(path):
+        return snapshots, trimmed
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = LOG_TIME.match(line)
+            if not m:
+                continue
+            epoch = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            w = re.search(r"data dir: snapshot \S+ written in ([0-9.]+) s", line)
+            if w:
+                snapshots.append((epoch, float(w.group(1))))
+            t = re.search(r"the value heap gave back (\d+) bytes", line)
+            if t:
+                trimmed.append(int(t.group(1)))
+    return snapshots, trimmed
 
 
 def summarise(out, warmup_s):
@@ -108,14 +150,27 @@ def summarise(out, warmup_s):
                 "errors": p["errors"],
             })
     t0_epoch = samples[0]["epoch"] - samples[0]["t_s"] if samples else 0
+    interval = float(config.get("interval_s") or 60)
+    load = host_load(out, samples)
+    snapshots, trimmed = server_events(out)
     for p in series:
-        p["t_s"] = round(p.pop("epoch") - t0_epoch, 1)
-        epoch = t0_epoch + p["t_s"]
+        epoch = p.pop("epoch")
+        p["t_s"] = round(epoch - t0_epoch, 1)
         rss = nearest(samples, epoch, "rss_kib")
         p["rss_mb"] = round(rss / 1024, 1) if rss else None
         gpu = nearest(samples, epoch, "gpu_mib")
         if gpu is not None:
             p["gpu_mib"] = gpu
+        # The machine's state over the interval: a p99 that rose with the host's load is the host's.
+        during = [v for t, v in load if epoch - interval <= t <= epoch]
+        if during:
+            p["host_load1"] = round(statistics.mean(during), 2)
+        p["snapshots"] = sum(1 for t, _ in snapshots if epoch - interval < t <= epoch)
+        cpu_end, cpu_start = nearest_row(samples, epoch, "server_cpu_s"), nearest_row(samples, epoch - interval,
+                                                                                      "server_cpu_s")
+        if cpu_end and cpu_start and cpu_end["epoch"] > cpu_start["epoch"]:
+            p["server_cores"] = round((cpu_end["server_cpu_s"] - cpu_start["server_cpu_s"]) /
+                                      (cpu_end["epoch"] - cpu_start["epoch"]), 2)
 
     shrinks = started = 0
     shrink_failures = []
@@ -177,7 +232,10 @@ def summarise(out, warmup_s):
         "errors_detail": {"answered_with_error": answered_errors, "by_status": errors_by_status,
                           "never_answered": dropped, "load_phase": load_errors, "failed_runs": failed_runs},
         "shrinks": {"asked": shrinks, "started": started, "failed": shrink_failures},
-        "snapshots": data_dir.get("snapshots"),
+        "snapshots": {"taken": data_dir.get("snapshots"), "written_in_log": len(snapshots),
+                      "mean_s": round(statistics.mean(d for _, d in snapshots), 2) if snapshots else None,
+                      "max_s": max((d for _, d in snapshots), default=None)},
+        "value_heap_given_back_mb": round(sum(trimmed) / 2**20, 1),
         "data_dir_last": {k: data_dir.get(k) for k in ("log_bytes", "log_segments", "snapshot_bytes",
                                                        "last_snapshot_seconds", "last_snapshot_error")},
         "keys_end": last.get("keys"),
@@ -202,35 +260,52 @@ def summarise(out, warmup_s):
 
 
 def plot(result, samples, path):
-    term = "pngcairo size 900,420" if path.endswith(".png") else "svg size 900,420 dynamic font 'sans,12'"
+    """Two panels over minutes: the server's RSS (and GPU memory) above, p99 per interval with the host's load below."""
+    term = "pngcairo size 960,640" if path.endswith(".png") else "svg size 960,640 dynamic font 'sans,12'"
     with tempfile.TemporaryDirectory() as tmp:
-        rss_file = os.path.join(tmp, "rss.dat")
-        with open(rss_file, "w") as f:
+        mem_file = os.path.join(tmp, "mem.dat")
+        with open(mem_file, "w") as f:
             for s in samples:
                 if s.get("rss_kib"):
-                    f.write("%.3f %.1f\n" % (s["t_s"] / 60, s["rss_kib"] / 1024))
-        p99_file = os.path.join(tmp, "p99.dat")
-        with open(p99_file, "w") as f:
+                    f.write("%.3f %.1f %s\n" % (s["t_s"] / 60, s["rss_kib"] / 1024,
+                                                "%.0f" % s["gpu_mib"] if s.get("gpu_mib") is not None else "NaN"))
+        lat_file = os.path.join(tmp, "lat.dat")
+        with open(lat_file, "w") as f:
             for p in result["series"]:
-                f.write("%.3f %.3f\n" % (p["t_s"] / 60, p["p99_us"] / 1000))
-        title = "gphkv soak, %s backend, %s (%s calls/s open loop, restarts every %s s, shrink every %s s)" % (
-            result["backend"], result["commit"], result["knobs"]["rate"], result["knobs"]["restart_every_s"],
-            result["knobs"]["shrink_every_s"])
+                f.write("%.3f %.3f %.3f %s\n" % (p["t_s"] / 60, p["p99_us"] / 1000, p["p50_us"] / 1000,
+                                                 p.get("host_load1", "NaN")))
+        knobs = result["knobs"]
+        title = "gphkv soak, %s backend, %s\\n%s calls/s open loop, the load generator restarted every %s s, " \
+                "a shrink every %s s, snapshots every %s" % (result["backend"], result["commit"], knobs["rate"],
+                                                            knobs["restart_every_s"], knobs["shrink_every_s"],
+                                                            knobs["snapshot_interval"])
+        gpu = "" if result.get("gpu_mib") is None else \
+            f", '{mem_file}' using 1:3 with lines lw 2 title 'GPU memory (MiB)'"
         script = f"""
 set terminal {term}
 set output '{path}'
-set title "{title}" font ',11'
-set xlabel 'minutes'
-set ylabel 'server RSS (MB)'
-set y2label 'p99 per {result["knobs"]["interval_s"]} s (ms)'
-set ytics nomirror
-set y2tics
-set yrange [0:*]
-set y2range [0:*]
+set multiplot layout 2,1 title "{title}" font ',11'
 set grid
+set lmargin 10
+set rmargin 10
+set xrange [0:{math.ceil(result['duration_s'] / 60)}]
 set key bottom right
-plot '{rss_file}' using 1:2 with lines lw 2 title 'RSS, every {result["knobs"]["sample_s"]} s', \\
-     '{p99_file}' using 1:2 axes x1y2 with linespoints pt 7 ps 0.5 title 'p99 latency'
+set ylabel 'MB'
+set yrange [0:*]
+plot '{mem_file}' using 1:2 with lines lw 2 title 'server RSS, every {knobs["sample_s"]} s'{gpu}
+set xlabel 'minutes'
+set ylabel 'latency per {knobs["interval_s"]} s (ms)'
+set logscale y
+set yrange [*:*]
+set ytics nomirror
+set y2label "host's 1-minute load"
+set y2tics
+set y2range [0:*]
+set key top right horizontal
+plot '{lat_file}' using 1:2 with linespoints pt 7 ps 0.5 lw 2 title 'p99', \\
+     '{lat_file}' using 1:3 with linespoints pt 6 ps 0.4 title 'p50', \\
+     '{lat_file}' using 1:4 axes x1y2 with lines dt 2 lc rgb 'gray40' title 'host load (right)'
+unset multiplot
 """
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
@@ -243,8 +318,11 @@ def main():
     ap.add_argument("--warmup_s", type=float, default=600,
                     help="seconds from the first sample before RSS is compared (default 600: two load generator "
                     "runs, past the fill and the first rebuilds)")
+    ap.add_argument("--note", help="free text carried into the result (e.g. what the binaries were built from)")
     args = ap.parse_args()
     result, samples = summarise(args.out, args.warmup_s)
+    if args.note:
+        result = {**{k: v for k, v in result.items() if k != "series"}, "note": args.note, "series": result["series"]}
     text = json.dumps(result, indent=1)
     if args.json:
         with open(args.json, "w") as f:

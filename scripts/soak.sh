@@ -17,7 +17,7 @@
 # server.log and server_exit (the status after SIGTERM). scripts/soak-summary.py
 # turns them into the result JSON and the plot.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BACKEND=${BACKEND:-cpu}
 OUT=${OUT:-build/soak-$BACKEND}
 SOAK_S=${SOAK_S:-3900}
@@ -47,7 +47,8 @@ OUT=$(cd "$OUT" && pwd)
 # private copy of the build's, so rebuilding build/ during the soak changes nothing under it.
 if [ -n "${BUNDLE:-}" ]; then
   bin=$(cd "$BUNDLE/bin" && pwd)
-  export LD_LIBRARY_PATH="$(cd "$BUNDLE/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  lib=$(cd "$BUNDLE/lib" && pwd)
+  export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   commit=$(cat "$BUNDLE/COMMIT" 2>/dev/null || echo unknown)
 else
   build=${BUILD_DIR:-build}
@@ -120,7 +121,10 @@ drive() {
 drive &
 driver=$!
 
-echo "t_s,epoch,rss_kib,gpu_mib,gpu_used_mib,data_dir_bytes,shrinks_started" >"$OUT/samples.csv"
+# server_cpu_s (the server's user + system CPU seconds so far) and load1 (the
+# host's 1-minute load) tell a slow minute of the server from a busy machine.
+echo "t_s,epoch,rss_kib,gpu_mib,gpu_used_mib,data_dir_bytes,shrinks_started,server_cpu_s,load1" >"$OUT/samples.csv"
+tick=$(getconf CLK_TCK)
 t0=$SECONDS next=0 next_shrink=$SHRINK_EVERY_S shrinks=0
 while kill -0 $driver 2>/dev/null && kill -0 $server 2>/dev/null; do
   next=$((next + SAMPLE_S))
@@ -144,7 +148,9 @@ while kill -0 $driver 2>/dev/null && kill -0 $server 2>/dev/null; do
   data=$(du -sb "$OUT/data" 2>/dev/null | cut -f1)
   stats=$(cli stats 2>/dev/null | tr -d '\n')
   [ "${stats:0:1}" = "{" ] && echo "{\"t_s\":$t,\"stats\":$stats}" >>"$OUT/stats.jsonl"
-  echo "$t,$(date +%s),${rss:-},${gpu:-},${gpu_used:-},${data:-},$shrinks" >>"$OUT/samples.csv"
+  cpu=$(awk -v t="$tick" '{printf "%.1f", ($14 + $15) / t}' /proc/$server/stat 2>/dev/null)
+  echo "$t,$(date +%s),${rss:-},${gpu:-},${gpu_used:-},${data:-},$shrinks,${cpu:-},$(cut -d' ' -f1 /proc/loadavg)" \
+    >>"$OUT/samples.csv"
 done
 wait $driver
 # A graceful stop: drain, the last snapshot, exit 0 (docs/service.md).

@@ -159,6 +159,8 @@ def summarise(out, warmup_s):
         rss = nearest(samples, epoch, "rss_kib")
         p["rss_mb"] = round(rss / 1024, 1) if rss else None
         gpu = nearest(samples, epoch, "gpu_mib")
+        if gpu is None:
+            gpu = nearest(samples, epoch, "gpu_used_mib")
         if gpu is not None:
             p["gpu_mib"] = gpu
         # The machine's state over the interval: a p99 that rose with the host's load is the host's.
@@ -207,7 +209,11 @@ def summarise(out, warmup_s):
                 "first_sample": round(next(s[key] for s in samples if s.get(key) is not None) / scale, 1)}
 
     rss = mem("rss_kib", 1024)
-    gpu = mem("gpu_mib", 1)
+    # nvidia-smi may not list the server's process (e.g. in a container's PID namespace): the whole GPU then.
+    gpu_key = "gpu_mib" if any(s.get("gpu_mib") is not None for s in samples) else "gpu_used_mib"
+    gpu = mem(gpu_key, 1)
+    if gpu is not None:
+        gpu["source"] = "the server's process" if gpu_key == "gpu_mib" else "the whole GPU (memory.used)"
     p99s = [p["p99_us"] for p in series]
     errors = answered_errors + dropped + load_errors
     result = {
@@ -261,6 +267,7 @@ def summarise(out, warmup_s):
 
 def plot(result, samples, path):
     """Two panels over minutes: the server's RSS (and GPU memory) above, p99 per interval with the host's load below."""
+    gpu_key = "gpu_mib" if any(s.get("gpu_mib") is not None for s in samples) else "gpu_used_mib"
     term = "pngcairo size 960,640" if path.endswith(".png") else "svg size 960,640 dynamic font 'sans,12'"
     with tempfile.TemporaryDirectory() as tmp:
         mem_file = os.path.join(tmp, "mem.dat")
@@ -268,7 +275,7 @@ def plot(result, samples, path):
             for s in samples:
                 if s.get("rss_kib"):
                     f.write("%.3f %.1f %s\n" % (s["t_s"] / 60, s["rss_kib"] / 1024,
-                                                "%.0f" % s["gpu_mib"] if s.get("gpu_mib") is not None else "NaN"))
+                                                "%.0f" % s[gpu_key] if s.get(gpu_key) is not None else "NaN"))
         lat_file = os.path.join(tmp, "lat.dat")
         with open(lat_file, "w") as f:
             for p in result["series"]:
@@ -281,6 +288,8 @@ def plot(result, samples, path):
                                                             knobs["snapshot_interval"])
         gpu = "" if result.get("gpu_mib") is None else \
             f", '{mem_file}' using 1:3 with lines lw 2 title 'GPU memory (MiB)'"
+        load = "" if not any("host_load1" in p for p in result["series"]) else \
+            f", '{lat_file}' using 1:4 axes x1y2 with lines dt 2 lc rgb 'gray40' title 'host load (right)'"
         script = f"""
 set terminal {term}
 set output '{path}'
@@ -303,8 +312,7 @@ set y2tics
 set y2range [0:*]
 set key top right horizontal
 plot '{lat_file}' using 1:2 with linespoints pt 7 ps 0.5 lw 2 title 'p99', \\
-     '{lat_file}' using 1:3 with linespoints pt 6 ps 0.4 title 'p50', \\
-     '{lat_file}' using 1:4 axes x1y2 with lines dt 2 lc rgb 'gray40' title 'host load (right)'
+     '{lat_file}' using 1:3 with linespoints pt 6 ps 0.4 title 'p50'{load}
 unset multiplot
 """
         subprocess.run(["gnuplot"], input=script, text=True, check=True)

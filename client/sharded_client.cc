@@ -1,7 +1,9 @@
 #include "gphkv/client/sharded_client.h"
 
 #include <atomic>
+#include <chrono>
 #include <future>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -243,7 +245,24 @@ absl::StatusOr<std::unique_ptr<ShardedClient>> ShardedClient::Connect(const std:
 ShardedClient::ShardedClient(std::string servers, ClientOptions options, std::shared_ptr<const ShardSet> shards)
     : servers_(std::move(servers)), options_(std::move(options)), shards_(std::move(shards)) {}
 
-ShardedClient::~ShardedClient() = default;
+ShardedClient::~ShardedClient() {
+  // A call holds the shard set (and so its clients) until its callback has
+  // returned, a little after the application's `done` ran. Were the last
+  // reference dropped there, a Client would be destroyed on its own gRPC
+  // thread, and its destructor waits for that thread's streams to finish: a
+  // deadlock (seen in ClientOrder's tests, a client per thread over two
+  // shards). So the set goes here, on the destroying thread, once no call
+  // holds it: at once when the application waited for its answers; a call
+  // still in flight is waited for (it ends by its deadline at the latest).
+  auto release_here = [](std::shared_ptr<const ShardSet>& set) {
+    while (set && set.use_count() > 1) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    set.reset();
+  };
+  std::shared_ptr<const ShardSet> current = std::atomic_exchange(&shards_, std::shared_ptr<const ShardSet>());
+  release_here(current);
+  std::lock_guard<std::mutex> lock(refresh_mu_);
+  for (auto& r : retired_) release_here(r);
+}
 
 std::shared_ptr<const ShardedClient::ShardSet> ShardedClient::shards() const {
   // Every call reads it; only Refresh writes it: no lock on the calls' path.

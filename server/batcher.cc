@@ -62,13 +62,13 @@ void Batcher::spin_for_call() const {
 
 absl::Status Batcher::enqueue(Call&& call) {
   {
-    absl::MutexLock lock(&mu_);
+    AnnotatedLock lock(&mu_);
     if (absl::Status s = admit(call.num_keys(), call.payload_bytes()); !s.ok()) return s;
     const Clock::time_point now = Clock::now();
     note_arrival(now);
     push(std::move(call), now);
   }
-  cv_.Signal();
+  cv_.notify_one();
   return absl::OkStatus();
 }
 
@@ -80,20 +80,20 @@ absl::Status Batcher::enqueue_all(absl::Span<Call> calls) {
     bytes += c.payload_bytes();
   }
   {
-    absl::MutexLock lock(&mu_);
+    AnnotatedLock lock(&mu_);
     if (absl::Status s = admit(keys, bytes); !s.ok()) return s;
     const Clock::time_point now = Clock::now();
     note_arrival(now);
     for (Call& c : calls) push(std::move(c), now);
   }
-  cv_.Signal();
+  cv_.notify_one();
   return absl::OkStatus();
 }
 
 std::vector<Call> Batcher::next_batch() {
   if (options_.spin.count() > 0) spin_for_call();
-  absl::MutexLock lock(&mu_);
-  while (!closed_ && queue_.empty()) cv_.Wait(&mu_);
+  AnnotatedLock lock(&mu_);
+  while (!closed_ && queue_.empty()) lock.wait(cv_);
   if (queue_.empty()) return {};
   // Wait for the batch to fill, but no longer than the oldest call's delay
   // budget. When the executor was busy the budget is usually spent already,
@@ -112,7 +112,7 @@ std::vector<Call> Batcher::next_batch() {
   if (company_expected) {
     for (Clock::time_point now = Clock::now(); !closed_ && queued_keys_ < options_.max_batch_keys && now < close_at;
          now = Clock::now()) {
-      cv_.WaitWithTimeout(&mu_, absl::FromChrono(close_at - now));
+      lock.wait_until(cv_, close_at);
     }
   }
 
@@ -133,30 +133,30 @@ std::vector<Call> Batcher::next_batch() {
 }
 
 bool Batcher::wait_for_call(Clock::duration timeout) {
-  absl::MutexLock lock(&mu_);
+  AnnotatedLock lock(&mu_);
   const Clock::time_point until = Clock::now() + timeout;
   for (Clock::time_point now = Clock::now(); !closed_ && queue_.empty() && now < until; now = Clock::now()) {
-    cv_.WaitWithTimeout(&mu_, absl::FromChrono(until - now));
+    lock.wait_until(cv_, until);
   }
   return !closed_;
 }
 
 void Batcher::close() {
   {
-    absl::MutexLock lock(&mu_);
+    AnnotatedLock lock(&mu_);
     closed_ = true;
     closing_.store(true, std::memory_order_relaxed);
   }
-  cv_.SignalAll();
+  cv_.notify_all();
 }
 
 bool Batcher::empty() const {
-  absl::MutexLock lock(&mu_);
+  AnnotatedLock lock(&mu_);
   return queue_.empty();
 }
 
 uint64_t Batcher::queued_keys() const {
-  absl::MutexLock lock(&mu_);
+  AnnotatedLock lock(&mu_);
   return queued_keys_;
 }
 

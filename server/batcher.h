@@ -6,14 +6,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "server/annotated_mutex.h"
 #include "server/call.h"
 
 namespace gphkv::server {
@@ -78,8 +79,8 @@ class Batcher {
   void spin_for_call() const ABSL_LOCKS_EXCLUDED(mu_);
 
   const BatcherOptions options_;
-  mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // a call queued, or the batcher closed
+  mutable AnnotatedMutex mu_;
+  std::condition_variable cv_;  // a call queued, or the batcher closed
   std::deque<Call> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t queued_keys_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -14,24 +14,24 @@ void CompletionPool::submit(std::function<void()> task) {
     return;
   }
   {
-    absl::MutexLock lock(&mu_);
+    AnnotatedLock lock(&mu_);
     tasks_.push_back(std::move(task));
     ++busy_;
   }
-  cv_.Signal();
+  cv_.notify_one();
 }
 
 bool CompletionPool::idle() {
-  absl::MutexLock lock(&mu_);
+  AnnotatedLock lock(&mu_);
   return busy_ == 0;
 }
 
 void CompletionPool::stop() {
   {
-    absl::MutexLock lock(&mu_);
+    AnnotatedLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.SignalAll();
+  cv_.notify_all();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -41,14 +41,14 @@ void CompletionPool::work() {
   for (;;) {
     std::function<void()> task;
     {
-      absl::MutexLock lock(&mu_);
-      while (!stopping_ && tasks_.empty()) cv_.Wait(&mu_);
+      AnnotatedLock lock(&mu_);
+      while (!stopping_ && tasks_.empty()) lock.wait(cv_);
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
     task();
-    absl::MutexLock lock(&mu_);
+    AnnotatedLock lock(&mu_);
     --busy_;
   }
 }

@@ -5,13 +5,14 @@
 // A call is still answered only after its operations took effect.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "server/annotated_mutex.h"
 
 namespace gphkv::server {
 
@@ -33,8 +34,8 @@ class CompletionPool {
  private:
   void work();
 
-  absl::Mutex mu_;
-  absl::CondVar cv_;  // a task queued, or stopping
+  AnnotatedMutex mu_;
+  std::condition_variable cv_;  // a task queued, or stopping
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
   size_t busy_ ABSL_GUARDED_BY(mu_) = 0;  // tasks queued or running
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -27,14 +27,21 @@ std::string seconds(std::chrono::milliseconds ms) {
 
 // The channel's retry policy: UNAVAILABLE only, exponential backoff. gRPC
 // retries transparently (sync and async alike) and never past the deadline.
+// The unary methods only: gRPC would also retry a Batches or Pipeline stream
+// that fails before its first answer, replaying every message it had sent,
+// and the server may have applied some of them already (a put applied
+// twice answers created=false, a delete deleted=false).
 std::string service_config(const ClientOptions& o) {
   const int attempts = std::max(1, std::min(o.max_attempts, 5));
   if (attempts == 1) return "{}";
-  return absl::StrCat(
-      R"({"methodConfig":[{"name":[{"service":"gphkv.v1.KeyValue"},{"service":"grpc.health.v1.Health"}],)",
-      R"("retryPolicy":{"maxAttempts":)", attempts, R"(,"initialBackoff":")", seconds(o.initial_backoff),
-      R"(","maxBackoff":")", seconds(o.max_backoff),
-      R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})");
+  std::string names;
+  for (const char* method : {"Get", "Put", "Delete", "Stats", "Shrink"}) {
+    absl::StrAppend(&names, R"({"service":"gphkv.v1.KeyValue","method":")", method, R"("},)");
+  }
+  return absl::StrCat(R"({"methodConfig":[{"name":[)", names, R"({"service":"grpc.health.v1.Health"}],)",
+                      R"("retryPolicy":{"maxAttempts":)", attempts, R"(,"initialBackoff":")",
+                      seconds(o.initial_backoff), R"(","maxBackoff":")", seconds(o.max_backoff),
+                      R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})");
 }
 
 std::vector<bool> to_vector(const google::protobuf::RepeatedField<bool>& f) {

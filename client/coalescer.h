@@ -21,7 +21,8 @@
 // that broke go, in order, on the lane's next stream; one in flight on a
 // stream that broke is failed with UNAVAILABLE (it may have taken effect).
 // Nothing is retried: a retry sent after a later request of its thread
-// would break the thread's order.
+// would break the thread's order, and gRPC's retry policy does not replay
+// the streams either (client.cc).
 #pragma once
 
 #include <chrono>

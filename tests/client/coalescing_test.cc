@@ -225,9 +225,6 @@ TEST(Coalescing, ABrokenStreamFailsWhatWasInFlightAndSendsTheRestOnANewOne) {
   ASSERT_NE(server, nullptr);
   ClientOptions co;
   co.coalesce.max_in_flight = 1;
-  // gRPC would retry a stream that fails before its first answer (replaying
-  // its messages): this test is about the coalescer's own handling.
-  co.max_attempts = 1;
   auto client = Client::Connect(absl::StrCat("127.0.0.1:", port), co);
   std::mutex mu;
   std::condition_variable cv;
@@ -253,6 +250,42 @@ TEST(Coalescing, ABrokenStreamFailsWhatWasInFlightAndSendsTheRestOnANewOne) {
   l.unlock();
   client.reset();
   server->Shutdown(std::chrono::system_clock::now());
+}
+
+// Replaying a stream's messages on a new attempt would apply again what the
+// server may have applied already: the retry policy (default max_attempts)
+// must leave Batches streams alone.
+TEST(Coalescing, AStreamThatBreaksBeforeItsFirstAnswerIsNotReplayed) {
+  ScriptedBatches svc;
+  std::atomic<int> messages{0};
+  svc.answer = [&](int stream, const v1::BatchRequest&) {
+    ++messages;
+    return stream > 0;
+  };
+  auto [server, port] = start_scripted(&svc);
+  ASSERT_NE(server, nullptr);
+  auto client = Client::Connect(absl::StrCat("127.0.0.1:", port));
+  auto put = client->Put(std::vector<uint64_t>{7}, std::vector<std::string_view>{"v"});
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kUnavailable) << put.status();
+  EXPECT_EQ(messages.load(), 1) << "the put reached the server " << messages.load() << " times";
+  EXPECT_EQ(svc.streams.load(), 1);
+  client.reset();
+  server->Shutdown(std::chrono::system_clock::now());
+}
+
+// Losing the server fails the next requests with UNAVAILABLE at once, not
+// at their deadline.
+TEST(Coalescing, AServerLostAfterItAnsweredFailsRequestsFast) {
+  auto server = start_server();
+  ASSERT_NE(server, nullptr);
+  auto client = connect(*server);  // 10 s timeout
+  ASSERT_TRUE(client->Put(std::vector<uint64_t>{5}, std::vector<std::string_view>{"x"}).ok());
+  server.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = client->Get(std::vector<uint64_t>{5});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
 TEST(Coalescing, OffSendsEachRequestAsItsOwnCall) {

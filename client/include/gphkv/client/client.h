@@ -28,7 +28,8 @@
 // server refuses those without changing anything and a retry would be
 // refused the same way. With coalescing, requests not yet sent when a stream
 // breaks go on a new one; requests in flight fail UNAVAILABLE (they may have
-// taken effect); nothing is retried.
+// taken effect); nothing is retried, by the client or by gRPC (which would
+// replay a stream's messages). Pipeline streams are not retried either.
 #pragma once
 
 #include <chrono>

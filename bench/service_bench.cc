@@ -44,6 +44,7 @@
 #include "server/get_stages.h"
 #include "server/server.h"
 #include "server/store.h"
+#include "server/wire_calls.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, workloads, "batched_get,single_get", "comma-separated: batched_get, single_get, delay_sweep");
@@ -407,7 +408,7 @@ std::string engine_breakdown() {
         req.mutable_values()->append(value);
       }
       gphkv::server::Call c;
-      c.op = gphkv::server::PutOp{&req, &resp};
+      c.op = gphkv::server::put_op(req, &resp);
       gphkv::server::Call* p = &c;
       store->apply_puts({&p, 1}, &st);
     }
@@ -420,7 +421,7 @@ std::string engine_breakdown() {
     std::vector<std::vector<gphkv::server::Call*>> ptrs(std::max(depth, 1));
     for (size_t d = 0; d < calls.size(); ++d) {
       for (int c = 0; c < kCalls; ++c) {
-        calls[d][c].op = gphkv::server::GetOp{&reqs[c], &resp[d][c]};
+        calls[d][c].op = gphkv::server::get_op(reqs[c], &resp[d][c]).value();
         ptrs[d].push_back(&calls[d][c]);
       }
     }

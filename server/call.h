@@ -1,48 +1,67 @@
 // One queued operation: a get, put or delete of one request (a unary RPC, a
 // pipelined op or one operation of a batch message), or an operator's shrink
-// request, with the request it reads, the response it fills and the callback
-// that answers it. Plain protobuf messages: the batcher and executor know
-// nothing of gRPC.
+// request, with the keys and values it reads, the response it fills and the
+// callback that answers it. The batcher and executor know nothing of gRPC;
+// the responses are still gphkv.v1 messages.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <variant>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "gphkv/v1/gphkv.pb.h"
 
 namespace gphkv::server {
 
 using Clock = std::chrono::steady_clock;
 
-// The request and the response of each kind of operation. Both belong to the
-// caller and stay valid until the call's `done` has run.
+// What each kind of operation reads, protocol-neutral: its keys and values
+// as spans into storage of the front end that parsed them (the gRPC
+// request's fields, say: server/wire_calls.h), and the response it fills.
+// Both stay valid until the call's `done` has run. Only the front ends know
+// the wire; the intake, batcher, executor and store read these.
+//
+// Keys are 64-bit ids (byte keys come beside them: issue 26).
+using KeySpan = absl::Span<const uint64_t>;
+
 struct GetOp {
-  const v1::GetRequest* request;
-  v1::GetResponse* response;
+  KeySpan keys;
+  // Found flags only, no values (the wire's VALUE_MODE_EXISTS).
+  bool exists_only = false;
   // The packed gets of a Batches message: many requests' keys, validated as
-  // such (validate_packed_gets) instead of as one request.
+  // such by the front end (validate_packed_gets) instead of as one request.
   bool packed = false;
+  v1::GetResponse* response = nullptr;
 };
 struct PutOp {
-  const v1::PutRequest* request;
-  v1::PutResponse* response;
+  KeySpan keys;
+  absl::Span<const uint32_t> value_lengths;  // value i's length, for keys[i]
+  std::string_view values;                   // the values, back to back
+  v1::PutResponse* response = nullptr;
 };
 struct DeleteOp {
-  const v1::DeleteRequest* request;
-  v1::DeleteResponse* response;
+  KeySpan keys;
+  v1::DeleteResponse* response = nullptr;
 };
 // Goes through the queue like the others because only the executor thread
 // may touch the store; it carries no keys.
 struct ShrinkOp {
-  v1::ShrinkResponse* response;
+  v1::ShrinkResponse* response = nullptr;
 };
 
 // The order of the alternatives is OpKind's.
 using Operation = std::variant<GetOp, PutOp, DeleteOp, ShrinkOp>;
 enum class OpKind : uint8_t { kGet = 0, kPut = 1, kDelete = 2, kShrink = 3 };
+
+// Each kind's keys (a shrink has none).
+inline KeySpan keys_of(const GetOp& op) { return op.keys; }
+inline KeySpan keys_of(const PutOp& op) { return op.keys; }
+inline KeySpan keys_of(const DeleteOp& op) { return op.keys; }
+inline KeySpan keys_of(const ShrinkOp&) { return {}; }
 
 struct Call {
   Operation op;
@@ -66,18 +85,13 @@ struct Call {
   // Value bytes the call carries in (puts): what it holds while queued.
   uint64_t payload_bytes() const {
     const auto* p = std::get_if<PutOp>(&op);
-    return p ? p->request->values().size() : 0;
+    return p ? p->values.size() : 0;
   }
 
-  uint32_t num_keys() const {
-    switch (kind()) {
-      case OpKind::kGet: return static_cast<uint32_t>(get().request->keys_size());
-      case OpKind::kPut: return static_cast<uint32_t>(put().request->keys_size());
-      case OpKind::kDelete: return static_cast<uint32_t>(del().request->keys_size());
-      case OpKind::kShrink: return 0;
-    }
-    return 0;
+  KeySpan keys() const {
+    return std::visit([](const auto& o) { return keys_of(o); }, op);
   }
+  uint32_t num_keys() const { return static_cast<uint32_t>(keys().size()); }
 };
 
 }  // namespace gphkv::server

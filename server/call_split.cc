@@ -6,27 +6,12 @@
 #include "absl/strings/str_join.h"
 
 namespace gphkv::server {
-namespace {
-
-const google::protobuf::RepeatedField<uint64_t>& keys_of(const Call& call) {
-  static const google::protobuf::RepeatedField<uint64_t> kNone;
-  switch (call.kind()) {
-    case OpKind::kGet: return call.get().request->keys();
-    case OpKind::kPut: return call.put().request->keys();
-    case OpKind::kDelete: return call.del().request->keys();
-    case OpKind::kShrink: return kNone;
-  }
-  return kNone;
-}
-
-}  // namespace
-
 int64_t single_partition(const Call& call, const KeyPlacement& placement) {
   if (placement.partitions() == 1) return 0;
-  const auto& keys = keys_of(call);
+  const KeySpan keys = call.keys();
   if (keys.empty()) return -1;  // a shrink goes to every partition
   const uint32_t first = placement.partition_of(keys[0]);
-  for (int i = 1; i < keys.size(); ++i) {
+  for (size_t i = 1; i < keys.size(); ++i) {
     if (placement.partition_of(keys[i]) != first) return -1;
   }
   return first;
@@ -42,14 +27,14 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
 
   // The parts, in partition order, before any Call points into them.
   std::vector<Part>& parts = state->parts_;
+  const KeySpan keys = original.keys();
   if (kind == OpKind::kShrink) {
     parts.resize(n);
     for (uint32_t p = 0; p < n; ++p) parts[p].partition = p;
   } else {
-    const auto& keys = keys_of(original);
     std::vector<int32_t> part_of(n, -1);
-    std::vector<uint32_t> where(static_cast<size_t>(keys.size()));
-    for (int i = 0; i < keys.size(); ++i) where[i] = placement.partition_of(keys[i]);
+    std::vector<uint32_t> where(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) where[i] = placement.partition_of(keys[i]);
     for (uint32_t p : where) {
       if (part_of[p] < 0) part_of[p] = 0;  // touched
     }
@@ -58,46 +43,29 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
       part_of[p] = static_cast<int32_t>(parts.size());
       parts.emplace_back().partition = p;
     }
-    for (int i = 0; i < keys.size(); ++i) parts[part_of[where[i]]].positions.push_back(static_cast<uint32_t>(i));
+    for (size_t i = 0; i < keys.size(); ++i) parts[part_of[where[i]]].positions.push_back(static_cast<uint32_t>(i));
   }
 
-  // Each part's request: its keys (and values) in their original order, so
-  // repeated keys of one call keep their order on their partition.
+  // Each part's keys (and values) in their original order, so repeated keys
+  // of one call keep their order on their partition.
   for (Part& part : parts) {
-    switch (kind) {
-      case OpKind::kGet: {
-        const v1::GetRequest& req = *original.get().request;
-        part.get_request.set_value_mode(req.value_mode());
-        part.get_request.mutable_keys()->Reserve(static_cast<int>(part.positions.size()));
-        for (uint32_t i : part.positions) part.get_request.add_keys(req.keys(static_cast<int>(i)));
-        break;
+    part.keys.reserve(part.positions.size());
+    for (uint32_t i : part.positions) part.keys.push_back(keys[i]);
+  }
+  if (kind == OpKind::kPut) {
+    const PutOp& put = original.put();
+    // Where each key's value starts in the original's values.
+    std::vector<uint64_t> offset(put.keys.size() + 1, 0);
+    for (size_t i = 0; i < put.keys.size(); ++i) offset[i + 1] = offset[i] + put.value_lengths[i];
+    for (Part& part : parts) {
+      uint64_t bytes = 0;
+      for (uint32_t i : part.positions) bytes += put.value_lengths[i];
+      part.values.reserve(bytes);
+      part.value_lengths.reserve(part.positions.size());
+      for (uint32_t i : part.positions) {
+        part.value_lengths.push_back(put.value_lengths[i]);
+        part.values.append(put.values.substr(offset[i], put.value_lengths[i]));
       }
-      case OpKind::kPut: {
-        const v1::PutRequest& req = *original.put().request;
-        // Where each key's value starts in the original's values.
-        std::vector<uint64_t> offset(static_cast<size_t>(req.keys_size()) + 1, 0);
-        for (int i = 0; i < req.keys_size(); ++i) offset[i + 1] = offset[i] + req.value_lengths(i);
-        uint64_t bytes = 0;
-        for (uint32_t i : part.positions) bytes += req.value_lengths(static_cast<int>(i));
-        std::string* values = part.put_request.mutable_values();
-        values->reserve(bytes);
-        part.put_request.mutable_keys()->Reserve(static_cast<int>(part.positions.size()));
-        part.put_request.mutable_value_lengths()->Reserve(static_cast<int>(part.positions.size()));
-        for (uint32_t i : part.positions) {
-          const int k = static_cast<int>(i);
-          part.put_request.add_keys(req.keys(k));
-          part.put_request.add_value_lengths(req.value_lengths(k));
-          values->append(req.values(), offset[i], req.value_lengths(k));
-        }
-        break;
-      }
-      case OpKind::kDelete: {
-        const v1::DeleteRequest& req = *original.del().request;
-        part.delete_request.mutable_keys()->Reserve(static_cast<int>(part.positions.size()));
-        for (uint32_t i : part.positions) part.delete_request.add_keys(req.keys(static_cast<int>(i)));
-        break;
-      }
-      case OpKind::kShrink: break;
     }
   }
 
@@ -108,9 +76,11 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
     Part& part = parts[j];
     Call c;
     switch (kind) {
-      case OpKind::kGet: c.op = GetOp{&part.get_request, &part.get_response, original.get().packed}; break;
-      case OpKind::kPut: c.op = PutOp{&part.put_request, &part.put_response}; break;
-      case OpKind::kDelete: c.op = DeleteOp{&part.delete_request, &part.delete_response}; break;
+      case OpKind::kGet:
+        c.op = GetOp{part.keys, original.get().exists_only, original.get().packed, &part.get_response};
+        break;
+      case OpKind::kPut: c.op = PutOp{part.keys, part.value_lengths, part.values, &part.put_response}; break;
+      case OpKind::kDelete: c.op = DeleteOp{part.keys, &part.delete_response}; break;
       case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;
     }
     c.deadline = original.deadline;
@@ -176,7 +146,7 @@ absl::Status SplitCall::failure() const {
 
 absl::Status SplitCall::merge_gets() {
   v1::GetResponse* out = original_.get().response;
-  const int n = original_.get().request->keys_size();
+  const int n = static_cast<int>(original_.num_keys());
   // Where each key's value lies in its part's response, then the values in
   // request order.
   std::vector<const char*> source(static_cast<size_t>(n), nullptr);
@@ -229,13 +199,13 @@ void SplitCall::scatter_flags(int keys, google::protobuf::RepeatedField<bool>* o
 }
 
 void SplitCall::merge_puts() {
-  scatter_flags(original_.put().request->keys_size(), original_.put().response->mutable_created(),
+  scatter_flags(static_cast<int>(original_.num_keys()), original_.put().response->mutable_created(),
                 [](const Part& p) -> const google::protobuf::RepeatedField<bool>& { return p.put_response.created(); });
 }
 
 void SplitCall::merge_deletes() {
   scatter_flags(
-      original_.del().request->keys_size(), original_.del().response->mutable_deleted(),
+      static_cast<int>(original_.num_keys()), original_.del().response->mutable_deleted(),
       [](const Part& p) -> const google::protobuf::RepeatedField<bool>& { return p.delete_response.deleted(); });
 }
 

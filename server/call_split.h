@@ -62,11 +62,12 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
     // positions[j]: where the part's key j stands in the original request.
     std::vector<uint32_t> positions;
     absl::Status status;
-    v1::GetRequest get_request;
+    // The part's keys and a put's values, which its call views.
+    std::vector<uint64_t> keys;
+    std::vector<uint32_t> value_lengths;
+    std::string values;
     v1::GetResponse get_response;
-    v1::PutRequest put_request;
     v1::PutResponse put_response;
-    v1::DeleteRequest delete_request;
     v1::DeleteResponse delete_response;
     v1::ShrinkResponse shrink_response;
   };

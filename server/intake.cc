@@ -15,15 +15,7 @@ Intake::Intake(std::vector<Batcher*> batchers, RequestLimits limits, std::vector
       max_response_bytes_(max_response_bytes) {}
 
 absl::Status Intake::check(const Call& c, Clock::time_point now) const {
-  absl::Status s;
-  switch (c.kind()) {
-    case OpKind::kGet:
-      if (!c.get().packed) s = validate(*c.get().request, limits_);
-      break;
-    case OpKind::kPut: s = validate(*c.put().request, limits_); break;
-    case OpKind::kDelete: s = validate(*c.del().request, limits_); break;
-    case OpKind::kShrink: break;
-  }
+  absl::Status s = validate(c, limits_);
   if (s.ok() && c.deadline <= now) {
     s = absl::DeadlineExceededError("deadline already expired on arrival; nothing was changed");
   }

@@ -5,13 +5,9 @@ namespace gphkv::server {
 PutPlan::PutPlan(absl::Span<Call* const> calls) {
   groups_.reserve(calls.size());
   for (Call* c : calls) {
-    const v1::PutRequest& req = *c->put().request;
-    groups_.push_back(Group{absl::MakeConstSpan(req.keys().data(), req.keys_size()),
-                            absl::MakeConstSpan(req.value_lengths().data(), req.value_lengths_size()),
-                            req.values(),
-                            {},
-                            c->put().response});
-    for (uint64_t k : req.keys()) keys_.add(k);
+    const PutOp& put = c->put();
+    groups_.push_back(Group{put.keys, put.value_lengths, put.values, {}, put.response});
+    for (uint64_t k : put.keys) keys_.add(k);
   }
 }
 

@@ -5,7 +5,7 @@
 namespace gphkv::server {
 namespace {
 
-absl::Status check_count(const char* what, int keys, const RequestLimits& limits) {
+absl::Status check_count(const char* what, size_t keys, const RequestLimits& limits) {
   if (keys == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has no keys; send 1 to ", limits.max_call_keys, " (--max_call_keys)"));
@@ -20,39 +20,42 @@ absl::Status check_count(const char* what, int keys, const RequestLimits& limits
 
 }  // namespace
 
-absl::Status validate(const v1::GetRequest& req, const RequestLimits& limits) {
+absl::Status validate_value_mode(const v1::GetRequest& req) {
   if (!v1::ValueMode_IsValid(req.value_mode())) {
     return absl::InvalidArgumentError(absl::StrCat("GetRequest.value_mode ", req.value_mode(),
                                                    " is not a ValueMode (0 UNSPECIFIED, 1 VALUES, 2 EXISTS)"));
   }
-  return check_count("GetRequest", req.keys_size(), limits);
+  return absl::OkStatus();
 }
 
-absl::Status validate(const v1::PutRequest& req, const RequestLimits& limits) {
-  if (auto s = check_count("PutRequest", req.keys_size(), limits); !s.ok()) return s;
-  if (req.value_lengths_size() != req.keys_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("PutRequest has ", req.keys_size(), " keys but ",
-                                                   req.value_lengths_size(), " value_lengths; they must match"));
+absl::Status validate(const Call& call, const RequestLimits& limits) {
+  switch (call.kind()) {
+    case OpKind::kGet: return call.get().packed ? absl::OkStatus() : check_count("GetRequest", call.num_keys(), limits);
+    case OpKind::kDelete: return check_count("DeleteRequest", call.num_keys(), limits);
+    case OpKind::kShrink: return absl::OkStatus();
+    case OpKind::kPut: break;
+  }
+  const PutOp& put = call.put();
+  if (auto s = check_count("PutRequest", put.keys.size(), limits); !s.ok()) return s;
+  if (put.value_lengths.size() != put.keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest has ", put.keys.size(), " keys but ",
+                                                   put.value_lengths.size(), " value_lengths; they must match"));
   }
   uint64_t total = 0;
-  for (int i = 0; i < req.value_lengths_size(); ++i) {
-    const uint32_t len = req.value_lengths(i);
+  for (size_t i = 0; i < put.value_lengths.size(); ++i) {
+    const uint32_t len = put.value_lengths[i];
     if (len > limits.max_value_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("PutRequest value ", i, " (key ", req.keys(i), ") is ", len,
+      return absl::InvalidArgumentError(absl::StrCat("PutRequest value ", i, " (key ", put.keys[i], ") is ", len,
                                                      " bytes; the limit (--max_value_bytes) is ",
                                                      limits.max_value_bytes));
     }
     total += len;
   }
-  if (total != req.values().size()) {
+  if (total != put.values.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("PutRequest.values holds ", req.values().size(), " bytes but value_lengths sum to ", total));
+        absl::StrCat("PutRequest.values holds ", put.values.size(), " bytes but value_lengths sum to ", total));
   }
   return absl::OkStatus();
-}
-
-absl::Status validate(const v1::DeleteRequest& req, const RequestLimits& limits) {
-  return check_count("DeleteRequest", req.keys_size(), limits);
 }
 
 absl::Status validate_packed_gets(const v1::BatchRequest& req, const RequestLimits& limits, uint64_t max_keys) {

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "gphkv/v1/gphkv.pb.h"
+#include "server/call.h"
 
 namespace gphkv::server {
 
@@ -14,9 +15,14 @@ struct RequestLimits {
   uint32_t max_value_bytes = 1 << 20;
 };
 
-absl::Status validate(const v1::GetRequest& req, const RequestLimits& limits);
-absl::Status validate(const v1::PutRequest& req, const RequestLimits& limits);
-absl::Status validate(const v1::DeleteRequest& req, const RequestLimits& limits);
+// A call's keys and values (the intake checks every call it queues): 1 to
+// max_call_keys keys (packed gets are checked whole, below), and a put's
+// value lengths one per key, each within max_value_bytes, adding up to its
+// values. Errors name the request as the wire does (GetRequest, ...).
+absl::Status validate(const Call& call, const RequestLimits& limits);
+// What only the wire can get wrong, checked where its requests become calls
+// (server/wire_calls.h): a GetRequest's value_mode.
+absl::Status validate_value_mode(const v1::GetRequest& req);
 // The packed gets of a Batches message (BatchRequest.gets and get_counts):
 // each request 1 .. max_call_keys keys, the counts adding up to the keys, and
 // all of them at most `max_keys` (what the batcher can ever queue at once).

@@ -32,19 +32,13 @@ bool RunOrder::writes_first(std::vector<Call*>& calls) {
     filter_ |= filter_bit(key);
   };
   for (const Call* c : calls) {
-    switch (c->kind()) {
-      case OpKind::kPut:
-        for (uint64_t k : c->put().request->keys()) note(k);
-        break;
-      case OpKind::kDelete:
-        for (uint64_t k : c->del().request->keys()) note(k);
-        break;
-      default: break;
+    if (is_write(c)) {
+      for (uint64_t k : c->keys()) note(k);
     }
   }
   for (const Call* c : calls) {
     if (is_write(c)) continue;
-    for (uint64_t k : c->get().request->keys()) {
+    for (uint64_t k : c->keys()) {
       if ((filter_ & filter_bit(k)) != 0 && written_.contains(k)) return false;
     }
   }

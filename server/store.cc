@@ -152,7 +152,7 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
   statuses->assign(calls.size(), absl::OkStatus());
   DistinctKeys unique;
   for (Call* c : calls) {
-    for (uint64_t k : c->del().request->keys()) unique.add(k);
+    for (uint64_t k : c->del().keys) unique.add(k);
   }
   std::vector<uint8_t> erased;
   if (absl::Status s = erase_distinct(unique, &erased); !s.ok()) {
@@ -162,12 +162,12 @@ void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Statu
   // The first occurrence of a stored key deletes it; later ones find it gone.
   std::vector<uint8_t> gone(unique.size(), 0);
   for (Call* c : calls) {
-    const v1::DeleteRequest& req = *c->del().request;
+    const KeySpan keys = c->del().keys;
     v1::DeleteResponse* out = c->del().response;
-    const int n = req.keys_size();
+    const int n = static_cast<int>(keys.size());
     out->mutable_deleted()->Resize(n, false);
     for (int i = 0; i < n; ++i) {
-      const uint32_t x = unique.at(req.keys(i));
+      const uint32_t x = unique.at(keys[i]);
       if (erased[x] && !gone[x]) {
         out->set_deleted(i, true);
         gone[x] = 1;

@@ -54,17 +54,15 @@ StoreDurability::~StoreDurability() {
 void StoreDurability::add_puts(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!statuses[i].ok()) continue;  // refused: nothing changed, nothing to log
-    const v1::PutRequest& req = *run[i]->put().request;
-    batch_.add_puts(absl::MakeConstSpan(req.keys().data(), req.keys_size()),
-                    absl::MakeConstSpan(req.value_lengths().data(), req.value_lengths_size()), req.values());
+    const PutOp& put = run[i]->put();
+    batch_.add_puts(put.keys, put.value_lengths, put.values);
   }
 }
 
 void StoreDurability::add_deletes(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!statuses[i].ok()) continue;
-    const v1::DeleteRequest& req = *run[i]->del().request;
-    batch_.add_deletes(absl::MakeConstSpan(req.keys().data(), req.keys_size()));
+    batch_.add_deletes(run[i]->del().keys);
   }
 }
 

@@ -8,7 +8,7 @@ void SyncGets::apply(absl::Span<Call* const> calls, engine::ElasticTable& table,
                      uint64_t max_response_bytes, std::vector<absl::Status>* statuses) {
   statuses->assign(calls.size(), absl::OkStatus());
   keys_.clear();
-  for (Call* c : calls) keys_.insert(keys_.end(), c->get().request->keys().begin(), c->get().request->keys().end());
+  for (Call* c : calls) keys_.insert(keys_.end(), c->get().keys.begin(), c->get().keys.end());
   handles_.resize(keys_.size());
   found_.resize(keys_.size());
   if (auto s = table.find(keys_, absl::MakeSpan(handles_), absl::MakeSpan(found_)); !s.ok()) {
@@ -18,9 +18,8 @@ void SyncGets::apply(absl::Span<Call* const> calls, engine::ElasticTable& table,
   size_t pos = 0;
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
-    const v1::GetRequest& req = *c->get().request;
-    const int n = req.keys_size();
-    const bool with_values = req.value_mode() != v1::VALUE_MODE_EXISTS;
+    const int n = static_cast<int>(c->get().keys.size());
+    const bool with_values = !c->get().exists_only;
     v1::GetResponse* out = c->get().response;
     out->mutable_found()->Resize(n, false);
     out->mutable_value_lengths()->Resize(n, 0);

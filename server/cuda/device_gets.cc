@@ -31,9 +31,9 @@ absl::Status response_too_big(uint64_t bytes, uint64_t limit) {
 
 // Fills a get's found flags and value lengths from its keys' words of the
 // download (found bit | value length) and returns the bytes its values take.
-uint64_t fill_found_and_lengths(const uint32_t* meta, const v1::GetRequest& req, v1::GetResponse* out) {
-  const int k = req.keys_size();
-  const bool with_values = req.value_mode() != v1::VALUE_MODE_EXISTS;
+uint64_t fill_found_and_lengths(const uint32_t* meta, const GetOp& get, v1::GetResponse* out) {
+  const int k = static_cast<int>(get.keys.size());
+  const bool with_values = !get.exists_only;
   out->mutable_found()->Resize(k, false);
   out->mutable_value_lengths()->Resize(k, 0);
   bool* found = out->mutable_found()->mutable_data();
@@ -121,11 +121,11 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   uint64_t n = 0, n_values = 0;
   bool any_exists = false;
   for (Call* c : calls) {
-    n += c->get().request->keys_size();
-    if (c->get().request->value_mode() == v1::VALUE_MODE_EXISTS) {
+    n += c->get().keys.size();
+    if (c->get().exists_only) {
       any_exists = true;
     } else {
-      n_values += c->get().request->keys_size();
+      n_values += c->get().keys.size();
     }
   }
   // The download: total, then found+length per key, then the values. The
@@ -168,9 +168,9 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   uint8_t* want = reinterpret_cast<uint8_t*>(s.in.data() + 8 * n);
   uint64_t at = 0;
   for (Call* c : calls) {
-    const int k = c->get().request->keys_size();
-    if (k > 0) std::memcpy(keys + at, c->get().request->keys().data(), 8 * static_cast<size_t>(k));
-    if (any_exists) std::memset(want + at, c->get().request->value_mode() == v1::VALUE_MODE_EXISTS ? 0 : 1, k);
+    const int k = static_cast<int>(c->get().keys.size());
+    if (k > 0) std::memcpy(keys + at, c->get().keys.data(), 8 * static_cast<size_t>(k));
+    if (any_exists) std::memset(want + at, c->get().exists_only ? 0 : 1, k);
     at += k;
   }
   s.n = n;
@@ -236,7 +236,7 @@ class DeviceGets::Answers final : public GetAnswers {
     value_offsets_.resize(calls_.size() + 1);
     key_offsets_[0] = value_offsets_[0] = 0;
     for (size_t i = 0; i < calls_.size(); ++i) {
-      key_offsets_[i + 1] = key_offsets_[i] + static_cast<uint64_t>(calls_[i]->get().request->keys_size());
+      key_offsets_[i + 1] = key_offsets_[i] + static_cast<uint64_t>(calls_[i]->get().keys.size());
     }
   }
   ~Answers() override {
@@ -260,9 +260,8 @@ class DeviceGets::Answers final : public GetAnswers {
     meta_ = meta;
     values_ = values;
     for (size_t i = 0; i < calls_.size(); ++i) {
-      const v1::GetRequest& req = *calls_[i]->get().request;
       uint64_t bytes = 0;
-      if (req.value_mode() != v1::VALUE_MODE_EXISTS) {
+      if (!calls_[i]->get().exists_only) {
         for (uint64_t k = key_offsets_[i]; k < key_offsets_[i + 1]; ++k) bytes += meta[k] & 0x7fffffffu;
       }
       if (bytes > max_response_bytes_) statuses_[i] = response_too_big(bytes, max_response_bytes_);
@@ -279,8 +278,8 @@ class DeviceGets::Answers final : public GetAnswers {
         out->Clear();
         continue;
       }
-      const uint64_t bytes = fill_found_and_lengths(meta_ + key_offsets_[i], *c->get().request, out);
-      if (c->get().request->value_mode() != v1::VALUE_MODE_EXISTS) {
+      const uint64_t bytes = fill_found_and_lengths(meta_ + key_offsets_[i], c->get(), out);
+      if (!c->get().exists_only) {
         out->mutable_values()->assign(values_ + value_offsets_[i], bytes);
       }
     }
@@ -390,14 +389,14 @@ absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& ca
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     Call* c = calls[ci];
     const uint64_t first = pos;
-    const uint64_t bytes = fill_found_and_lengths(meta + first, *c->get().request, c->get().response);
-    pos += c->get().request->keys_size();
+    const uint64_t bytes = fill_found_and_lengths(meta + first, c->get(), c->get().response);
+    pos += c->get().keys.size();
     if (bytes > max_response_bytes) {
       c->get().response->Clear();
       (*statuses)[ci] = response_too_big(bytes, max_response_bytes);
       continue;
     }
-    if (c->get().request->value_mode() == v1::VALUE_MODE_EXISTS) continue;
+    if (c->get().exists_only) continue;
     found_handles.clear();
     for (uint64_t i = first; i < pos; ++i) {
       if ((meta[i] >> 31) != 0) found_handles.push_back(handles[i]);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/grpc/wire.h"
+#include "server/wire_calls.h"
 
 namespace gphkv::server::grpcfe {
 
@@ -77,16 +78,21 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
     const v1::Operation& op = m->req.ops(i);
     v1::OperationResult* r = m->resp.mutable_results(i);
     Call c;
+    absl::StatusOr<Operation> parsed;
     switch (op.op_case()) {
-      case v1::Operation::kGet: c.op = GetOp{&op.get(), r->mutable_get()}; break;
-      case v1::Operation::kPut: c.op = PutOp{&op.put(), r->mutable_put()}; break;
-      case v1::Operation::kDelete: c.op = DeleteOp{&op.delete_(), r->mutable_delete_()}; break;
+      case v1::Operation::kGet: parsed = operation(op.get(), r->mutable_get()); break;
+      case v1::Operation::kPut: parsed = operation(op.put(), r->mutable_put()); break;
+      case v1::Operation::kDelete: parsed = operation(op.delete_(), r->mutable_delete_()); break;
       default:
-        settle(m, i,
-               absl::InvalidArgumentError(absl::StrCat("operation ", i, " of BatchRequest id ", m->req.id(),
-                                                       " carries no get, put or delete")));
-        continue;
+        parsed = absl::InvalidArgumentError(
+            absl::StrCat("operation ", i, " of BatchRequest id ", m->req.id(), " carries no get, put or delete"));
+        break;
     }
+    if (!parsed.ok()) {
+      settle(m, i, parsed.status());
+      continue;
+    }
+    c.op = std::move(*parsed);
     c.deadline = stream_deadline;
     if (op.timeout_us() > 0) {
       c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(op.timeout_us()));
@@ -101,7 +107,8 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
       settle(m, kPackedGets, s);
     } else {
       Call c;
-      c.op = GetOp{&m->req.gets(), m->resp.mutable_gets()->mutable_get(), /*packed=*/true};
+      // validate_packed_gets checked the value mode.
+      c.op = *get_op(m->req.gets(), m->resp.mutable_gets()->mutable_get(), /*packed=*/true);
       c.deadline = stream_deadline;
       if (m->req.gets_timeout_us() > 0) {
         c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(m->req.gets_timeout_us()));

@@ -5,6 +5,7 @@
 #include "server/grpc/batch_stream.h"
 #include "server/grpc/pipeline_stream.h"
 #include "server/grpc/wire.h"
+#include "server/wire_calls.h"
 
 namespace gphkv::server::grpcfe {
 namespace {
@@ -69,13 +70,13 @@ void KeyValueService::request(UnaryMethod method, grpc::ServerContext* ctx, grpc
 
 void KeyValueService::handle(UnaryCall* call) {
   switch (call->method()) {
-    case UnaryMethod::kGet: serve<GetOp, v1::GetRequest, v1::GetResponse>(call, OpLabel::kGet); break;
-    case UnaryMethod::kPut: serve<PutOp, v1::PutRequest, v1::PutResponse>(call, OpLabel::kPut); break;
-    case UnaryMethod::kDelete: serve<DeleteOp, v1::DeleteRequest, v1::DeleteResponse>(call, OpLabel::kDelete); break;
+    case UnaryMethod::kGet: serve<v1::GetRequest, v1::GetResponse>(call, OpLabel::kGet); break;
+    case UnaryMethod::kPut: serve<v1::PutRequest, v1::PutResponse>(call, OpLabel::kPut); break;
+    case UnaryMethod::kDelete: serve<v1::DeleteRequest, v1::DeleteResponse>(call, OpLabel::kDelete); break;
   }
 }
 
-template <class OpT, class Req, class Resp>
+template <class Req, class Resp>
 void KeyValueService::serve(UnaryCall* call, OpLabel label) {
   using State = UnaryOp<Req, Resp>;
   auto* state = new State{call, label, {}, {}};
@@ -93,8 +94,13 @@ void KeyValueService::serve(UnaryCall* call, OpLabel label) {
     answer(state, s);
     return;
   }
+  absl::StatusOr<Operation> op = operation(state->req, &state->resp);
+  if (!op.ok()) {
+    answer(state, op.status());
+    return;
+  }
   Call c;
-  c.op = OpT{&state->req, &state->resp};
+  c.op = std::move(*op);
   c.deadline = wire::steady_deadline(call->context().deadline());
   c.done = [answer, state](absl::Status s) { answer(state, s); };
   if (absl::Status s = intake_->submit(std::move(c)); !s.ok()) answer(state, s);

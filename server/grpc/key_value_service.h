@@ -48,7 +48,7 @@ class KeyValueService final : public RawKeyValueService, public UnaryRequester, 
                                    grpc::ByteBuffer* resp) override;
 
  private:
-  template <class OpT, class Req, class Resp>
+  template <class Req, class Resp>
   void serve(UnaryCall* call, OpLabel label);
 
   const Intake* intake_;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/grpc/wire.h"
+#include "server/wire_calls.h"
 
 namespace gphkv::server::grpcfe {
 
@@ -29,17 +30,18 @@ int PipelineStream::on_message(grpc::ByteBuffer& bytes) {
   }
   op->resp.set_id(op->req.id());
   Call call;
+  absl::StatusOr<Operation> parsed;
   switch (op->req.op_case()) {
     case v1::PipelineRequest::kGet:
-      call.op = GetOp{&op->req.get(), op->resp.mutable_get()};
+      parsed = operation(op->req.get(), op->resp.mutable_get());
       op->label = OpLabel::kGet;
       break;
     case v1::PipelineRequest::kPut:
-      call.op = PutOp{&op->req.put(), op->resp.mutable_put()};
+      parsed = operation(op->req.put(), op->resp.mutable_put());
       op->label = OpLabel::kPut;
       break;
     case v1::PipelineRequest::kDelete:
-      call.op = DeleteOp{&op->req.delete_(), op->resp.mutable_delete_()};
+      parsed = operation(op->req.delete_(), op->resp.mutable_delete_());
       op->label = OpLabel::kDelete;
       break;
     default: {
@@ -49,6 +51,11 @@ int PipelineStream::on_message(grpc::ByteBuffer& bytes) {
       return 0;
     }
   }
+  if (!parsed.ok()) {
+    answer(op.release(), parsed.status(), false);
+    return 0;
+  }
+  call.op = std::move(*parsed);
   call.deadline = wire::steady_deadline(context()->deadline());
   Op* raw = op.release();
   call.done = [this, raw](absl::Status s) { answer(raw, s, true); };

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "server/wire_calls.h"
 #include "tests/fuzz/structured_requests.h"
 #include "tests/server/call_messages.h"
 
@@ -27,22 +28,24 @@ server::Call as_call(const server::Operation& op) {
   return c;
 }
 
+// The Intake's check (packed gets were checked whole, validate_packed_gets).
 absl::Status validate_op(const server::Operation& op, const server::RequestLimits& limits) {
-  // Packed gets were checked whole (validate_packed_gets), as the Intake skips them.
-  if (auto* g = std::get_if<server::GetOp>(&op))
-    return g->packed ? absl::OkStatus() : server::validate(*g->request, limits);
-  if (auto* p = std::get_if<server::PutOp>(&op)) return server::validate(*p->request, limits);
-  if (auto* d = std::get_if<server::DeleteOp>(&op)) return server::validate(*d->request, limits);
-  return absl::InvalidArgumentError("not a get, put or delete");
+  return server::validate(as_call(op), limits);
 }
 
-// The operation of a PipelineRequest or a BatchRequest's Operation; nullopt
-// when it carries none (the front end refuses those).
+// The operation of a request as the front ends build it; nullopt when they
+// refuse it first (no get, put or delete; a get's value_mode not a ValueMode).
+template <class Req, class Resp>
+std::optional<server::Operation> operation_of(const Req& req, Resp* response) {
+  absl::StatusOr<server::Operation> op = server::operation(req, response);
+  if (!op.ok()) return std::nullopt;
+  return *op;
+}
 template <class M, class R>
-std::optional<server::Operation> operation_of(const M& m, R* result) {
-  if (m.has_get()) return server::GetOp{&m.get(), result->mutable_get()};
-  if (m.has_put()) return server::PutOp{&m.put(), result->mutable_put()};
-  if (m.has_delete_()) return server::DeleteOp{&m.delete_(), result->mutable_delete_()};
+std::optional<server::Operation> operation_of_any(const M& m, R* result) {
+  if (m.has_get()) return operation_of(m.get(), result->mutable_get());
+  if (m.has_put()) return operation_of(m.put(), result->mutable_put());
+  if (m.has_delete_()) return operation_of(m.delete_(), result->mutable_delete_());
   return std::nullopt;
 }
 
@@ -75,22 +78,22 @@ void StoreHarness::handle(Message message, std::string_view bytes) {
   switch (message) {
     case Message::kGet:
       if ((parsed = unary.get.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(server::GetOp{&unary.get, &unary.get_out}, &runs);
+        if (auto op = operation_of(unary.get, &unary.get_out)) admit(*op, &runs);
       }
       break;
     case Message::kPut:
       if ((parsed = unary.put.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(server::PutOp{&unary.put, &unary.put_out}, &runs);
+        admit(*operation_of(unary.put, &unary.put_out), &runs);
       }
       break;
     case Message::kDelete:
       if ((parsed = unary.del.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(server::DeleteOp{&unary.del, &unary.del_out}, &runs);
+        admit(*operation_of(unary.del, &unary.del_out), &runs);
       }
       break;
     case Message::kPipeline:
       if ((parsed = pipe.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        if (auto op = operation_of(pipe, &pipe_out)) admit(*op, &runs);
+        if (auto op = operation_of_any(pipe, &pipe_out)) admit(*op, &runs);
       }
       break;
     case Message::kBatch:
@@ -98,12 +101,12 @@ void StoreHarness::handle(Message message, std::string_view bytes) {
         batch_out.mutable_results()->Reserve(batch.ops_size());
         for (int i = 0; i < batch.ops_size(); ++i) batch_out.add_results();
         for (int i = 0; i < batch.ops_size(); ++i) {
-          if (auto op = operation_of(batch.ops(i), batch_out.mutable_results(i))) admit(*op, &runs);
+          if (auto op = operation_of_any(batch.ops(i), batch_out.mutable_results(i))) admit(*op, &runs);
         }
         // The packed gets go last, as one call, as the Batches stream queues them.
         const bool packed = batch.get_counts_size() > 0 || batch.gets().keys_size() > 0;
         if (packed && server::validate_packed_gets(batch, limits_, kMaxQueueKeys).ok()) {
-          admit(server::GetOp{&batch.gets(), batch_out.mutable_gets()->mutable_get(), /*packed=*/true}, &runs);
+          admit(*server::get_op(batch.gets(), batch_out.mutable_gets()->mutable_get(), /*packed=*/true), &runs);
         }
       }
       break;
@@ -140,35 +143,36 @@ void StoreHarness::apply(const Run& run) {
     switch (c.kind()) {
       case server::OpKind::kGet:
         FUZZ_CHECK(st.ok(), st.ToString());
-        expect_get(*c.get().request, *c.get().response);
+        expect_get(c.get(), *c.get().response);
         break;
       case server::OpKind::kPut: {
-        const v1::PutRequest& r = *c.put().request;
+        const server::PutOp& r = c.put();
         if (!st.ok()) {
           // Over --memory: refused whole (check_contents confirms nothing changed).
           FUZZ_CHECK(st.code() == absl::StatusCode::kResourceExhausted, st.ToString());
           break;
         }
         const v1::PutResponse& out = *c.put().response;
-        FUZZ_CHECK(out.created_size() == r.keys_size(), out.created_size(), " created for ", r.keys_size());
-        for (int k = 0; k < r.keys_size(); ++k) {
-          FUZZ_CHECK(out.created(k) == (model_.count(r.keys(k)) == 0), "key ", r.keys(k));
+        const int n = static_cast<int>(r.keys.size());
+        FUZZ_CHECK(out.created_size() == n, out.created_size(), " created for ", n);
+        for (int k = 0; k < n; ++k) {
+          FUZZ_CHECK(out.created(k) == (model_.count(r.keys[k]) == 0), "key ", r.keys[k]);
         }
         size_t off = 0;
-        for (int k = 0; k < r.keys_size(); ++k) {
-          model_[r.keys(k)] = r.values().substr(off, r.value_lengths(k));
-          off += r.value_lengths(k);
+        for (int k = 0; k < n; ++k) {
+          model_[r.keys[k]] = std::string(r.values.substr(off, r.value_lengths[k]));
+          off += r.value_lengths[k];
         }
         break;
       }
       case server::OpKind::kDelete: {
         FUZZ_CHECK(st.ok(), st.ToString());
-        const v1::DeleteRequest& r = *c.del().request;
+        const server::KeySpan keys = c.del().keys;
         const v1::DeleteResponse& out = *c.del().response;
-        FUZZ_CHECK(out.deleted_size() == r.keys_size(), out.deleted_size());
+        FUZZ_CHECK(out.deleted_size() == static_cast<int>(keys.size()), out.deleted_size());
         // A key repeated in one call is deleted by its first occurrence.
-        for (int k = 0; k < r.keys_size(); ++k)
-          FUZZ_CHECK(out.deleted(k) == (model_.erase(r.keys(k)) == 1), "key ", r.keys(k));
+        for (size_t k = 0; k < keys.size(); ++k)
+          FUZZ_CHECK(out.deleted(static_cast<int>(k)) == (model_.erase(keys[k]) == 1), "key ", keys[k]);
         break;
       }
       case server::OpKind::kShrink: break;
@@ -176,21 +180,23 @@ void StoreHarness::apply(const Run& run) {
   }
 }
 
-void StoreHarness::expect_get(const v1::GetRequest& r, const v1::GetResponse& out) const {
-  const bool values = r.value_mode() != v1::VALUE_MODE_EXISTS;
-  FUZZ_CHECK(out.found_size() == r.keys_size(), out.found_size());
-  FUZZ_CHECK(out.value_lengths_size() == r.keys_size(), out.value_lengths_size());
+void StoreHarness::expect_get(const server::GetOp& get, const v1::GetResponse& out) const {
+  const bool values = !get.exists_only;
+  const int n = static_cast<int>(get.keys.size());
+  FUZZ_CHECK(out.found_size() == n, out.found_size());
+  FUZZ_CHECK(out.value_lengths_size() == n, out.value_lengths_size());
   size_t off = 0;
-  for (int k = 0; k < r.keys_size(); ++k) {
-    auto it = model_.find(r.keys(k));
-    FUZZ_CHECK(out.found(k) == (it != model_.end()), "key ", r.keys(k));
+  for (int k = 0; k < n; ++k) {
+    const uint64_t key = get.keys[k];
+    auto it = model_.find(key);
+    FUZZ_CHECK(out.found(k) == (it != model_.end()), "key ", key);
     const uint32_t len = out.value_lengths(k);
     if (it == model_.end() || !values) {
-      FUZZ_CHECK(len == 0, "key ", r.keys(k), " length ", len);
+      FUZZ_CHECK(len == 0, "key ", key, " length ", len);
       continue;
     }
-    FUZZ_CHECK(len == it->second.size(), "key ", r.keys(k));
-    FUZZ_CHECK(out.values().compare(off, len, it->second) == 0, "key ", r.keys(k), " has other bytes");
+    FUZZ_CHECK(len == it->second.size(), "key ", key);
+    FUZZ_CHECK(out.values().compare(off, len, it->second) == 0, "key ", key, " has other bytes");
     off += len;
   }
   FUZZ_CHECK(off == out.values().size(), "values hold ", out.values().size(), " bytes, lengths say ", off);
@@ -202,12 +208,12 @@ void StoreHarness::check_contents() {
   for (const auto& kv : model_) r.add_keys(kv.first);
   if (r.keys_size() == 0) return;
   v1::GetResponse out;
-  server::Call c = as_call(server::GetOp{&r, &out});
+  server::Call c = as_call(*server::get_op(r, &out));
   server::Call* ptr = &c;
   std::vector<absl::Status> statuses;
   store_->apply_gets({&ptr, 1}, &statuses);
   FUZZ_CHECK(statuses[0].ok(), statuses[0].ToString());
-  expect_get(r, out);
+  expect_get(c.get(), out);
 }
 
 }  // namespace gphkv::fuzz

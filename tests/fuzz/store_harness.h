@@ -38,7 +38,7 @@ class StoreHarness {
   // (the executor applies consecutive operations of one kind together).
   void admit(const server::Operation& op, std::vector<Run>* runs);
   void apply(const Run& run);
-  void expect_get(const v1::GetRequest& r, const v1::GetResponse& out) const;
+  void expect_get(const server::GetOp& get, const v1::GetResponse& out) const;
 
   std::unique_ptr<server::Store> store_;
   std::unordered_map<uint64_t, std::string> model_;

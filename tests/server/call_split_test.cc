@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/call_split.h"
 #include "server/intake.h"
+#include "server/wire_calls.h"
 
 namespace gphkv::server {
 namespace {
@@ -69,9 +70,9 @@ struct Router {
 
   static std::vector<uint64_t> keys(const Call& c) {
     switch (c.kind()) {
-      case OpKind::kGet: return {c.get().request->keys().begin(), c.get().request->keys().end()};
-      case OpKind::kPut: return {c.put().request->keys().begin(), c.put().request->keys().end()};
-      case OpKind::kDelete: return {c.del().request->keys().begin(), c.del().request->keys().end()};
+      case OpKind::kGet:
+      case OpKind::kPut:
+      case OpKind::kDelete: return {c.keys().begin(), c.keys().end()};
       case OpKind::kShrink: return {};
     }
     return {};
@@ -80,17 +81,17 @@ struct Router {
   static void fill(Call& c, uint32_t partition) {
     switch (c.kind()) {
       case OpKind::kGet:
-        for (uint64_t k : c.get().request->keys()) {
+        for (uint64_t k : c.get().keys) {
           c.get().response->add_found(stored(k));
           c.get().response->add_value_lengths(stored(k) ? value_of(k).size() : 0);
           if (stored(k)) c.get().response->mutable_values()->append(value_of(k));
         }
         break;
       case OpKind::kPut:
-        for (uint64_t k : c.put().request->keys()) c.put().response->add_created(k % 2 == 0);
+        for (uint64_t k : c.put().keys) c.put().response->add_created(k % 2 == 0);
         break;
       case OpKind::kDelete:
-        for (uint64_t k : c.del().request->keys()) c.del().response->add_deleted(k % 5 == 0);
+        for (uint64_t k : c.del().keys) c.del().response->add_deleted(k % 5 == 0);
         break;
       case OpKind::kShrink:
         c.shrink().response->set_started(partition == 1);
@@ -139,7 +140,7 @@ Call answered_call(Op op, Answer* answer) {
 }
 
 Call get_call(v1::GetRequest* req, v1::GetResponse* resp, Answer* answer) {
-  return answered_call(GetOp{req, resp}, answer);
+  return answered_call(get_op(*req, resp).value(), answer);
 }
 
 TEST(KeyPlacement, SpreadsKeysWithinTenPercent) {
@@ -210,7 +211,7 @@ TEST(Router, OnePartitionCallIsQueuedAsItIs) {
     }
     ASSERT_EQ(calls.size(), 1u);
     // The fast path: the caller's own request and response, no copy.
-    EXPECT_EQ(calls[0].get().request, &req);
+    EXPECT_EQ(calls[0].get().keys.data(), req.keys().data());
     EXPECT_EQ(calls[0].get().response, &resp);
     calls[0].done(absl::OkStatus());
   }
@@ -226,7 +227,7 @@ TEST(Router, OnePartitionServerNeverSplits) {
   ASSERT_TRUE(r.intake->submit(get_call(&req, &resp, &answer)).ok());
   std::vector<Call> calls = r.drain(0);
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].get().request, &req);
+  EXPECT_EQ(calls[0].get().keys.data(), req.keys().data());
 }
 
 TEST(Router, PutKeepsRepeatedKeysInOrderAndValuesWithTheirKeys) {
@@ -244,18 +245,18 @@ TEST(Router, PutKeepsRepeatedKeysInOrderAndValuesWithTheirKeys) {
   }
   v1::PutResponse resp;
   Answer answer;
-  ASSERT_TRUE(r.intake->submit(answered_call(PutOp{&req, &resp}, &answer)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(put_op(req, &resp), &answer)).ok());
   std::vector<Call> p0 = r.drain(0), p3 = r.drain(3);
   ASSERT_EQ(p0.size(), 1u);
   ASSERT_EQ(p3.size(), 1u);
-  const v1::PutRequest& part0 = *p0[0].put().request;
-  ASSERT_EQ(part0.keys_size(), 2);
-  EXPECT_EQ(part0.keys(0), a);
-  EXPECT_EQ(part0.keys(1), a);
-  EXPECT_EQ(part0.value_lengths(0), 5u);
-  EXPECT_EQ(part0.value_lengths(1), 7u);
-  EXPECT_EQ(part0.values(), "firstsecond!");
-  EXPECT_EQ(p3[0].put().request->values(), "bee");
+  const PutOp& part0 = p0[0].put();
+  ASSERT_EQ(part0.keys.size(), 2u);
+  EXPECT_EQ(part0.keys[0], a);
+  EXPECT_EQ(part0.keys[1], a);
+  EXPECT_EQ(part0.value_lengths[0], 5u);
+  EXPECT_EQ(part0.value_lengths[1], 7u);
+  EXPECT_EQ(part0.values, "firstsecond!");
+  EXPECT_EQ(p3[0].put().values, "bee");
   p0[0].put().response->add_created(true);
   p0[0].put().response->add_created(false);
   p3[0].put().response->add_created(true);
@@ -277,7 +278,7 @@ TEST(Router, DeleteMerges) {
   for (uint64_t k : keys) req.add_keys(k);
   v1::DeleteResponse resp;
   Answer answer;
-  ASSERT_TRUE(r.intake->submit(answered_call(DeleteOp{&req, &resp}, &answer)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(delete_op(req, &resp), &answer)).ok());
   r.answer_all();
   ASSERT_EQ(answer.runs, 1);
   ASSERT_EQ(resp.deleted_size(), 64);
@@ -305,7 +306,7 @@ TEST(Router, AFailedPartFailsTheCallNamingItsPartitionAndTheAppliedOnes) {
   }
   v1::PutResponse resp;
   Answer answer;
-  ASSERT_TRUE(r.intake->submit(answered_call(PutOp{&req, &resp}, &answer)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(put_op(req, &resp), &answer)).ok());
   r.answer_all(2, absl::ResourceExhaustedError("put refused: memory"));
   ASSERT_EQ(answer.runs, 1);
   EXPECT_EQ(answer.status->code(), absl::StatusCode::kResourceExhausted);
@@ -396,12 +397,12 @@ TEST(Router, MessageOperationsKeepTheirOrderOnEachPartition) {
   v1::GetResponse get_resp;
   std::vector<Answer> answers(4);
   std::vector<Call> calls(4);
-  calls[0].op = PutOp{&put1, &put1_resp};
-  calls[1].op = GetOp{&get, &get_resp};
-  calls[2].op = PutOp{&put2, &put2_resp};
+  calls[0].op = put_op(put1, &put1_resp);
+  calls[1].op = get_op(get, &get_resp).value();
+  calls[2].op = put_op(put2, &put2_resp);
   v1::GetRequest empty;  // refused alone; the others still go
   v1::GetResponse empty_resp;
-  calls[3].op = GetOp{&empty, &empty_resp};
+  calls[3].op = get_op(empty, &empty_resp).value();
   for (size_t i = 0; i < calls.size(); ++i) {
     calls[i].done = [&answers, i](absl::Status s) {
       answers[i].status = s;
@@ -416,10 +417,10 @@ TEST(Router, MessageOperationsKeepTheirOrderOnEachPartition) {
     std::vector<Call> queued = r.drain(p);
     ASSERT_EQ(queued.size(), 3u) << "partition " << p;
     EXPECT_EQ(queued[0].kind(), OpKind::kPut);
-    EXPECT_EQ(queued[0].put().request->values().substr(0, 1), "1");
+    EXPECT_EQ(queued[0].put().values.substr(0, 1), "1");
     EXPECT_EQ(queued[1].kind(), OpKind::kGet);
     EXPECT_EQ(queued[2].kind(), OpKind::kPut);
-    EXPECT_EQ(queued[2].put().request->values().substr(0, 1), "2");
+    EXPECT_EQ(queued[2].put().values.substr(0, 1), "2");
     for (Call& c : queued) {
       Router::fill(c, p);
       c.done(absl::OkStatus());

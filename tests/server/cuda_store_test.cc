@@ -12,6 +12,7 @@
 #include "gphkv/engine/table.h"
 #include "gtest/gtest.h"
 #include "server/store.h"
+#include "server/wire_calls.h"
 #include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
@@ -22,9 +23,9 @@ using Owned = OwnedCall;
 // Points o->call at o's request and response of `kind`.
 void bind(Owned* o, OpKind kind) {
   switch (kind) {
-    case OpKind::kGet: o->call.op = GetOp{&o->get, &o->get_out}; break;
-    case OpKind::kPut: o->call.op = PutOp{&o->put, &o->put_out}; break;
-    case OpKind::kDelete: o->call.op = DeleteOp{&o->del, &o->del_out}; break;
+    case OpKind::kGet: o->call.op = get_op(o->get, &o->get_out).value(); break;
+    case OpKind::kPut: o->call.op = put_op(o->put, &o->put_out); break;
+    case OpKind::kDelete: o->call.op = delete_op(o->del, &o->del_out); break;
     case OpKind::kShrink: break;
   }
 }

@@ -18,6 +18,7 @@
 #include "server/intake.h"
 #include "server/service_metrics.h"
 #include "server/store.h"
+#include "server/wire_calls.h"
 #include "tests/engine/table_checks.h"
 #include "tests/server/call_messages.h"
 
@@ -35,9 +36,9 @@ struct Pending : testing::CallMessages {
 Call call_for(Pending* p, OpKind kind, ServiceMetrics* metrics) {
   Call c;
   switch (kind) {
-    case OpKind::kGet: c.op = GetOp{&p->get, &p->get_out}; break;
-    case OpKind::kPut: c.op = PutOp{&p->put, &p->put_out}; break;
-    case OpKind::kDelete: c.op = DeleteOp{&p->del, &p->del_out}; break;
+    case OpKind::kGet: c.op = get_op(p->get, &p->get_out).value(); break;
+    case OpKind::kPut: c.op = put_op(p->put, &p->put_out); break;
+    case OpKind::kDelete: c.op = delete_op(p->del, &p->del_out); break;
     case OpKind::kShrink: break;
   }
   const auto label = static_cast<OpLabel>(static_cast<int>(kind));

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "server/wire_calls.h"
 #include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
@@ -19,18 +20,18 @@ std::unique_ptr<Owned> make(OpKind kind, std::vector<uint64_t> keys) {
   switch (kind) {
     case OpKind::kGet:
       o->get.mutable_keys()->Add(keys.begin(), keys.end());
-      o->call.op = GetOp{&o->get, &o->get_out};
+      o->call.op = get_op(o->get, &o->get_out).value();
       break;
     case OpKind::kPut:
       for (uint64_t k : keys) {
         o->put.add_keys(k);
         o->put.add_value_lengths(0);
       }
-      o->call.op = PutOp{&o->put, &o->put_out};
+      o->call.op = put_op(o->put, &o->put_out);
       break;
     case OpKind::kDelete:
       o->del.mutable_keys()->Add(keys.begin(), keys.end());
-      o->call.op = DeleteOp{&o->del, &o->del_out};
+      o->call.op = delete_op(o->del, &o->del_out);
       break;
     case OpKind::kShrink: o->call.op = ShrinkOp{nullptr}; break;
   }
@@ -39,9 +40,9 @@ std::unique_ptr<Owned> make(OpKind kind, std::vector<uint64_t> keys) {
 
 std::vector<uint64_t> keys_of(const Call* c) {
   switch (c->kind()) {
-    case OpKind::kGet: return {c->get().request->keys().begin(), c->get().request->keys().end()};
-    case OpKind::kPut: return {c->put().request->keys().begin(), c->put().request->keys().end()};
-    case OpKind::kDelete: return {c->del().request->keys().begin(), c->del().request->keys().end()};
+    case OpKind::kGet:
+    case OpKind::kPut:
+    case OpKind::kDelete: return {c->keys().begin(), c->keys().end()};
     default: return {};
   }
 }

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "server/store.h"
+#include "server/wire_calls.h"
 
 namespace gphkv::server {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 struct OneGet {
   OneGet() {
     request.add_keys(7);
-    call.op = GetOp{&request, &response};
+    call.op = get_op(request, &response).value();
   }
   v1::GetRequest request;
   v1::GetResponse response;
@@ -30,7 +31,7 @@ struct OnePut {
     request.add_keys(7);
     request.add_value_lengths(5);
     request.mutable_values()->append("value");
-    call.op = PutOp{&request, &response};
+    call.op = put_op(request, &response);
   }
   v1::PutRequest request;
   v1::PutResponse response;

@@ -90,8 +90,7 @@ TEST(Store, ExistsModeReturnsFlagsWithoutValues) {
   std::vector<absl::Status> st;
   Call* p = &put->call;
   store->apply_puts({&p, 1}, &st);
-  auto get = make_get({1, 3, 2});
-  get->get.set_value_mode(v1::VALUE_MODE_EXISTS);
+  auto get = make_get({1, 3, 2}, /*exists_only=*/true);
   Call* g = &get->call;
   store->apply_gets({&g, 1}, &st);
   ASSERT_TRUE(st[0].ok());
@@ -163,10 +162,9 @@ TEST(Store, AGetOverTheResponseLimitIsRefusedAndOthersAreAnswered) {
   Call* p = &put->call;
   store->apply_puts({&p, 1}, &st);
   ASSERT_TRUE(st[0].ok());
-  auto big = make_get({1, 2, 3});     // 12000 bytes of values
-  auto small = make_get({1, 2});      // 8000
-  auto exists = make_get({1, 2, 3});  // no values: fine
-  exists->get.set_value_mode(v1::VALUE_MODE_EXISTS);
+  auto big = make_get({1, 2, 3});                           // 12000 bytes of values
+  auto small = make_get({1, 2});                            // 8000
+  auto exists = make_get({1, 2, 3}, /*exists_only=*/true);  // no values: fine
   std::vector<Call*> run{&big->call, &small->call, &exists->call};
   store->apply_gets(run, &st);
   EXPECT_EQ(st[0].code(), absl::StatusCode::kResourceExhausted) << st[0];

@@ -104,21 +104,47 @@ cudaError_t launch_grouped(const engine::cuda::DeviceTable& t, const uint64_t* k
   }
 }
 
+template <int G>
+cudaError_t launch_two_lines(const engine::cuda::DeviceTable& t, const uint64_t* keys, uint64_t n, uint64_t* values,
+                             uint8_t* found, const LookupShape& shape, const CellWindow* window, cudaStream_t stream) {
+  using engine::cuda::lookup_two_lines;
+  const unsigned grid = static_cast<unsigned>((n + shape.block - 1) / shape.block);
+  if (shape.streaming_loads)
+    return launch(lookup_two_lines<G, true>, grid, shape.block, t, keys, n, values, found, window, stream);
+  return launch(lookup_two_lines<G, false>, grid, shape.block, t, keys, n, values, found, window, stream);
+}
+
 }  // namespace lookup_shapes
 
-// The lookup of `t` (M = 8 slots per bucket, the benchmark's tables) in
-// `shape`, with the Cell Index window when `window` is given.
+// Whether `shape` can look up `t`: the grouped kernel reads one-line buckets
+// (M = 8) with K = 1 or 2; the two-line kernel (M = 16, the engine's default
+// since 2026-11-25) owns one key per thread.
+inline bool lookup_shape_fits(const engine::cuda::DeviceTable& t, const LookupShape& shape) {
+  const int m = static_cast<int>(t.geo.slots_per_bucket);
+  if (shape.block <= 0 || shape.block > 256 || shape.block % 32 != 0) return false;
+  if (shape.group != 2 && shape.group != 4 && shape.group != 8) return false;
+  return m == 8 || (m == 16 && shape.keys_per_thread == 1);
+}
+
+// The lookup of `t` (M = 8 or 16 slots per bucket) in `shape`, with the Cell
+// Index window when `window` is given; cudaErrorInvalidConfiguration for a
+// shape that does not fit the table (lookup_shape_fits).
 inline cudaError_t launch_lookup_shape(const engine::cuda::DeviceTable& t, const uint64_t* keys, uint64_t n,
                                        uint64_t* values, uint8_t* found, const LookupShape& shape,
                                        const CellWindow* window, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  const int b = shape.block;
-  if (t.geo.slots_per_bucket != 8 || b <= 0 || b > 256 || b % 32 != 0) return cudaErrorInvalidConfiguration;
+  if (!lookup_shape_fits(t, shape)) return cudaErrorInvalidConfiguration;
+  if (t.geo.slots_per_bucket == 16) {
+    switch (shape.group) {
+      case 2: return lookup_shapes::launch_two_lines<2>(t, keys, n, values, found, shape, window, stream);
+      case 4: return lookup_shapes::launch_two_lines<4>(t, keys, n, values, found, shape, window, stream);
+      default: return lookup_shapes::launch_two_lines<8>(t, keys, n, values, found, shape, window, stream);
+    }
+  }
   switch (shape.group) {
     case 2: return lookup_shapes::launch_grouped<8, 2>(t, keys, n, values, found, shape, window, stream);
     case 4: return lookup_shapes::launch_grouped<8, 4>(t, keys, n, values, found, shape, window, stream);
-    case 8: return lookup_shapes::launch_grouped<8, 8>(t, keys, n, values, found, shape, window, stream);
-    default: return cudaErrorInvalidConfiguration;
+    default: return lookup_shapes::launch_grouped<8, 8>(t, keys, n, values, found, shape, window, stream);
   }
 }
 

@@ -1,9 +1,15 @@
 #include "server/completion_pool.h"
 
+#include "server/thread_name.h"
+
 namespace gphkv::server {
 
 CompletionPool::CompletionPool(unsigned threads) {
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  for (unsigned i = 0; i < threads; ++i)
+    threads_.emplace_back([this] {
+      name_this_thread("gphkv-fill");
+      work();
+    });
 }
 
 CompletionPool::~CompletionPool() { stop(); }

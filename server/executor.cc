@@ -6,6 +6,7 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "server/thread_name.h"
 
 namespace gphkv::server {
 namespace {
@@ -40,6 +41,7 @@ void Executor::launch() {
   started_ = started.get_future();
   thread_ = std::thread([this, started = std::move(started)]() mutable {
     executor_thread_.claim();
+    name_this_thread("gphkv-executor");
     // The batch delay is a timed wait: with the default 50 us timer slack a
     // 100 us delay lasts up to 150 us. Ask for exact wake-ups.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);

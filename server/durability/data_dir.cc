@@ -8,6 +8,7 @@
 #include "server/durability/log_reader.h"
 #include "server/durability/posix_file.h"
 #include "server/durability/snapshot_reader.h"
+#include "server/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace gphkv::server::durability {
@@ -224,6 +225,7 @@ absl::StatusOr<uint64_t> DataDir::start_snapshot(std::shared_ptr<PairSource> sou
   auto sequence = begin_snapshot();
   if (!sequence.ok()) return sequence.status();
   snapshot_thread_ = std::thread([this, sequence = *sequence, source = std::move(source)] {
+    name_this_thread("gphkv-snapshot");
     end_snapshot(write_snapshot(dir_, sequence, *source, options_.snapshot_block_bytes)).IgnoreError();
   });
   return *sequence;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/durability/record_format.h"
+#include "server/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace gphkv::server::durability {
@@ -40,7 +41,10 @@ absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::open(const std::string& di
     w->segments_.push_back(Segment{f.sequence, f.path, *size, nullptr});
   }
   if (options.fsync == FsyncPolicy::kEverySec || w->writeback_on_) {
-    w->background_ = std::thread([p = w.get()] { p->background_loop(); });
+    w->background_ = std::thread([p = w.get()] {
+      name_this_thread("gphkv-log-sync");
+      p->background_loop();
+    });
   }
   return w;
 }

@@ -1,5 +1,7 @@
 #include "server/grpc/unary_front_end.h"
 
+#include "server/thread_name.h"
+
 namespace gphkv::server::grpcfe {
 
 void UnaryCall::finish(const grpc::ByteBuffer& response, const grpc::Status& status) {
@@ -39,7 +41,10 @@ void UnaryFrontEnd::start() {
     }
   }
   for (int q = 0; q < static_cast<int>(queues_.size()); ++q) {
-    queues_[q]->thread = std::thread([this, q] { poll(q); });
+    queues_[q]->thread = std::thread([this, q] {
+      name_this_thread("gphkv-unary-cq");
+      poll(q);
+    });
   }
 }
 

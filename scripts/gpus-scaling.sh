@@ -19,7 +19,7 @@ OUT=${OUT:-build/gpus-scaling}
 THREADS=${THREADS:-12} CONNECTIONS=${CONNECTIONS:-4} DEPTH=${DEPTH:-64} KEYS=${KEYS:-4000000}
 SIZES=${SIZES:-"16 100 1000"} ROUNDS=${ROUNDS:-2} WARMUP_S=${WARMUP_S:-1} STEP_S=${STEP_S:-4}
 SHAPES=${SHAPES:-"one_gpu two_gpus two_servers"}
-SERVER_ARGS=${SERVER_ARGS:-} LOADGEN_ARGS=${LOADGEN_ARGS:-}
+SERVER_ARGS=${SERVER_ARGS:-} LOADGEN_ARGS=${LOADGEN_ARGS:-}  # and SERVER_ENV: the servers' environment (NAME=VALUE ...)
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 server=$B/bin/gphkv-server loadgen=$B/bin/gphkv-loadgen
@@ -49,7 +49,7 @@ start() {  # start NAME GPUS PORT: one server in the background
   local where=(--backend=cuda --gpus="$2")
   # BACKEND=cpu: the CPU backend's partitions stand in for the GPUs (a check of the script anywhere).
   [ "${BACKEND:-cuda}" = cpu ] && where=(--backend=cpu --partitions=$(($(tr -cd , <<<"$2" | wc -c) + 1)))
-  "$server" "${where[@]}" --listen_address=127.0.0.1:"$3" --metrics_address= \
+  env ${SERVER_ENV:-} "$server" "${where[@]}" --listen_address=127.0.0.1:"$3" --metrics_address= \
     --initial_capacity=$((KEYS * 3 / 2)) --memory=32GiB $SERVER_ARGS >"$OUT/$1-server-$3.log" 2>&1 &
   pids+=($!)
 }

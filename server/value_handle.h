@@ -6,7 +6,9 @@
 // produced.
 //
 //   bits 63..39  length   (25 bits: values up to 32 MiB - 1)
-//   bits 38..0   id       (39 bits)
+//   bit  38      record   (the slot holds a byte key's record, server/byte_key.h,
+//                          not a uint64 key's value; the heaps never look at it)
+//   bits 37..0   id       (38 bits)
 //
 // Shared by host code (g++) and kernels (nvcc).
 #pragma once
@@ -21,16 +23,21 @@
 
 namespace gphkv::server::value_handle {
 
-constexpr int kIdBits = 39;
+constexpr int kIdBits = 38;
+constexpr int kLengthShift = kIdBits + 1;
 constexpr uint64_t kIdMask = (uint64_t{1} << kIdBits) - 1;
 constexpr uint64_t kMaxIds = uint64_t{1} << kIdBits;
-constexpr uint32_t kMaxLength = (uint32_t{1} << (64 - kIdBits)) - 1;
+constexpr uint64_t kRecordBit = uint64_t{1} << kIdBits;
+constexpr uint32_t kMaxLength = (uint32_t{1} << (64 - kLengthShift)) - 1;
 
 // `length` must be at most kMaxLength (the heaps refuse longer values).
 GPHKV_HOST_DEVICE inline uint64_t make(uint32_t length, uint64_t id) {
-  return (static_cast<uint64_t>(length) << kIdBits) | id;
+  return (static_cast<uint64_t>(length) << kLengthShift) | id;
 }
-GPHKV_HOST_DEVICE inline uint32_t length(uint64_t h) { return static_cast<uint32_t>(h >> kIdBits); }
+GPHKV_HOST_DEVICE inline uint32_t length(uint64_t h) { return static_cast<uint32_t>(h >> kLengthShift); }
 GPHKV_HOST_DEVICE inline uint64_t id(uint64_t h) { return h & kIdMask; }
+// Whether the slot holds a byte key's record; the handle marked as one.
+GPHKV_HOST_DEVICE inline bool is_record(uint64_t h) { return (h & kRecordBit) != 0; }
+GPHKV_HOST_DEVICE inline uint64_t as_record(uint64_t h) { return h | kRecordBit; }
 
 }  // namespace gphkv::server::value_handle

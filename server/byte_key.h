@@ -1,0 +1,59 @@
+// Byte keys (issue 26): how a key of 1 to --max_key_bytes arbitrary bytes
+// ("user:42:profile", NUL bytes included) lives in the GPH table, whose keys
+// are 64-bit. Mega-KV's path: the table holds a short signature of the key
+// and the full key is kept where the value lives, compared on every hit.
+//
+// - The signature is the key's table key: XXH3-64 of its bytes (Debian's
+//   libxxhash) with a seed of gphkv's own. A table key is only a hint: two
+//   keys may share one, so a hit counts only once the stored key matches.
+// - The value heap stores a byte key's record, the key and the value back to
+//   back (append_record), and the table's slot holds the record's handle
+//   marked as a record (value_handle::kRecordBit). A uint64 key's slot holds
+//   its plain value, unmarked. So a uint64 key and a byte key never alias: a
+//   lookup of uint64 key K that meets a marked handle, or of a byte key that
+//   meets an unmarked one or another key's record, has not found its key.
+// - Two keys whose table keys collide are both stored: the first holds the
+//   table slot, the others wait in CollidedKeys (server/collided_keys.h).
+//
+// Shared by the host and the CUDA get path (the record layout is what a
+// gather kernel compares).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gphkv::server::byte_key {
+
+// memcached's KEY_MAX_LENGTH: the default --max_key_bytes.
+constexpr uint32_t kDefaultMaxKeyBytes = 250;
+// The most --max_key_bytes may be raised to.
+constexpr uint32_t kMaxKeyBytesLimit = 4096;
+// The record's header: the key's length, 2 bytes little-endian.
+constexpr uint32_t kRecordHeaderBytes = 2;
+
+// XXH3-64 of the key with gphkv's seed. `hash_bits` < 64 keeps only that
+// many low bits: tests force collisions with it (a handful of table keys for
+// thousands of byte keys); serving always uses 64.
+uint64_t table_key(std::string_view key, int hash_bits = 64);
+
+// The bytes a record of this key and value takes in the heap.
+inline uint64_t record_bytes(std::string_view key, std::string_view value) {
+  return kRecordHeaderBytes + key.size() + value.size();
+}
+// Appends the record of `key` (1 to kMaxKeyBytesLimit bytes) and `value`.
+void append_record(std::string_view key, std::string_view value, std::string* out);
+
+struct Record {
+  std::string_view key;
+  std::string_view value;
+};
+// The key and value of a stored record; nullopt when `bytes` is too short
+// for the key length its header gives (never so for a record this file wrote).
+std::optional<Record> parse_record(std::string_view bytes);
+// The value of the record when it is `key`'s; nullopt when it is another
+// key's (or malformed).
+std::optional<std::string_view> value_if_key(std::string_view record, std::string_view key);
+
+}  // namespace gphkv::server::byte_key

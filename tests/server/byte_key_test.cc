@@ -1,0 +1,143 @@
+// Byte keys' table keys and records (server/byte_key.h), and the map of
+// collided keys (server/collided_keys.h) against a model.
+#include "server/byte_key.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "server/collided_keys.h"
+#include "server/value_handle.h"
+#include "tests/engine/table_checks.h"
+
+namespace gphkv::server {
+namespace {
+
+std::string random_key(std::mt19937_64& rng, size_t max_len) {
+  std::uniform_int_distribution<size_t> len(1, max_len);
+  std::string key(len(rng), '\0');
+  for (char& c : key) c = static_cast<char>(rng());  // any byte, NUL included
+  return key;
+}
+
+TEST(ByteKey, TableKeysAreXxh3WithGphkvsSeedAndDifferByKey) {
+  // Stable across runs and builds: a table key is written nowhere yet, but
+  // the sharded client and the durability formats will rely on it.
+  EXPECT_EQ(byte_key::table_key("user:42:profile"), byte_key::table_key(std::string("user:42:profile")));
+  EXPECT_NE(byte_key::table_key("user:42:profile"), byte_key::table_key("user:42:profilf"));
+  EXPECT_NE(byte_key::table_key(std::string_view("a\0", 2)), byte_key::table_key("a"));
+  std::set<uint64_t> seen;
+  for (int i = 0; i < 100000; ++i) seen.insert(byte_key::table_key("o:" + std::to_string(i)));
+  EXPECT_EQ(seen.size(), 100000u);
+}
+
+TEST(ByteKey, FewHashBitsForceCollisions) {
+  std::set<uint64_t> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t k = byte_key::table_key("k" + std::to_string(i), 3);
+    EXPECT_LT(k, 8u);
+    seen.insert(k);
+  }
+  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_EQ(byte_key::table_key("x", 64) & 7, byte_key::table_key("x", 3));
+}
+
+TEST(ByteKey, RecordsHoldTheKeyAndTheValueOfAnyBytesAndLength) {
+  const uint64_t seed = engine::testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 2000; ++i) {
+    const std::string key = i == 0 ? std::string(byte_key::kMaxKeyBytesLimit, '\xff') : random_key(rng, 300);
+    const std::string value = i % 3 == 0 ? std::string() : random_key(rng, 500);
+    std::string record;
+    byte_key::append_record(key, value, &record);
+    ASSERT_EQ(record.size(), byte_key::record_bytes(key, value));
+    const auto parsed = byte_key::parse_record(record);
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(parsed->key, key);
+    EXPECT_EQ(parsed->value, value);
+    EXPECT_EQ(byte_key::value_if_key(record, key), std::optional<std::string_view>(value));
+  }
+}
+
+TEST(ByteKey, ARecordAnswersOnlyForItsOwnKey) {
+  std::string record;
+  byte_key::append_record("ab", "cX", &record);
+  EXPECT_EQ(byte_key::value_if_key(record, "ab"), std::optional<std::string_view>("cX"));
+  // The record's bytes begin with "abc", but its key is "ab".
+  EXPECT_FALSE(byte_key::value_if_key(record, "abc").has_value());
+  EXPECT_FALSE(byte_key::value_if_key(record, "a").has_value());
+  EXPECT_FALSE(byte_key::value_if_key(record, "ac").has_value());
+  // Truncated records are refused, not read past their end.
+  EXPECT_FALSE(byte_key::parse_record(record.substr(0, 3)).has_value());
+  EXPECT_FALSE(byte_key::parse_record(record.substr(0, 1)).has_value());
+  EXPECT_FALSE(byte_key::parse_record("").has_value());
+}
+
+TEST(ValueHandle, TheRecordBitIsNeitherLengthNorId) {
+  const uint64_t h = value_handle::make(value_handle::kMaxLength, value_handle::kMaxIds - 1);
+  EXPECT_FALSE(value_handle::is_record(h));
+  const uint64_t r = value_handle::as_record(h);
+  EXPECT_TRUE(value_handle::is_record(r));
+  EXPECT_EQ(value_handle::length(r), value_handle::kMaxLength);
+  EXPECT_EQ(value_handle::id(r), value_handle::kMaxIds - 1);
+  EXPECT_FALSE(value_handle::is_record(value_handle::make(0, 0)));
+}
+
+TEST(CollidedKeys, Uint64AndByteKeysNeverShareAnIdentity) {
+  // The byte key of the uint64 key's 8 little-endian bytes is still another key.
+  const uint64_t k = 0x0807060504030201ull;
+  EXPECT_NE(CollidedKeys::identity(k),
+            CollidedKeys::identity_of_bytes(std::string("\x01\x02\x03\x04\x05\x06\x07\x08")));
+  EXPECT_NE(CollidedKeys::identity(0), CollidedKeys::identity(UINT64_MAX));
+  CollidedKeys keys;
+  EXPECT_FALSE(keys.assign(CollidedKeys::identity(k), 1).has_value());
+  EXPECT_FALSE(keys.find(CollidedKeys::identity_of_bytes(std::string("\x01\x02\x03\x04\x05\x06\x07\x08"))));
+  EXPECT_EQ(keys.find(CollidedKeys::identity(k)), std::optional<ValueHandle>(1));
+}
+
+TEST(CollidedKeys, AgreesWithAModel) {
+  const uint64_t seed = engine::testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed);
+  CollidedKeys keys;
+  std::map<std::string, ValueHandle> model;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 200; ++i) {
+    ids.push_back(i % 2 ? CollidedKeys::identity(rng() % 50) : CollidedKeys::identity_of_bytes(random_key(rng, 4)));
+  }
+  for (int step = 0; step < 20000; ++step) {
+    const std::string& id = ids[rng() % ids.size()];
+    const auto expected = [&]() -> std::optional<ValueHandle> {
+      auto it = model.find(id);
+      return it == model.end() ? std::nullopt : std::optional<ValueHandle>(it->second);
+    }();
+    switch (rng() % 3) {
+      case 0: {
+        const ValueHandle h = rng();
+        EXPECT_EQ(keys.assign(id, h), expected);
+        model[id] = h;
+        break;
+      }
+      case 1:
+        EXPECT_EQ(keys.erase(id), expected);
+        model.erase(id);
+        break;
+      default: EXPECT_EQ(keys.find(id), expected);
+    }
+    ASSERT_EQ(keys.size(), model.size());
+    ASSERT_EQ(keys.empty(), model.empty());
+  }
+  std::map<std::string, ValueHandle> listed;
+  keys.for_each([&](std::string_view id, ValueHandle h) { listed.emplace(std::string(id), h); });
+  EXPECT_EQ(listed, model);
+  // Its bytes come back to nothing once every key is gone.
+  for (const auto& [id, h] : model) keys.erase(id);
+  EXPECT_EQ(keys.bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace gphkv::server

@@ -69,7 +69,12 @@ struct Call {
   // A call whose deadline passed before its batch ran is answered
   // DEADLINE_EXCEEDED and changes nothing.
   Clock::time_point deadline = Clock::time_point::max();
+  // When the front end read the call's request (the intake's time when it
+  // does not say), when the batcher queued it, and when its batch started:
+  // the call's stages (server/call_stages.h).
+  Clock::time_point received{};
   Clock::time_point enqueued{};
+  Clock::time_point started{};
 
   // Runs exactly once, on the executor thread or a completion thread, after
   // the call's operations took effect (OK) or were refused (then nothing

@@ -6,12 +6,16 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "server/call_stages.h"
 #include "server/thread_name.h"
 
 namespace gphkv::server {
 namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // How long an idle executor with a snapshot export under way waits for the
 // writer to make room before it looks again (a call arriving ends the wait).
@@ -149,21 +153,39 @@ void Executor::commit_writes(bool end_of_batch) {
 
 void Executor::answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch) {
   // The run took effect: hand its answers over and go on with the next run.
-  std::vector<std::pair<std::function<void(absl::Status)>, absl::Status>> answers;
+  struct Answer {
+    std::function<void(absl::Status)> done;
+    absl::Status status;
+    Clock::time_point started;
+  };
+  std::vector<Answer> answers;
   answers.reserve(run.size());
-  for (size_t i = 0; i < run.size(); ++i) answers.emplace_back(std::move(run[i]->done), std::move(statuses[i]));
+  for (size_t i = 0; i < run.size(); ++i)
+    answers.push_back({std::move(run[i]->done), std::move(statuses[i]), run[i]->started});
+  const Clock::time_point ready = Clock::now();
+  auto* histograms = metrics_ != nullptr ? &metrics_->call_stage_seconds : nullptr;
+  auto deliver = [ready, histograms](std::vector<Answer>& all) {
+    CallStageTally tally;
+    const Clock::time_point begin = Clock::now();
+    for (Answer& a : all) {
+      a.done(std::move(a.status));
+      if (a.started == Clock::time_point{}) continue;  // answered before its batch ran
+      tally.add(kCallExecute, seconds_between(a.started, ready));
+      tally.add(kCallAnswerWait, seconds_between(ready, begin));
+      tally.add(kCallRespond, seconds_between(begin, Clock::now()));
+    }
+    tally.flush(histograms);
+  };
   // Handing answers to the pool pays off while the executor has a next
   // run or batch to work on; with nothing queued it would only add a
   // thread wake-up to every call's latency (the light-load floor), so the
   // executor answers itself. Only when the pool is idle, so an answer
   // never overtakes one handed over earlier.
   if (last_of_batch && in_flight_.empty() && batcher_->empty() && completions_.idle()) {
-    for (auto& [done, status] : answers) done(std::move(status));
+    deliver(answers);
     return;
   }
-  completions_.submit([answers = std::move(answers)]() mutable {
-    for (auto& [done, status] : answers) done(std::move(status));
-  });
+  completions_.submit([deliver, answers = std::move(answers)]() mutable { deliver(answers); });
 }
 
 void Executor::finish_oldest_gets() {
@@ -192,9 +214,21 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   const size_t n = answers->calls().size();
   // Fills calls [b, e) and answers them; the batch and the answers' buffers
   // stay alive while any range is being answered.
-  auto deliver = [answers, batch](size_t b, size_t e) {
+  const Clock::time_point ready = Clock::now();
+  auto* histograms = metrics_ != nullptr ? &metrics_->call_stage_seconds : nullptr;
+  auto deliver = [answers, batch, ready, histograms](size_t b, size_t e) {
+    const Clock::time_point begin = Clock::now();
     answers->fill(b, e);
-    for (size_t i = b; i < e; ++i) answers->calls()[i]->done(answers->statuses()[i]);
+    CallStageTally tally;
+    for (size_t i = b; i < e; ++i) {
+      Call* c = answers->calls()[i];
+      const Clock::time_point started = c->started;
+      c->done(answers->statuses()[i]);
+      tally.add(kCallExecute, seconds_between(started, ready));
+      tally.add(kCallAnswerWait, seconds_between(ready, begin));
+      tally.add(kCallRespond, seconds_between(begin, Clock::now()));
+    }
+    tally.flush(histograms);
   };
   // Nothing else to do: answering here saves a thread wake-up (the light-
   // load floor). Only when the pool is idle, so no answer overtakes one
@@ -226,9 +260,11 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
   if (metrics_ != nullptr) metrics_->batch_calls->Observe(static_cast<double>(batch.size()));
   std::vector<Call*> live;
   live.reserve(batch.size());
+  CallStageTally intake;
   for (Call& c : batch) {
     if (metrics_ != nullptr) {
       metrics_->queue_wait->Observe(std::chrono::duration<double>(start - c.enqueued).count());
+      if (c.received != Clock::time_point{}) intake.add(kCallIntake, seconds_between(c.received, c.enqueued));
     }
     if (c.deadline <= start) {
       // Answers leave in arrival order: earlier gets still in flight first.
@@ -238,8 +274,10 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
           " us in the server's queue; nothing was changed")));
       continue;
     }
+    c.started = start;
     live.push_back(&c);
   }
+  intake.flush(metrics_ != nullptr ? &metrics_->call_stage_seconds : nullptr);
   run_order_.writes_first(live);
   std::vector<absl::Status> statuses;
   for (size_t begin = 0; begin < live.size();) {

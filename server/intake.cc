@@ -23,7 +23,9 @@ absl::Status Intake::check(const Call& c, Clock::time_point now) const {
 }
 
 absl::Status Intake::submit(Call call) const {
-  if (absl::Status s = check(call, Clock::now()); !s.ok()) return s;
+  const Clock::time_point now = Clock::now();
+  if (absl::Status s = check(call, now); !s.ok()) return s;
+  if (call.received == Clock::time_point{}) call.received = now;
   if (const int64_t p = single_partition(call, placement_); p >= 0) return batchers_[p]->enqueue(std::move(call));
   SplitParts split = SplitCall::split(std::move(call), placement_, partition_names_, max_response_bytes_);
   absl::Status first_refusal;
@@ -55,6 +57,7 @@ void Intake::submit_all(absl::Span<Call> calls, absl::Span<absl::Status> statuse
   for (size_t i = 0; i < calls.size(); ++i) {
     statuses[i] = check(calls[i], now);
     if (!statuses[i].ok()) continue;
+    if (calls[i].received == Clock::time_point{}) calls[i].received = now;
     if (const int64_t p = single_partition(calls[i], placement_); p >= 0) {
       per_partition[p].push_back(std::move(calls[i]));
       origin[p].push_back(Queued{i, -1});

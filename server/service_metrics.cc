@@ -104,6 +104,13 @@ ServiceMetrics::ServiceMetrics() {
   for (int st = 0; st < kNumGetStages; ++st) {
     get_stage_seconds[st] = &stages.Add({{"stage", get_stage_name(st)}}, microseconds_up);
   }
+  auto& call_stages = histogram_family(r, "gphkv_call_stage_seconds",
+                                       "Every call's time in the server by stage: intake (read to queued), execute "
+                                       "(batch start to answers ready), answer_wait (in the completion queue), "
+                                       "respond (fill and answer); the queue is gphkv_queue_wait_seconds.");
+  for (int st = 0; st < kNumCallStages; ++st) {
+    call_stage_seconds[st] = &call_stages.Add({{"stage", call_stage_name(st)}}, call_stage_bounds());
+  }
 
   table_keys = &gauge_family(r, "gphkv_table_keys", "Keys stored, on every GPU (gphkv_gpu_table_keys: each).").Add({});
   table_load_factor = &gauge_family(r, "gphkv_table_load_factor",

@@ -16,6 +16,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/status/status.h"
+#include "server/call_stages.h"
 #include "server/get_stages.h"
 
 namespace gphkv::server {
@@ -59,6 +60,8 @@ class ServiceMetrics {
   std::array<prometheus::Histogram*, 3> device_seconds;  // engine time per launch: get, put, delete
   // Pipelined CUDA gets, per batch and stage (server/get_stages.h).
   std::array<prometheus::Histogram*, kNumGetStages> get_stage_seconds;
+  // Every call, per stage of its time in the server (server/call_stages.h).
+  std::array<prometheus::Histogram*, kNumCallStages> call_stage_seconds;
 
   // Table and memory state, set by the executor after each batch.
   prometheus::Gauge* table_keys;

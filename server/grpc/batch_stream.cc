@@ -94,6 +94,7 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
     }
     c.op = std::move(*parsed);
     c.deadline = stream_deadline;
+    c.received = m->t0;
     if (op.timeout_us() > 0) {
       c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(op.timeout_us()));
     }
@@ -110,6 +111,7 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
       // validate_packed_gets checked the value mode.
       c.op = *get_op(m->req.gets(), m->resp.mutable_gets()->mutable_get(), /*packed=*/true);
       c.deadline = stream_deadline;
+      c.received = m->t0;
       if (m->req.gets_timeout_us() > 0) {
         c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(m->req.gets_timeout_us()));
       }

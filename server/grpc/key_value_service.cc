@@ -102,6 +102,7 @@ void KeyValueService::serve(UnaryCall* call, OpLabel label) {
   Call c;
   c.op = std::move(*op);
   c.deadline = wire::steady_deadline(call->context().deadline());
+  c.received = call->arrived();
   c.done = [answer, state](absl::Status s) { answer(state, s); };
   if (absl::Status s = intake_->submit(std::move(c)); !s.ok()) answer(state, s);
 }

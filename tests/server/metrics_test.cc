@@ -61,6 +61,7 @@ TEST(ServiceMetrics, ExportsTheFamiliesDeployRelies) {
       {"gphkv_batch_keys", prometheus::MetricType::Histogram},
       {"gphkv_batch_calls", prometheus::MetricType::Histogram},
       {"gphkv_queue_wait_seconds", prometheus::MetricType::Histogram},
+      {"gphkv_call_stage_seconds", prometheus::MetricType::Histogram},
       {"gphkv_device_seconds", prometheus::MetricType::Histogram},
       {"gphkv_get_stage_seconds", prometheus::MetricType::Histogram},
       {"gphkv_table_keys", prometheus::MetricType::Gauge},
@@ -111,6 +112,39 @@ TEST(ServiceMetrics, HistogramsKeepTheirLabelsAndBuckets) {
   EXPECT_EQ(upper_bounds(*series(got.at("gphkv_batch_keys"), {})), doubling(1, 20));
   EXPECT_EQ(upper_bounds(*series(got.at("gphkv_batch_calls"), {})), doubling(1, 14));
   EXPECT_EQ(upper_bounds(*series(got.at("gphkv_queue_wait_seconds"), {})), doubling(1e-6, 24));
+  for (int st = 0; st < kNumCallStages; ++st) {
+    const auto* s = series(got.at("gphkv_call_stage_seconds"), {{"stage", call_stage_name(st)}});
+    ASSERT_NE(s, nullptr) << call_stage_name(st);
+    EXPECT_EQ(upper_bounds(*s), doubling(1e-6, 24));
+  }
+  EXPECT_EQ(got.at("gphkv_call_stage_seconds").metric.size(), static_cast<size_t>(kNumCallStages));
+}
+
+// A tally adds its calls to the histograms at once, each in the bucket a
+// single observation would have put it in.
+TEST(CallStageTally, AddsWhatSingleObservationsWould) {
+  ServiceMetrics tallied, observed;
+  CallStageTally tally;
+  const double samples[] = {0, 1e-6, 1.5e-6, 3e-3, 0.25, 100};
+  for (double v : samples) {
+    tally.add(kCallRespond, v);
+    tally.add(kCallIntake, v / 2);
+    observed.call_stage_seconds[kCallRespond]->Observe(v);
+    observed.call_stage_seconds[kCallIntake]->Observe(v / 2);
+  }
+  tally.flush(&tallied.call_stage_seconds);
+  tally.flush(&tallied.call_stage_seconds);  // nothing left: adds nothing
+  for (int st : {kCallIntake, kCallRespond, kCallExecute}) {
+    const auto a = tallied.call_stage_seconds[st]->Collect().histogram;
+    const auto b = observed.call_stage_seconds[st]->Collect().histogram;
+    EXPECT_EQ(a.sample_count, b.sample_count) << call_stage_name(st);
+    EXPECT_DOUBLE_EQ(a.sample_sum, b.sample_sum) << call_stage_name(st);
+    ASSERT_EQ(a.bucket.size(), b.bucket.size());
+    for (size_t i = 0; i < a.bucket.size(); ++i) {
+      EXPECT_EQ(a.bucket[i].cumulative_count, b.bucket[i].cumulative_count) << call_stage_name(st) << " bucket " << i;
+    }
+  }
+  EXPECT_EQ(tallied.call_stage_seconds[kCallRespond]->Collect().histogram.sample_count, 6u);
 }
 
 TEST(ServiceMetrics, RecordRequestCountsByOpAndCode) {

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +59,32 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
   EXPECT_TRUE(
       std::regex_search(*page, std::regex(R"(gphkv_build_info\{backend="cpu",device="[^"]*",version="[^"]+"\} 1)")))
       << *page;
+}
+
+// Every call the executor answers passes each stage once (server/call_stages.h).
+TEST(Metrics, EveryAnsweredCallIsTimedInEachStage) {
+  auto server = start_server(metrics_scraped_options());
+  ASSERT_NE(server, nullptr);
+  auto client = connect(*server);
+  constexpr int kCalls = 5;
+  for (int i = 0; i < kCalls; ++i) {
+    const uint64_t k = 100 + i;
+    ASSERT_TRUE(client->Put({&k, 1}, std::vector<std::string_view>{"x"}).ok());
+  }
+  ASSERT_FALSE(client->Get(std::vector<uint64_t>{}).ok());  // refused by the intake: no stage
+  // The stages are added once the answers are out: wait for the last one.
+  std::string page;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const std::string want = "gphkv_call_stage_seconds_count{stage=\"respond\"} " + std::to_string(kCalls) + "\n";
+  while (page.find(want) == std::string::npos && std::chrono::steady_clock::now() < until) {
+    page = http_get(server->metrics_port(), "/metrics").value_or("");
+    if (page.find(want) == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (const char* stage : {"intake", "execute", "answer_wait", "respond"}) {
+    const std::string line =
+        std::string("gphkv_call_stage_seconds_count{stage=\"") + stage + "\"} " + std::to_string(kCalls) + "\n";
+    EXPECT_NE(page.find(line), std::string::npos) << "missing: " << line << page;
+  }
 }
 
 // A child process killed (TERM, then KILL after a bound) when this goes out of scope.

@@ -355,12 +355,28 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
   // reads the CPU clocks when the measured window opens.
   DriveResult result;
   std::optional<CpuSample> window_open;
+  // The server's stage sums when the window opened (a scrape takes a few
+  // milliseconds of this thread, none of the drivers').
+  result.server_stages.metrics_address = o.server_metrics;
+  std::optional<StageSample> stages_open;
+  auto scrape_stages = [&]() -> std::optional<StageSample> {
+    if (o.server_metrics.empty() || result.server_stages.error) return std::nullopt;
+    absl::StatusOr<std::string> page = ScrapeMetrics(o.server_metrics);
+    if (!page.ok()) {
+      result.server_stages.error = std::string(page.status().message());
+      return std::nullopt;
+    }
+    return ParseStageSample(*page);
+  };
   Clock::time_point tick = start;
   const Clock::duration width = Seconds(interval_s);
   while (running.load() > 0) {
     const Clock::time_point next = tick + width;
     for (Clock::time_point now = Clock::now(); running.load() > 0 && now < next; now = Clock::now()) {
-      if (!window_open && now >= measure_start) window_open = TakeCpuSample(o.server_pid);
+      if (!window_open && now >= measure_start) {
+        window_open = TakeCpuSample(o.server_pid);
+        stages_open = scrape_stages();
+      }
       Clock::time_point wake = std::min(next, now + std::chrono::milliseconds(10));
       if (!window_open) wake = std::min(wake, measure_start);
       std::this_thread::sleep_until(wake);
@@ -380,6 +396,10 @@ absl::StatusOr<DriveResult> Drive(Target& target, const DriveOptions& o,
   }
   for (auto& th : threads) th.join();
   const CpuSample window_closed = TakeCpuSample(o.server_pid);
+  if (!stages_open) stages_open = scrape_stages();  // the run ended within its warm-up
+  if (const std::optional<StageSample> closed = scrape_stages(); closed && stages_open) {
+    result.server_stages.stages = StagesBetween(*stages_open, *closed);
+  }
   if (!window_open) window_open = window_closed;  // the run ended within its warm-up
   result.cpu = CpuUsageBetween(*window_open, window_closed, o.server_pid);
   for (const RunStats& s : per_thread) result.stats.Merge(s);

@@ -21,12 +21,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "loadgen/cpu_usage.h"
 #include "loadgen/read_check.h"
 #include "loadgen/run_stats.h"
+#include "loadgen/server_stages.h"
 #include "loadgen/target.h"
 
 namespace gphkv::loadgen {
@@ -57,6 +59,9 @@ struct DriveOptions {
   double spin_us = 0;
   uint64_t seed = 1;   // for Poisson gaps (kept apart from the op stream)
   int server_pid = 0;  // a process (the store) whose CPU use over the window is reported beside ours
+  // A gphkv server's metrics endpoint (HOST:PORT), scraped as the window
+  // opens and closes for its time per call by stage (server_stages.h).
+  std::string server_metrics;
 };
 
 // Called once per reporting interval with the interval's point.
@@ -68,6 +73,8 @@ struct DriveResult {
   // From the measured window's start until every driver thread is done (the
   // drain included), the same span as the throughput's.
   CpuUsage cpu;
+  // The server's own time per call over the same span, by stage.
+  ServerStages server_stages;
   // What the read checks found, warm-up and drain included (all threads).
   ReadCheckStats read_check;
 };

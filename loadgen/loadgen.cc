@@ -206,6 +206,7 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   report.run = std::move(run->stats);
   report.series = std::move(run->series);
   report.cpu = run->cpu;
+  report.server_stages = run->server_stages;
   report.read_check = run->read_check;
 
   if (tracing) {

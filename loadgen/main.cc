@@ -92,6 +92,10 @@ ABSL_FLAG(uint64_t, count, 0, "measure this many calls in all instead of a durat
 ABSL_FLAG(double, drain_timeout, 10, "seconds to wait for calls in flight after the window");
 ABSL_FLAG(int32_t, server_pid, 0,
           "the store's process id: its CPU use over the measured window (/proc/PID/stat) is reported beside ours");
+ABSL_FLAG(std::string, server_metrics, "",
+          "gphkv: the server's metrics endpoint (HOST:PORT, its --metrics_address), scraped as the measured window "
+          "opens and closes: the report gives the server's mean time per call in each stage (intake, queue, execute, "
+          "answer_wait, respond)");
 ABSL_FLAG(double, spin_us, 0,
           "open loop: busy-poll this many microseconds before each due send instead of sleeping (precise "
           "send times; costs CPU)");
@@ -197,6 +201,7 @@ int main(int argc, char** argv) {
   d.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout);
   d.spin_us = absl::GetFlag(FLAGS_spin_us);
   d.server_pid = absl::GetFlag(FLAGS_server_pid);
+  d.server_metrics = absl::GetFlag(FLAGS_server_metrics);
   d.seed = w.seed;
   c.load = absl::GetFlag(FLAGS_load);
   c.load_batch_keys = absl::GetFlag(FLAGS_load_batch);

@@ -50,6 +50,16 @@ json CpuJson(const CpuUsage& u) {
               {"server_cores", OptionalJson(u.server_cores())}};
 }
 
+// The server's stages in the order a call passes them, then any others.
+constexpr const char* kStageOrder[] = {"intake", "queue", "execute", "answer_wait", "respond"};
+
+json StagesJson(const ServerStages& s) {
+  json stages = json::object();
+  for (const auto& [name, m] : s.stages) stages[name] = json{{"calls", m.calls}, {"mean_us", m.mean_s * 1e6}};
+  return json{
+      {"metrics_address", s.metrics_address}, {"error", s.error ? json(*s.error) : json(nullptr)}, {"stages", stages}};
+}
+
 std::string ModeName(DriveOptions::Mode m) { return m == DriveOptions::Mode::kOpen ? "open" : "closed"; }
 
 std::string Us(double ns) {
@@ -110,7 +120,8 @@ json ReportToJson(const Report& r) {
         {"count", d.count},
         {"drain_timeout_s", d.drain_timeout_s},
         {"spin_us", d.spin_us},
-        {"server_pid", d.server_pid}}},
+        {"server_pid", d.server_pid},
+        {"server_metrics", d.server_metrics}}},
       {"load",
        {{"enabled", c.load},
         {"batch_keys", c.load_batch_keys},
@@ -178,6 +189,7 @@ json ReportToJson(const Report& r) {
         {"max_backlog", r.run.max_backlog},
         {"send_lag", LatencyJson(r.run.send_lag)},
         {"cpu", CpuJson(r.cpu)},
+        {"server_stages", StagesJson(r.server_stages)},
         {"read_check",
          {{"mode", r.read_check_mode},
           {"keys_checked", r.read_check.keys_checked},
@@ -229,6 +241,22 @@ std::string ReportToTable(const Report& r) {
     const auto server = r.cpu.server_cores();
     absl::StrAppendFormat(&out, ", server (pid %d) %s", r.cpu.server_pid,
                           server ? absl::StrFormat("%.2f cores", *server) : "not measured (process gone)");
+  }
+  // The server's share of a call's time, and where it goes.
+  if (!r.server_stages.metrics_address.empty()) {
+    if (r.server_stages.error) {
+      absl::StrAppendFormat(&out, "\nserver time per call: not measured (%s)", *r.server_stages.error);
+    } else {
+      out += "\nserver time per call (mean):";
+      double total = 0;
+      for (const char* name : kStageOrder) {
+        auto it = r.server_stages.stages.find(name);
+        if (it == r.server_stages.stages.end()) continue;
+        absl::StrAppendFormat(&out, " %s %.1f us,", name, it->second.mean_s * 1e6);
+        total += it->second.mean_s;
+      }
+      absl::StrAppendFormat(&out, " in all %.1f us", total * 1e6);
+    }
   }
   // What the gets saw of their own thread's writes: a store (or client)
   // that loses or reorders writes shows here, not in the latencies.

@@ -16,6 +16,7 @@
 #include "loadgen/cpu_usage.h"
 #include "loadgen/read_check.h"
 #include "loadgen/run_stats.h"
+#include "loadgen/server_stages.h"
 
 namespace gphkv::loadgen {
 
@@ -23,7 +24,7 @@ namespace gphkv::loadgen {
 // and results.cpu (the cores each side used).
 // 3: config.check_reads and results.read_check (what the gets saw of their
 // thread's writes), config.drive.clients and config.drive.connections_total.
-constexpr int kReportSchemaVersion = 3;
+constexpr int kReportSchemaVersion = 4;
 
 struct Report {
   LoadgenConfig config;
@@ -50,6 +51,7 @@ struct Report {
   RunStats run;
   std::vector<SeriesPoint> series;
   CpuUsage cpu;                 // over the measured window
+  ServerStages server_stages;   // the server's time per call by stage, over the same window
   std::string read_check_mode;  // as resolved: off, completed or issued
   ReadCheckStats read_check;    // the whole run's, warm-up and drain included
 };

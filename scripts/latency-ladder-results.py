@@ -15,7 +15,9 @@ bench/results/; the ladder script itself writes it beside its runs):
      "workload", "variants": {NAME: gphkv-server flags},
      "client": {"threads", "connections", "clients", "connections_total", "depth"},
      "rungs": [{"offered", "store", "rep", "served", "p50_us", "p90_us", "p99_us", "p999_us",
-                "server_cores", "client_cores", "errors", "dropped", "read_violations", "keys_per_s"}],
+                "server_cores", "client_cores", "errors", "dropped", "read_violations", "keys_per_s",
+                "server_stages_us": {STAGE: mean us} (gphkv, from its metrics: intake, queue, execute,
+                answer_wait, respond; absent for the other stores and for runs before it existed)}],
      "light_load": [same shape]}
 
 served: calls answered without error per second of the measured window (its
@@ -51,7 +53,16 @@ def row_of(entry, report):
             "server_cores": cpu["server_cores"], "client_cores": cpu["loadgen_cores"],
             "errors": o["errors"], "dropped": res["dropped_calls"],
             "read_violations": res["read_check"]["violations"],
-            "keys_per_s": o["keys_per_s"]}
+            "keys_per_s": o["keys_per_s"],
+            **stages_of(res)}
+
+
+def stages_of(res):
+    """The server's mean time per call by stage, when the run scraped it."""
+    stages = (res.get("server_stages") or {}).get("stages") or {}
+    if not stages:
+        return {}
+    return {"server_stages_us": {name: round(s["mean_us"], 1) for name, s in stages.items()}}
 
 
 def read_text(folder, name, default):

@@ -133,7 +133,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 pids=()
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done; pids=(); }
 trap stop_all EXIT
-declare -A addr pid
+declare -A addr pid metrics
 start() {  # store-name port command...
   local name=$1 port=$2
   shift 2
@@ -146,8 +146,11 @@ for i in "${!variant_names[@]}"; do
   v=${variant_names[$i]}
   read -r -a vflags <<<"${variant_flags[$i]}"
   port=$(free_port)
-  start "gphkv@$v" "$port" "$GPHKV_SERVER" --backend="$BACKEND" --listen_address=127.0.0.1:"$port" --metrics_address= \
-    "${gphkv_args[@]}" "${vflags[@]}"
+  mport=$(free_port)
+  # Its metrics endpoint: each run's report gives the server's time per call by stage (--server_metrics).
+  metrics[gphkv@$v]=127.0.0.1:$mport
+  start "gphkv@$v" "$port" "$GPHKV_SERVER" --backend="$BACKEND" --listen_address=127.0.0.1:"$port" \
+    --metrics_address=127.0.0.1:"$mport" "${gphkv_args[@]}" "${vflags[@]}"
 done
 port=$(free_port)
 start null "$port" "$NULL_SERVER" --address=127.0.0.1:"$port" --threads="$NULL_THREADS"
@@ -177,7 +180,8 @@ run() {
               --depth="$DEPTH" --progress=false --wait_ready=60 --server_pid="${pid[$server]}"
               --json="$OUT/runs/$name.json")
   case "$store" in
-    gphkv-coalesced* | null-coalesced) args+=(--target=gphkv --api=coalesced --clients="$CLIENTS") ;;
+    gphkv-coalesced* | null-coalesced) args+=(--target=gphkv --api=coalesced --clients="$CLIENTS") ;;&
+    gphkv-*) args+=(--server_metrics="${metrics[$server]}") ;;&
     gphkv-unary* | null-unary) args+=(--target=gphkv --api=unary) ;;
     memcached) args+=(--target=memcached) ;;
   esac

@@ -15,8 +15,10 @@ TEST_P(GphkvE2e, ShortRunAgainstTheCpuBackend) {
   const std::string dir = TempDir("gphkv-" + api);
   const int port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  ChildProcess server({GPHKV_SERVER_PATH, "--listen_address=" + address, "--metrics_address=", "--backend=cpu"},
-                      dir + "/server.log");
+  const std::string metrics = "127.0.0.1:" + std::to_string(FreePort());
+  ChildProcess server(
+      {GPHKV_SERVER_PATH, "--listen_address=" + address, "--metrics_address=" + metrics, "--backend=cpu"},
+      dir + "/server.log");
   ASSERT_GT(server.pid(), 0);
   const std::string json = dir + "/report.json";
   // --wait_ready bounds the wait for the server's first successful Stats call.
@@ -24,7 +26,7 @@ TEST_P(GphkvE2e, ShortRunAgainstTheCpuBackend) {
       dir, "run",
       {"--target=gphkv", "--api=" + api, "--address=" + address, "--keys=20000", "--threads=2", "--connections=2",
        "--depth=2", "--warmup=0.5", "--duration=1.5", "--server_pid=" + std::to_string(server.pid()), "--json=" + json,
-       "--progress=false", "--wait_ready=30"});
+       "--progress=false", "--wait_ready=30", "--server_metrics=" + metrics});
   if (rc != 0) std::fprintf(stderr, "server log:\n%s\n", ReadFile(dir + "/server.log").c_str());
   ASSERT_EQ(rc, 0);
   const auto j = nlohmann::json::parse(ReadFile(json));
@@ -33,6 +35,15 @@ TEST_P(GphkvE2e, ShortRunAgainstTheCpuBackend) {
   // Both sides worked, so both used some CPU in the window.
   EXPECT_GT(j["results"]["cpu"]["server_cores"].get<double>(), 0.0);
   EXPECT_GT(j["results"]["cpu"]["loadgen_cores"].get<double>(), 0.0);
+  // The server's own account of the window's calls, stage by stage.
+  const auto& stages = j["results"]["server_stages"];
+  EXPECT_TRUE(stages["error"].is_null()) << stages.dump();
+  for (const char* stage : {"intake", "queue", "execute", "answer_wait", "respond"}) {
+    ASSERT_TRUE(stages["stages"].contains(stage)) << stage << " " << stages.dump();
+    EXPECT_GT(stages["stages"][stage]["calls"].get<double>(), 0.0) << stage;
+    EXPECT_GE(stages["stages"][stage]["mean_us"].get<double>(), 0.0) << stage;
+  }
+  EXPECT_GT(stages["stages"]["execute"]["mean_us"].get<double>(), 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryApi, GphkvE2e, ::testing::Values("unary", "pipeline", "coalesced"));

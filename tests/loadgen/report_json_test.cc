@@ -69,7 +69,7 @@ TEST(ReportJson, SchemaIsPinned) {
   const json j = ReportToJson(SampleReport());
   EXPECT_EQ(j["schema"], "gphkv-loadgen-report");
   EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
-  EXPECT_EQ(kReportSchemaVersion, 3) << "bump the pinned list below with the version";
+  EXPECT_EQ(kReportSchemaVersion, 4) << "bump the pinned list below with the version";
   std::set<std::string> got;
   Flatten(j, "", &got);
   const std::string op_fields[] = {"calls:number",           "keys:number",           "found:number",
@@ -121,6 +121,7 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "config.drive.drain_timeout_s:number",
                                 "config.drive.spin_us:number",
                                 "config.drive.server_pid:number",
+                                "config.drive.server_metrics:string",
                                 "config.load.enabled:bool",
                                 "config.load.batch_keys:number",
                                 "config.load.batch_bytes:number",
@@ -164,6 +165,8 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "results.cpu.server_pid:number",
                                 "results.cpu.server_cpu_s:number",
                                 "results.cpu.server_cores:number",
+                                "results.server_stages.metrics_address:string",
+                                "results.server_stages.error:null",
                                 "results.read_check.mode:string",
                                 "results.read_check.keys_checked:number",
                                 "results.read_check.violations:number",

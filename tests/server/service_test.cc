@@ -2,9 +2,12 @@
 // read-your-writes under concurrency, and shutdown with calls in flight.
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -411,6 +414,24 @@ TEST(Service, HealthIsServing) {
   auto server = start_server();
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(connect(*server)->Health().ok());
+}
+
+// The server's own threads carry names an operator can tell apart (top -H,
+// /proc/PID/task/*/comm): the executor, and the completion threads.
+TEST(Service, ThreadsAreNamed) {
+  auto options = test_options();
+  options.completion_threads = 2;
+  auto server = start_server(options);
+  ASSERT_NE(server, nullptr);
+  std::multiset<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  EXPECT_EQ(names.count("gphkv-executor"), 1u);
+  EXPECT_EQ(names.count("gphkv-fill"), 2u);
 }
 
 // Server reflection (what grpcurl uses) lists the service. The reflection

@@ -2,6 +2,7 @@
 //
 //   gphkv [--server=host:port[,host:port...] | --server=dns:///NAME:PORT]
 //         [--tls_ca=F [--tls_cert=F --tls_key=F]] [--timeout=5s] [--json] COMMAND ARGS
+//         [--key_format=auto|u64|bytes|hex]
 //     get KEY...            values of keys (--raw: value bytes only)
 //     put KEY VALUE         store VALUE; put KEY --file=F; put KEY - (stdin)
 //     del KEY...            remove keys
@@ -10,7 +11,9 @@
 //     health                exit 0 when the server reports SERVING
 //
 // Several servers are shards: each key goes to its own (gphkv::ShardedClient);
-// stats, shrink and health ask every shard.
+// stats, shrink and health ask every shard. Keys are uint64 keys or byte keys
+// (client/cli_keys.h says how an argument becomes one, and how keys print); a
+// get or del of both kinds is one call per kind.
 //
 // Exit status: 0 success; 1 a key was not found (get) or the server is not
 // serving (health); 2 usage error; 3 the RPC failed.
@@ -18,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "client/cli_keys.h"
 #include "gphkv/client/sharded_client.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051",
@@ -48,6 +53,10 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call (e.g
 ABSL_FLAG(bool, json, false, "print one JSON object (for scripts) instead of text");
 ABSL_FLAG(bool, raw, false, "get: write only the value bytes of found keys, nothing else");
 ABSL_FLAG(std::string, file, "", "put: read the value from this file");
+ABSL_FLAG(std::string, key_format, "auto",
+          "how KEY arguments are read: auto (decimal digits or 0x and hex digits are a uint64 key, anything else a "
+          "byte key), u64 (uint64 keys only), bytes (every KEY is a byte key of its bytes: \"42\" is not 42), hex "
+          "(byte keys written in hex, two digits a byte: 00ff is the key of bytes 0x00 0xff)");
 
 namespace {
 
@@ -56,7 +65,8 @@ constexpr int kExitMissing = 1, kExitUsage = 2, kExitRpc = 3;
 const char* kUsage =
     "gphkv: the gphkv command-line client.\n"
     "Usage: gphkv [--server=host:port[,host:port...] | --server=dns:///NAME:PORT]\n"
-    "             [--tls_ca=F [--tls_cert=F --tls_key=F]] [--timeout=5s] [--json] COMMAND ARGS\n"
+    "             [--tls_ca=F [--tls_cert=F --tls_key=F]] [--timeout=5s] [--json]\n"
+    "             [--key_format=auto|u64|bytes|hex] COMMAND ARGS\n"
     "  get KEY...          print the values of keys (--raw: value bytes only)\n"
     "  put KEY VALUE       store VALUE under KEY\n"
     "  put KEY --file=F    store the contents of file F\n"
@@ -65,8 +75,12 @@ const char* kUsage =
     "  stats               the server's table, memory, batching and data directory state\n"
     "  shrink              rebuild the table for the keys stored now (after mass deletes)\n"
     "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
-    "Keys are unsigned 64-bit integers (decimal or 0x hex). Several servers are shards: each key\n"
-    "goes to its own; stats, shrink and health ask every shard.\n"
+    "Keys: with --key_format=auto (the default) a KEY of decimal digits or 0x and hex digits is an\n"
+    "unsigned 64-bit key, as before; anything else (user:42:profile) is a byte key of 1 to 250 bytes.\n"
+    "--key_format=bytes reads every KEY as a byte key (\"42\" then differs from 42), =hex as the hex\n"
+    "of its bytes (binary keys: 00ff), =u64 as integers only. Output shows a byte key as it is when\n"
+    "printable, else double-quoted with C escapes (\"42\", \"\\x00k\").\n"
+    "Several servers are shards: each key goes to its own; stats, shrink and health ask every shard.\n"
     "Exit status: 0 ok, 1 key not found / not serving, 2 usage, 3 RPC failed.";
 
 int usage_error(const std::string& msg) {
@@ -84,23 +98,53 @@ int rpc_error(const absl::Status& s, bool json) {
   return kExitRpc;
 }
 
-bool parse_key(const std::string& text, uint64_t* key) {
-  if (absl::StartsWithIgnoreCase(text, "0x")) {
-    return absl::SimpleHexAtoi(text.substr(2), key);
+// The keys args[from..] name under --key_format; a usage error's message otherwise.
+absl::StatusOr<std::vector<gphkv::cli::CliKey>> parse_keys(const std::vector<std::string>& args, size_t from) {
+  auto format = gphkv::cli::ParseKeyFormat(absl::GetFlag(FLAGS_key_format));
+  if (!format.ok()) return format.status();
+  std::vector<gphkv::cli::CliKey> keys;
+  for (size_t i = from; i < args.size(); ++i) {
+    auto key = gphkv::cli::ParseKey(args[i], *format);
+    if (!key.ok()) return key.status();
+    keys.push_back(std::move(*key));
   }
-  return absl::SimpleAtoi(text, key);
+  return keys;
 }
 
-bool parse_keys(const std::vector<std::string>& args, size_t from, std::vector<uint64_t>* keys, std::string* bad) {
-  for (size_t i = from; i < args.size(); ++i) {
-    uint64_t k;
-    if (!parse_key(args[i], &k)) {
-      *bad = args[i];
-      return false;
-    }
-    keys->push_back(k);
+// A list's answers, one call per kind of key present (a request carries one
+// kind): r.at(i) is key i's answer and its index in that answer.
+template <class R>
+struct AnswersByKind {
+  absl::Status status;          // the first failed call's
+  std::optional<R> u64, bytes;  // each kind's answer, when it has keys
+  std::vector<size_t> index;    // index[i]: key i's place among its kind's keys
+  std::vector<bool> is_bytes;
+  std::pair<const R&, size_t> at(size_t i) const { return {is_bytes[i] ? *bytes : *u64, index[i]}; }
+};
+
+template <class R, class Call>
+AnswersByKind<R> call_by_kind(const std::vector<gphkv::cli::CliKey>& keys, Call&& call) {
+  AnswersByKind<R> a;
+  const gphkv::cli::KeysByKind by_kind = gphkv::cli::GroupByKind(keys);
+  a.index.resize(keys.size());
+  a.is_bytes.resize(keys.size());
+  for (size_t j = 0; j < by_kind.u64_at.size(); ++j) a.index[by_kind.u64_at[j]] = j;
+  for (size_t j = 0; j < by_kind.bytes_at.size(); ++j) {
+    a.index[by_kind.bytes_at[j]] = j;
+    a.is_bytes[by_kind.bytes_at[j]] = true;
   }
-  return true;
+  auto run = [&](auto kind_keys, std::optional<R>* answer) {
+    if (kind_keys.empty() || !a.status.ok()) return;
+    absl::StatusOr<R> r = call(kind_keys);
+    if (r.ok()) {
+      answer->emplace(std::move(*r));
+    } else {
+      a.status = r.status();
+    }
+  };
+  run(absl::Span<const uint64_t>(by_kind.u64), &a.u64);
+  run(absl::Span<const std::string_view>(by_kind.bytes), &a.bytes);
+  return a;
 }
 
 bool printable(std::string_view v) {
@@ -128,25 +172,28 @@ std::string json_string(std::string_view v) {
 }
 
 int cmd_get(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
-  std::vector<uint64_t> keys;
-  std::string bad;
   if (args.size() < 3) return usage_error("get needs at least one KEY");
-  if (!parse_keys(args, 2, &keys, &bad)) return usage_error("'" + bad + "' is not a 64-bit key");
-  auto r = client.Get(keys);
-  if (!r.ok()) return rpc_error(r.status(), json);
+  auto keys = parse_keys(args, 2);
+  if (!keys.ok()) return usage_error(std::string(keys.status().message()));
+  auto answers = call_by_kind<gphkv::GetResult>(*keys, [&](auto kind_keys) { return client.Get(kind_keys); });
+  if (!answers.status.ok()) return rpc_error(answers.status, json);
   bool all_found = true;
+  const size_t n = keys->size();
   if (absl::GetFlag(FLAGS_raw)) {
-    for (size_t i = 0; i < keys.size(); ++i) {
-      all_found &= r->found(i);
-      std::cout << r->value(i);
+    for (size_t i = 0; i < n; ++i) {
+      const auto [r, at] = answers.at(i);
+      all_found &= r.found(at);
+      std::cout << r.value(at);
     }
   } else if (json) {
     std::cout << "{\"results\":[";
-    for (size_t i = 0; i < keys.size(); ++i) {
-      all_found &= r->found(i);
-      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"found\":" << (r->found(i) ? "true" : "false");
-      if (r->found(i)) {
-        const std::string_view v = r->value(i);
+    for (size_t i = 0; i < n; ++i) {
+      const auto [r, at] = answers.at(i);
+      all_found &= r.found(at);
+      std::cout << (i ? "," : "") << "{" << gphkv::cli::KeyJsonFields((*keys)[i])
+                << ",\"found\":" << (r.found(at) ? "true" : "false");
+      if (r.found(at)) {
+        const std::string_view v = r.value(at);
         std::cout << ",\"length\":" << v.size() << ",\"value_base64\":\""
                   << absl::Base64Escape(absl::string_view(v.data(), v.size())) << "\"";
         if (printable(v)) std::cout << ",\"value\":" << json_string(v);
@@ -155,14 +202,15 @@ int cmd_get(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
     }
     std::cout << "]}\n";
   } else {
-    for (size_t i = 0; i < keys.size(); ++i) {
-      all_found &= r->found(i);
-      std::cout << keys[i] << "\t";
-      if (!r->found(i)) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto [r, at] = answers.at(i);
+      all_found &= r.found(at);
+      std::cout << gphkv::cli::KeyText((*keys)[i]) << "\t";
+      if (!r.found(at)) {
         std::cout << "(not found)\n";
         continue;
       }
-      const std::string_view v = r->value(i);
+      const std::string_view v = r.value(at);
       if (printable(v)) {
         std::cout << v << "\n";
       } else {
@@ -176,9 +224,10 @@ int cmd_get(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
 
 int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
   const std::string file = absl::GetFlag(FLAGS_file);
-  uint64_t key;
   if (args.size() < 3) return usage_error("put needs KEY and VALUE, KEY --file=F, or KEY -");
-  if (!parse_key(args[2], &key)) return usage_error("'" + args[2] + "' is not a 64-bit key");
+  auto parsed = parse_keys({args[2]}, 0);
+  if (!parsed.ok()) return usage_error(std::string(parsed.status().message()));
+  const gphkv::cli::CliKey& key = (*parsed)[0];
   std::string value;
   if (!file.empty()) {
     if (args.size() != 3) return usage_error("put KEY --file=F takes no VALUE argument");
@@ -194,34 +243,35 @@ int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
   } else {
     return usage_error("put needs exactly KEY and VALUE (or KEY --file=F, or KEY - for stdin)");
   }
-  const std::vector<uint64_t> keys{key};
   const std::vector<std::string_view> values{value};
-  auto r = client.Put(keys, values);
+  auto r = key.is_bytes ? client.Put(std::vector<std::string_view>{key.bytes}, values)
+                        : client.Put(std::vector<uint64_t>{key.u64}, values);
   if (!r.ok()) return rpc_error(r.status(), json);
   const bool created = (*r)[0];
   if (json) {
-    std::cout << "{\"key\":\"" << key << "\",\"created\":" << (created ? "true" : "false")
+    std::cout << "{" << gphkv::cli::KeyJsonFields(key) << ",\"created\":" << (created ? "true" : "false")
               << ",\"length\":" << value.size() << "}\n";
   } else {
-    std::cout << key << "\t" << (created ? "created" : "replaced") << " (" << value.size() << " bytes)\n";
+    std::cout << gphkv::cli::KeyText(key) << "\t" << (created ? "created" : "replaced") << " (" << value.size()
+              << " bytes)\n";
   }
   return 0;
 }
 
 int cmd_del(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
-  std::vector<uint64_t> keys;
-  std::string bad;
   if (args.size() < 3) return usage_error("del needs at least one KEY");
-  if (!parse_keys(args, 2, &keys, &bad)) return usage_error("'" + bad + "' is not a 64-bit key");
-  auto r = client.Delete(keys);
-  if (!r.ok()) return rpc_error(r.status(), json);
+  auto keys = parse_keys(args, 2);
+  if (!keys.ok()) return usage_error(std::string(keys.status().message()));
+  auto answers = call_by_kind<std::vector<bool>>(*keys, [&](auto kind_keys) { return client.Delete(kind_keys); });
+  if (!answers.status.ok()) return rpc_error(answers.status, json);
   if (json) std::cout << "{\"results\":[";
-  for (size_t i = 0; i < keys.size(); ++i) {
+  for (size_t i = 0; i < keys->size(); ++i) {
+    const auto [r, at] = answers.at(i);
     if (json) {
-      std::cout << (i ? "," : "") << "{\"key\":\"" << keys[i] << "\",\"deleted\":" << ((*r)[i] ? "true" : "false")
-                << "}";
+      std::cout << (i ? "," : "") << "{" << gphkv::cli::KeyJsonFields((*keys)[i])
+                << ",\"deleted\":" << (r[at] ? "true" : "false") << "}";
     } else {
-      std::cout << keys[i] << "\t" << ((*r)[i] ? "deleted" : "(not found)") << "\n";
+      std::cout << gphkv::cli::KeyText((*keys)[i]) << "\t" << (r[at] ? "deleted" : "(not found)") << "\n";
     }
   }
   if (json) std::cout << "]}\n";

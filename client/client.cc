@@ -48,13 +48,12 @@ std::vector<bool> to_vector(const google::protobuf::RepeatedField<bool>& f) {
   return std::vector<bool>(f.begin(), f.end());
 }
 
-void fill_get(v1::GetRequest* req, absl::Span<const uint64_t> keys, bool exists_only) {
-  req->mutable_keys()->Add(keys.begin(), keys.end());
-  if (exists_only) req->set_value_mode(v1::VALUE_MODE_EXISTS);
-}
-
-void fill_delete(v1::DeleteRequest* req, absl::Span<const uint64_t> keys) {
-  req->mutable_keys()->Add(keys.begin(), keys.end());
+// A call with no keys is refused before it is sent: on the wire it would
+// carry no key of either kind, and in a coalesced message an empty packed get
+// would fail the packed gets of every request it rides with (the server
+// refuses a get_counts entry of 0 for the whole array).
+absl::Status no_keys(const char* call) {
+  return absl::InvalidArgumentError(absl::StrCat(call, ": no keys; a call carries 1 or more"));
 }
 
 grpc::ChannelArguments channel_args(const ClientOptions& options) {
@@ -111,21 +110,6 @@ class InTurn {
 };
 
 }  // namespace
-
-v1::PutRequest make_put_request(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
-  v1::PutRequest req;
-  req.mutable_keys()->Add(keys.begin(), keys.end());
-  size_t total = 0;
-  for (std::string_view v : values) total += v.size();
-  std::string* buf = req.mutable_values();
-  buf->reserve(total);
-  req.mutable_value_lengths()->Reserve(static_cast<int>(values.size()));
-  for (std::string_view v : values) {
-    req.add_value_lengths(static_cast<uint32_t>(v.size()));
-    buf->append(v.data(), v.size());
-  }
-  return req;
-}
 
 GetResult::GetResult(v1::GetResponse response) {
   auto shared = std::make_shared<const v1::GetResponse>(std::move(response));
@@ -196,13 +180,31 @@ void Client::prepare(grpc::ClientContext* ctx) const {
 }
 
 absl::StatusOr<GetResult> Client::Get(absl::Span<const uint64_t> keys, bool exists_only) {
+  return get(keys, exists_only);
+}
+absl::StatusOr<GetResult> Client::Get(absl::Span<const std::string_view> keys, bool exists_only) {
+  return get(keys, exists_only);
+}
+absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
+                                              absl::Span<const std::string_view> values) {
+  return put(keys, values);
+}
+absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const std::string_view> keys,
+                                              absl::Span<const std::string_view> values) {
+  return put(keys, values);
+}
+absl::StatusOr<std::vector<bool>> Client::Delete(absl::Span<const uint64_t> keys) { return remove(keys); }
+absl::StatusOr<std::vector<bool>> Client::Delete(absl::Span<const std::string_view> keys) { return remove(keys); }
+
+template <class Key>
+absl::StatusOr<GetResult> Client::get(absl::Span<const Key> keys, bool exists_only) {
+  if (keys.empty()) return no_keys("Get");
   if (coalescer_) {
     Waiter<absl::StatusOr<GetResult>> w;
-    GetAsync(keys, exists_only, [&w](absl::StatusOr<GetResult> r) { w.set(std::move(r)); });
+    get_async(keys, exists_only, [&w](absl::StatusOr<GetResult> r) { w.set(std::move(r)); });
     return w.wait();
   }
-  v1::GetRequest req;
-  fill_get(&req, keys, exists_only);
+  const v1::GetRequest req = make_get_request(keys, exists_only);
   v1::GetResponse resp;
   grpc::ClientContext ctx;
   prepare(&ctx);
@@ -211,14 +213,15 @@ absl::StatusOr<GetResult> Client::Get(absl::Span<const uint64_t> keys, bool exis
   return GetResult(std::move(resp));
 }
 
-absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
-                                              absl::Span<const std::string_view> values) {
+template <class Key>
+absl::StatusOr<std::vector<bool>> Client::put(absl::Span<const Key> keys, absl::Span<const std::string_view> values) {
   if (keys.size() != values.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
   }
+  if (keys.empty()) return no_keys("Put");
   if (coalescer_) {
     Waiter<absl::StatusOr<std::vector<bool>>> w;
-    PutAsync(keys, values, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
+    put_async(keys, values, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
     return w.wait();
   }
   const v1::PutRequest req = make_put_request(keys, values);
@@ -230,14 +233,15 @@ absl::StatusOr<std::vector<bool>> Client::Put(absl::Span<const uint64_t> keys,
   return to_vector(resp.created());
 }
 
-absl::StatusOr<std::vector<bool>> Client::Delete(absl::Span<const uint64_t> keys) {
+template <class Key>
+absl::StatusOr<std::vector<bool>> Client::remove(absl::Span<const Key> keys) {
+  if (keys.empty()) return no_keys("Delete");
   if (coalescer_) {
     Waiter<absl::StatusOr<std::vector<bool>>> w;
-    DeleteAsync(keys, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
+    delete_async(keys, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
     return w.wait();
   }
-  v1::DeleteRequest req;
-  fill_delete(&req, keys);
+  const v1::DeleteRequest req = make_delete_request(keys);
   v1::DeleteResponse resp;
   grpc::ClientContext ctx;
   prepare(&ctx);
@@ -308,6 +312,35 @@ void start_in_order(detail::ThreadOrder* order, detail::ThreadOrder::Kind kind,
 
 void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                       std::function<void(absl::StatusOr<GetResult>)> done) {
+  get_async(keys, exists_only, std::move(done));
+}
+void Client::GetAsync(absl::Span<const std::string_view> keys, bool exists_only,
+                      std::function<void(absl::StatusOr<GetResult>)> done) {
+  get_async(keys, exists_only, std::move(done));
+}
+void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
+                      std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  put_async(keys, values, std::move(done));
+}
+void Client::PutAsync(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                      std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  put_async(keys, values, std::move(done));
+}
+void Client::DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  delete_async(keys, std::move(done));
+}
+void Client::DeleteAsync(absl::Span<const std::string_view> keys,
+                         std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  delete_async(keys, std::move(done));
+}
+
+template <class Key>
+void Client::get_async(absl::Span<const Key> keys, bool exists_only,
+                       std::function<void(absl::StatusOr<GetResult>)> done) {
+  if (keys.empty()) {
+    done(no_keys("GetAsync"));
+    return;
+  }
   if (coalescer_ && !exists_only) {
     // The common case: packed with the other gets of its message.
     coalescer_->submit_get(keys, std::move(done));
@@ -315,7 +348,7 @@ void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
   }
   if (coalescer_) {
     v1::Operation op;
-    fill_get(op.mutable_get(), keys, exists_only);
+    *op.mutable_get() = make_get_request(keys, exists_only);
     coalescer_->submit(std::move(op), [done = std::move(done)](const absl::Status& s, v1::OperationResult* r) {
       if (s.ok()) {
         done(GetResult(std::move(*r->mutable_get())));
@@ -326,7 +359,7 @@ void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
     return;
   }
   auto call = std::make_unique<AsyncCall<v1::GetRequest, v1::GetResponse>>();
-  fill_get(&call->req, keys, exists_only);
+  call->req = make_get_request(keys, exists_only);
   prepare(&call->ctx);
   start_in_order(
       order_.get(), detail::ThreadOrder::Kind::kRead, std::move(call),
@@ -340,10 +373,15 @@ void Client::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
       });
 }
 
-void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
-                      std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+template <class Key>
+void Client::put_async(absl::Span<const Key> keys, absl::Span<const std::string_view> values,
+                       std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
   if (keys.size() != values.size()) {
     done(absl::InvalidArgumentError(absl::StrCat("PutAsync: ", keys.size(), " keys but ", values.size(), " values")));
+    return;
+  }
+  if (keys.empty()) {
+    done(no_keys("PutAsync"));
     return;
   }
   if (coalescer_) {
@@ -373,10 +411,15 @@ void Client::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::str
       });
 }
 
-void Client::DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+template <class Key>
+void Client::delete_async(absl::Span<const Key> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  if (keys.empty()) {
+    done(no_keys("DeleteAsync"));
+    return;
+  }
   if (coalescer_) {
     v1::Operation op;
-    fill_delete(op.mutable_delete_(), keys);
+    *op.mutable_delete_() = make_delete_request(keys);
     coalescer_->submit(std::move(op), [done = std::move(done)](const absl::Status& s, v1::OperationResult* r) {
       if (s.ok()) {
         done(to_vector(r->delete_().deleted()));
@@ -387,7 +430,7 @@ void Client::DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(abs
     return;
   }
   auto call = std::make_unique<AsyncCall<v1::DeleteRequest, v1::DeleteResponse>>();
-  fill_delete(&call->req, keys);
+  call->req = make_delete_request(keys);
   prepare(&call->ctx);
   start_in_order(
       order_.get(), detail::ThreadOrder::Kind::kWrite, std::move(call),
@@ -438,25 +481,60 @@ absl::StatusOr<uint64_t> PipelineStream::send(v1::PipelineRequest* req) {
   return id;
 }
 
-absl::StatusOr<uint64_t> PipelineStream::SendGet(absl::Span<const uint64_t> keys, bool exists_only) {
-  v1::PipelineRequest req;
-  fill_get(req.mutable_get(), keys, exists_only);
-  return send(&req);
-}
+namespace {
 
-absl::StatusOr<uint64_t> PipelineStream::SendPut(absl::Span<const uint64_t> keys,
+// A Pipeline operation's request, for either kind of key.
+template <class Key>
+v1::PipelineRequest pipeline_get(absl::Span<const Key> keys, bool exists_only) {
+  v1::PipelineRequest req;
+  *req.mutable_get() = make_get_request(keys, exists_only);
+  return req;
+}
+template <class Key>
+absl::StatusOr<v1::PipelineRequest> pipeline_put(absl::Span<const Key> keys,
                                                  absl::Span<const std::string_view> values) {
   if (keys.size() != values.size()) {
     return absl::InvalidArgumentError(absl::StrCat("SendPut: ", keys.size(), " keys but ", values.size(), " values"));
   }
   v1::PipelineRequest req;
   *req.mutable_put() = make_put_request(keys, values);
-  return send(&req);
+  return req;
+}
+template <class Key>
+v1::PipelineRequest pipeline_delete(absl::Span<const Key> keys) {
+  v1::PipelineRequest req;
+  *req.mutable_delete_() = make_delete_request(keys);
+  return req;
 }
 
+}  // namespace
+
+absl::StatusOr<uint64_t> PipelineStream::SendGet(absl::Span<const uint64_t> keys, bool exists_only) {
+  v1::PipelineRequest req = pipeline_get(keys, exists_only);
+  return send(&req);
+}
+absl::StatusOr<uint64_t> PipelineStream::SendGet(absl::Span<const std::string_view> keys, bool exists_only) {
+  v1::PipelineRequest req = pipeline_get(keys, exists_only);
+  return send(&req);
+}
+absl::StatusOr<uint64_t> PipelineStream::SendPut(absl::Span<const uint64_t> keys,
+                                                 absl::Span<const std::string_view> values) {
+  auto req = pipeline_put(keys, values);
+  if (!req.ok()) return req.status();
+  return send(&*req);
+}
+absl::StatusOr<uint64_t> PipelineStream::SendPut(absl::Span<const std::string_view> keys,
+                                                 absl::Span<const std::string_view> values) {
+  auto req = pipeline_put(keys, values);
+  if (!req.ok()) return req.status();
+  return send(&*req);
+}
 absl::StatusOr<uint64_t> PipelineStream::SendDelete(absl::Span<const uint64_t> keys) {
-  v1::PipelineRequest req;
-  fill_delete(req.mutable_delete_(), keys);
+  v1::PipelineRequest req = pipeline_delete(keys);
+  return send(&req);
+}
+absl::StatusOr<uint64_t> PipelineStream::SendDelete(absl::Span<const std::string_view> keys) {
+  v1::PipelineRequest req = pipeline_delete(keys);
   return send(&req);
 }
 

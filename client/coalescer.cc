@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include <grpcpp/grpcpp.h>
@@ -46,11 +47,33 @@ void deliver(std::vector<Failure>& failures) {
 
 uint64_t keys_of(const v1::Operation& op) {
   switch (op.op_case()) {
-    case v1::Operation::kGet: return op.get().keys_size();
-    case v1::Operation::kPut: return op.put().keys_size();
-    case v1::Operation::kDelete: return op.delete_().keys_size();
+    case v1::Operation::kGet: return key_count(op.get());
+    case v1::Operation::kPut: return key_count(op.put());
+    case v1::Operation::kDelete: return key_count(op.delete_());
     default: return 0;
   }
+}
+
+// The bytes an operation adds to its message beyond its keys' count: put
+// values and byte keys.
+uint64_t bytes_of(const v1::Operation& op) {
+  switch (op.op_case()) {
+    case v1::Operation::kGet: return op.get().key_bytes().size();
+    case v1::Operation::kPut: return op.put().values().size() + op.put().key_bytes().size();
+    case v1::Operation::kDelete: return op.delete_().key_bytes().size();
+    default: return 0;
+  }
+}
+
+// The kind of key a packed get holds.
+template <class Key>
+constexpr bool kByteKeys = std::is_same_v<Key, std::string_view>;
+
+uint64_t bytes_of_keys(absl::Span<const uint64_t>) { return 0; }
+uint64_t bytes_of_keys(absl::Span<const std::string_view> keys) {
+  uint64_t n = 0;
+  for (std::string_view k : keys) n += k.size();
+  return n;
 }
 
 void fail_slots(std::vector<Slot>& slots, const absl::Status& why, std::vector<Failure>* out) {
@@ -122,8 +145,9 @@ void answer_packed(std::vector<GetSlot>& slots, v1::OperationResult* r) {
 // A message being filled or waiting for its turn.
 struct Coalescer::Outgoing {
   v1::BatchRequest req;
-  std::vector<Slot> slots;    // slots[i] answers req.ops(i)
-  std::vector<GetSlot> gets;  // the packed gets, in order
+  std::vector<Slot> slots;     // slots[i] answers req.ops(i)
+  std::vector<GetSlot> gets;   // the packed gets, in order
+  bool byte_key_gets = false;  // the packed gets' kind of key, set by the first
   uint64_t keys = 0, bytes = 0;
 };
 
@@ -466,7 +490,7 @@ Coalescer::Lane& Coalescer::lane_of_calling_thread() {
 }
 
 template <class Add, class Refuse>
-void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add, Refuse&& refuse) {
+void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool is_write, Add&& add, Refuse&& refuse) {
   Lane& lane = lane_of_calling_thread();
   const Clock::time_point deadline =
       options_.timeout.count() > 0 ? Clock::now() + options_.timeout : Clock::time_point::max();
@@ -479,15 +503,16 @@ void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add
       refuse(absl::CancelledError("the client is being destroyed"));
       return;
     }
-    // A message closes at the key or byte limit, and when an operation
+    // A message closes at the key or byte limit, and when a put or delete
     // would follow packed gets (operations take effect first): the request
     // starts the next one (alone if it is larger than the limits itself).
+    // A get may join after packed gets even as an operation: gets commute.
     const auto& o = options_.coalesce;
     if (lane.queue.empty()) lane.queue.emplace_back();
     Outgoing* m = &lane.queue.back();
     const bool empty = m->slots.empty() && m->gets.empty();
     if (!empty && (m->keys + keys > o.max_message_keys || m->bytes + bytes > o.max_message_bytes ||
-                   (operation && !m->gets.empty()))) {
+                   (is_write && !m->gets.empty()))) {
       m = &lane.queue.emplace_back();
     }
     add(*m, deadline);
@@ -509,9 +534,9 @@ void Coalescer::enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add
 
 void Coalescer::submit(v1::Operation&& op, Done done) {
   const uint64_t keys = keys_of(op);
-  const uint64_t bytes = op.has_put() ? op.put().values().size() : 0;
+  const uint64_t bytes = bytes_of(op);
   enqueue(
-      keys, bytes, /*operation=*/true,
+      keys, bytes, /*is_write=*/!op.has_get(),
       [&](Outgoing& m, Clock::time_point deadline) {
         m.req.add_ops()->Swap(&op);
         m.slots.push_back({std::move(done), deadline});
@@ -519,13 +544,34 @@ void Coalescer::submit(v1::Operation&& op, Done done) {
       [&](const absl::Status& s) { done(s, nullptr); });
 }
 
-void Coalescer::submit_get(absl::Span<const uint64_t> keys, GetDone done) {
+void Coalescer::submit_get(absl::Span<const uint64_t> keys, GetDone done) { submit_packed_get(keys, std::move(done)); }
+
+void Coalescer::submit_get(absl::Span<const std::string_view> keys, GetDone done) {
+  submit_packed_get(keys, std::move(done));
+}
+
+template <class Key>
+void Coalescer::submit_packed_get(absl::Span<const Key> keys, GetDone done) {
   enqueue(
-      keys.size(), 0, /*operation=*/false,
+      keys.size(), bytes_of_keys(keys), /*is_write=*/false,
       [&](Outgoing& m, Clock::time_point deadline) {
-        m.req.mutable_gets()->mutable_keys()->Add(keys.begin(), keys.end());
-        m.req.add_get_counts(static_cast<uint32_t>(keys.size()));
-        m.gets.push_back({std::move(done), deadline, static_cast<uint32_t>(keys.size())});
+        if (m.gets.empty()) m.byte_key_gets = kByteKeys<Key>;
+        if (m.byte_key_gets == kByteKeys<Key>) {
+          append_keys(m.req.mutable_gets(), keys);
+          m.req.add_get_counts(static_cast<uint32_t>(keys.size()));
+          m.gets.push_back({std::move(done), deadline, static_cast<uint32_t>(keys.size())});
+          return;
+        }
+        // The packed gets hold the other kind of key: an operation of its own.
+        *m.req.add_ops()->mutable_get() = make_get_request(keys);
+        m.slots.push_back({[done = std::move(done)](const absl::Status& s, v1::OperationResult* r) {
+                             if (s.ok()) {
+                               done(GetResult(std::move(*r->mutable_get())));
+                             } else {
+                               done(s);
+                             }
+                           },
+                           deadline});
       },
       [&](const absl::Status& s) { done(s); });
 }

@@ -5,7 +5,13 @@
 // Each lane is one Batches stream on its own connection. Gets of values
 // (nearly all requests) are packed into one key array per message; the other
 // requests travel as operations, which take effect before the packed gets of
-// their message (so a request issued after a packed get starts a new one). A request goes to
+// their message (so a put or delete issued after a packed get starts a new
+// one; a get may join: gets commute, and it stays behind every write of its
+// message). A packed GetRequest holds one kind of key, so a message's packed
+// gets take the kind of its first one, and a get of the other kind rides in
+// the same message as an operation of its own: a workload of byte keys packs
+// as well as one of uint64 keys, and a mixed one still sends one message
+// per turn instead of closing a message at every change of kind. A request goes to
 // its calling thread's lane (so one thread's requests take effect in the
 // order it issued them) and is sent at once when fewer than max_in_flight of
 // the lane's messages await their answer; otherwise it waits, with the
@@ -29,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -65,6 +72,9 @@ class Coalescer {
   // Sends a get of values: its keys join the message's packed gets (one key
   // array for all of them, no message of its own), answered by its slice.
   void submit_get(absl::Span<const uint64_t> keys, GetDone done);
+  // The same with byte keys: packed when the message's packed gets are of
+  // byte keys or it has none yet, else an operation of its own.
+  void submit_get(absl::Span<const std::string_view> keys, GetDone done);
 
   // How many messages the lanes have sent, and the operations they carried
   // (for tests and the load generator's report).
@@ -82,8 +92,12 @@ class Coalescer {
   // answers it instead while the client is being destroyed.
   // The calling thread's lane: the same one for all its requests.
   Lane& lane_of_calling_thread();
+  // `is_write`: a put or delete, which must not join a message after its packed
+  // gets (they take effect after its operations).
   template <class Add, class Refuse>
-  void enqueue(uint64_t keys, uint64_t bytes, bool operation, Add&& add, Refuse&& refuse);
+  void enqueue(uint64_t keys, uint64_t bytes, bool is_write, Add&& add, Refuse&& refuse);
+  template <class Key>
+  void submit_packed_get(absl::Span<const Key> keys, GetDone done);
   void sweep();
 
   const ClientOptions options_;

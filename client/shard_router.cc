@@ -1,5 +1,7 @@
 #include "gphkv/client/shard_router.h"
 
+#include <xxhash.h>
+
 namespace gphkv {
 namespace {
 
@@ -32,13 +34,24 @@ uint64_t ShardNameHash(std::string_view name) {
 
 uint64_t ShardWeight(uint64_t key, uint64_t name_hash) { return weight(key_hash(key), name_hash); }
 
+uint64_t ShardByteKeyHash(std::string_view key) {
+  return XXH3_64bits_withSeed(key.data(), key.size(), kShardByteKeySeed);
+}
+
+uint64_t ShardByteKeyWeight(std::string_view key, uint64_t name_hash) {
+  return weight(ShardByteKeyHash(key), name_hash);
+}
+
 ShardRouter::ShardRouter(const std::vector<std::string>& names) {
   name_hashes_.reserve(names.size());
   for (const std::string& n : names) name_hashes_.push_back(ShardNameHash(n));
 }
 
-size_t ShardRouter::shard_of(uint64_t key) const {
-  const uint64_t k = key_hash(key);
+size_t ShardRouter::shard_of(uint64_t key) const { return shard_of_hash(key_hash(key)); }
+
+size_t ShardRouter::shard_of(std::string_view key) const { return shard_of_hash(ShardByteKeyHash(key)); }
+
+size_t ShardRouter::shard_of_hash(uint64_t k) const {
   size_t best = 0;
   uint64_t best_weight = weight(k, name_hashes_[0]);
   for (size_t i = 1; i < name_hashes_.size(); ++i) {

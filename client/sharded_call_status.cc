@@ -8,15 +8,13 @@ namespace gphkv {
 namespace {
 
 constexpr absl::string_view kTypeUrl = "type.googleapis.com/gphkv.client.v1.ShardedCallFailure";
-// Applied keys named in a message; the payload has them all.
-constexpr size_t kKeysNamed = 16;
 
 }  // namespace
 
 namespace detail {
 
 absl::Status ShardedCallStatus(const ShardedCallFailure& failure, size_t call_keys,
-                               absl::Span<const uint64_t> applied_keys, absl::string_view verb) {
+                               absl::Span<const std::string> applied_keys, absl::string_view verb) {
   const auto& first = failure.failed.front();
   std::string message;
   for (const auto& f : failure.failed) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -15,10 +16,13 @@
 namespace gphkv::detail {
 
 // `failure.failed` is not empty; the call had `call_keys` keys;
-// `applied_keys[i]` is the key at index failure.applied[i] (the message names
-// the first few); `verb` says what the other shards did with theirs
+// `applied_keys[i]` names the key at index failure.applied[i], as the message
+// shows it (it names the first kKeysNamed; more are not read); `verb` says what the other shards did with theirs
 // ("applied", "answered").
 absl::Status ShardedCallStatus(const ShardedCallFailure& failure, size_t call_keys,
-                               absl::Span<const uint64_t> applied_keys, absl::string_view verb);
+                               absl::Span<const std::string> applied_keys, absl::string_view verb);
+
+// Applied keys named in a failure's message; the payload has them all.
+constexpr size_t kKeysNamed = 16;
 
 }  // namespace gphkv::detail

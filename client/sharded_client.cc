@@ -2,10 +2,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/sharded_call_status.h"
 #include "gphkv/client/shard_list.h"
@@ -30,15 +33,22 @@ constexpr absl::string_view kWriteVerb = "applied";
 
 // A call's keys grouped by shard: part p goes to shard[p] with keys[p], in
 // request order; part_of[i] is the part of the call's key i.
+template <class Key>
 struct Split {
   std::vector<uint32_t> part_of;
   std::vector<uint32_t> shard;
-  std::vector<std::vector<uint64_t>> keys;
+  std::vector<std::vector<Key>> keys;
+  // Byte keys: a copy of the call's keys, which `keys` views. The parts
+  // outlive the caller's keys (an async call returns at once, and a failure's
+  // message names keys after every shard answered); a vector keeps its
+  // buffer when moved, where a short std::string would not.
+  std::vector<char> storage;
 };
 
 // The shard of every key when they all have one (an empty call: the first
-// shard, whose server judges it), else -1.
-int64_t single_shard(const ShardSet& set, absl::Span<const uint64_t> keys) {
+// shard, whose client refuses it, named), else -1.
+template <class Key>
+int64_t single_shard(const ShardSet& set, absl::Span<const Key> keys) {
   if (keys.empty() || set.names.size() == 1) return 0;
   const size_t first = set.router.shard_of(keys[0]);
   for (size_t i = 1; i < keys.size(); ++i) {
@@ -47,8 +57,23 @@ int64_t single_shard(const ShardSet& set, absl::Span<const uint64_t> keys) {
   return static_cast<int64_t>(first);
 }
 
-Split split_keys(const ShardSet& set, absl::Span<const uint64_t> keys) {
-  Split s;
+template <class Key>
+Split<Key> split_keys(const ShardSet& set, absl::Span<const Key> keys) {
+  Split<Key> s;
+  std::vector<Key> copies;
+  if constexpr (std::is_same_v<Key, std::string_view>) {
+    size_t total = 0;
+    for (std::string_view k : keys) total += k.size();
+    s.storage.resize(total);
+    copies.reserve(keys.size());
+    size_t at = 0;
+    for (std::string_view k : keys) {
+      if (!k.empty()) std::memcpy(s.storage.data() + at, k.data(), k.size());
+      copies.emplace_back(s.storage.data() + at, k.size());
+      at += k.size();
+    }
+    keys = copies;
+  }
   s.part_of.resize(keys.size());
   std::vector<int32_t> part_of_shard(set.names.size(), -1);
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -63,6 +88,13 @@ Split split_keys(const ShardSet& set, absl::Span<const uint64_t> keys) {
     s.keys[part].push_back(keys[i]);
   }
   return s;
+}
+
+// A key as a failure's message names it: a uint64 key in decimal, a byte
+// key quoted, with C escapes for what is not printable.
+std::string key_name(uint64_t key) { return absl::StrCat(key); }
+std::string key_name(std::string_view key) {
+  return absl::StrCat("\"", absl::CHexEscape(absl::string_view(key.data(), key.size())), "\"");
 }
 
 // The status of a call of `keys` keys that all went to one shard, which failed.
@@ -86,7 +118,8 @@ std::function<void(absl::StatusOr<R>)> name_shard_on_failure(std::shared_ptr<con
   };
 }
 
-GetResult merge(const Split& split, std::vector<absl::StatusOr<GetResult>>& parts) {
+template <class Key>
+GetResult merge(const Split<Key>& split, std::vector<absl::StatusOr<GetResult>>& parts) {
   const size_t n = split.part_of.size();
   v1::GetResponse merged;
   uint64_t bytes = 0;
@@ -107,7 +140,8 @@ GetResult merge(const Split& split, std::vector<absl::StatusOr<GetResult>>& part
   return GetResult(std::move(merged));
 }
 
-Flags merge(const Split& split, std::vector<absl::StatusOr<Flags>>& parts) {
+template <class Key>
+Flags merge(const Split<Key>& split, std::vector<absl::StatusOr<Flags>>& parts) {
   Flags merged(split.part_of.size());
   std::vector<uint32_t> next(parts.size(), 0);
   for (size_t i = 0; i < merged.size(); ++i) {
@@ -121,10 +155,10 @@ Flags merge(const Split& split, std::vector<absl::StatusOr<Flags>>& parts) {
 
 // A call in flight on several shards: collects each part's answer; the last
 // one merges them, or reports the failed parts, and runs `done`.
-template <class R>
+template <class R, class Key>
 class FanOut {
  public:
-  FanOut(std::shared_ptr<const ShardSet> set, Split split, absl::string_view verb,
+  FanOut(std::shared_ptr<const ShardSet> set, Split<Key> split, absl::string_view verb,
          std::function<void(absl::StatusOr<R>)> done)
       : set_(std::move(set)),
         split_(std::move(split)),
@@ -133,7 +167,7 @@ class FanOut {
         answers_(split_.shard.size()),
         left_(split_.shard.size()) {}
 
-  const Split& split() const { return split_; }
+  const Split<Key>& split() const { return split_; }
   Client& client(size_t part) const { return *set_->clients[split_.shard[part]]; }
 
   // Part `part`'s answer; each part answers once, on any thread. An answer
@@ -158,16 +192,16 @@ class FanOut {
     // The account: failed parts in the order of their first key, and the
     // keys of the parts that succeeded (indices, and values for the message).
     ShardedCallFailure f;
-    std::vector<uint64_t> applied_keys;
+    std::vector<std::string> applied_keys;  // the first few, named
     std::vector<int32_t> failed_index(answers_.size(), -1);
     std::vector<uint32_t> next(answers_.size(), 0);
     const auto n = static_cast<uint32_t>(split_.part_of.size());
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t part = split_.part_of[i];
-      const uint64_t key = split_.keys[part][next[part]++];
+      const Key& key = split_.keys[part][next[part]++];
       if (answers_[part].ok()) {
         f.applied.push_back(i);
-        applied_keys.push_back(key);
+        if (applied_keys.size() < detail::kKeysNamed) applied_keys.push_back(key_name(key));
         continue;
       }
       if (failed_index[part] < 0) {
@@ -180,7 +214,7 @@ class FanOut {
   }
 
   const std::shared_ptr<const ShardSet> set_;
-  const Split split_;
+  const Split<Key> split_;
   const absl::string_view verb_;
   const std::function<void(absl::StatusOr<R>)> done_;
   std::vector<absl::StatusOr<R>> answers_;
@@ -188,10 +222,10 @@ class FanOut {
 };
 
 // Sends every part of a call: `send(fan_out, part, on_answer)`.
-template <class R, class Send>
-void fan_out(std::shared_ptr<const ShardSet> set, Split split, absl::string_view verb,
+template <class R, class Key, class Send>
+void fan_out(std::shared_ptr<const ShardSet> set, Split<Key> split, absl::string_view verb,
              std::function<void(absl::StatusOr<R>)> done, Send&& send) {
-  auto call = std::make_shared<FanOut<R>>(std::move(set), std::move(split), verb, std::move(done));
+  auto call = std::make_shared<FanOut<R, Key>>(std::move(set), std::move(split), verb, std::move(done));
   for (size_t part = 0; part < call->split().shard.size(); ++part) {
     send(*call, part, [call, part](absl::StatusOr<R> r) { call->answer(part, std::move(r)); });
   }
@@ -200,8 +234,8 @@ void fan_out(std::shared_ptr<const ShardSet> set, Split split, absl::string_view
 // A sync call: `one(client)` on the shard that holds every key (the
 // Client's own sync call, on this thread), else `start(done)`, the async
 // call across shards, waited for.
-template <class R, class One, class Start>
-absl::StatusOr<R> sync_call(const ShardSet& set, absl::Span<const uint64_t> keys, absl::string_view verb, One&& one,
+template <class R, class Key, class One, class Start>
+absl::StatusOr<R> sync_call(const ShardSet& set, absl::Span<const Key> keys, absl::string_view verb, One&& one,
                             Start&& start) {
   if (const int64_t shard = single_shard(set, keys); shard >= 0) {
     absl::StatusOr<R> r = one(*set.clients[shard]);
@@ -276,6 +310,11 @@ std::string ShardedClient::shard_of(uint64_t key) const {
   return set->names[set->router.shard_of(key)];
 }
 
+std::string ShardedClient::shard_of(std::string_view key) const {
+  auto set = shards();
+  return set->names[set->router.shard_of(key)];
+}
+
 absl::Status ShardedClient::Refresh() {
   auto list = ResolveShardList(servers_);
   if (!list.ok()) return list.status();
@@ -296,29 +335,76 @@ absl::Status ShardedClient::Refresh() {
 }
 
 absl::StatusOr<GetResult> ShardedClient::Get(absl::Span<const uint64_t> keys, bool exists_only) {
-  return sync_call<GetResult>(
-      *shards(), keys, kGetVerb, [&](Client& c) { return c.Get(keys, exists_only); },
-      [&](auto done) { GetAsync(keys, exists_only, std::move(done)); });
+  return get(keys, exists_only);
+}
+absl::StatusOr<GetResult> ShardedClient::Get(absl::Span<const std::string_view> keys, bool exists_only) {
+  return get(keys, exists_only);
+}
+absl::StatusOr<std::vector<bool>> ShardedClient::Put(absl::Span<const uint64_t> keys,
+                                                     absl::Span<const std::string_view> values) {
+  return put(keys, values);
+}
+absl::StatusOr<std::vector<bool>> ShardedClient::Put(absl::Span<const std::string_view> keys,
+                                                     absl::Span<const std::string_view> values) {
+  return put(keys, values);
+}
+absl::StatusOr<std::vector<bool>> ShardedClient::Delete(absl::Span<const uint64_t> keys) { return remove(keys); }
+absl::StatusOr<std::vector<bool>> ShardedClient::Delete(absl::Span<const std::string_view> keys) {
+  return remove(keys);
+}
+void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
+                             std::function<void(absl::StatusOr<GetResult>)> done) {
+  get_async(keys, exists_only, std::move(done));
+}
+void ShardedClient::GetAsync(absl::Span<const std::string_view> keys, bool exists_only,
+                             std::function<void(absl::StatusOr<GetResult>)> done) {
+  get_async(keys, exists_only, std::move(done));
+}
+void ShardedClient::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
+                             std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  put_async(keys, values, std::move(done));
+}
+void ShardedClient::PutAsync(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                             std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  put_async(keys, values, std::move(done));
+}
+void ShardedClient::DeleteAsync(absl::Span<const uint64_t> keys,
+                                std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  delete_async(keys, std::move(done));
+}
+void ShardedClient::DeleteAsync(absl::Span<const std::string_view> keys,
+                                std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+  delete_async(keys, std::move(done));
 }
 
-absl::StatusOr<std::vector<bool>> ShardedClient::Put(absl::Span<const uint64_t> keys,
+template <class Key>
+absl::StatusOr<GetResult> ShardedClient::get(absl::Span<const Key> keys, bool exists_only) {
+  return sync_call<GetResult>(
+      *shards(), keys, kGetVerb, [&](Client& c) { return c.Get(keys, exists_only); },
+      [&](auto done) { get_async(keys, exists_only, std::move(done)); });
+}
+
+template <class Key>
+absl::StatusOr<std::vector<bool>> ShardedClient::put(absl::Span<const Key> keys,
                                                      absl::Span<const std::string_view> values) {
   if (keys.size() != values.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Put: ", keys.size(), " keys but ", values.size(), " values"));
   }
   return sync_call<Flags>(
       *shards(), keys, kWriteVerb, [&](Client& c) { return c.Put(keys, values); },
-      [&](auto done) { PutAsync(keys, values, std::move(done)); });
+      [&](auto done) { put_async(keys, values, std::move(done)); });
 }
 
-absl::StatusOr<std::vector<bool>> ShardedClient::Delete(absl::Span<const uint64_t> keys) {
+template <class Key>
+absl::StatusOr<std::vector<bool>> ShardedClient::remove(absl::Span<const Key> keys) {
   return sync_call<Flags>(
       *shards(), keys, kWriteVerb, [&](Client& c) { return c.Delete(keys); },
-      [&](auto done) { DeleteAsync(keys, std::move(done)); });
+      [&](auto done) { delete_async(keys, std::move(done)); });
 }
 
-void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
-                             std::function<void(absl::StatusOr<GetResult>)> done) {
+template <class Key>
+void ShardedClient::get_async(absl::Span<const Key> keys, bool exists_only,
+                              std::function<void(absl::StatusOr<GetResult>)> done) {
   auto set = shards();
   if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
     Client& client = *set->clients[shard];
@@ -326,15 +412,16 @@ void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                     name_shard_on_failure(std::move(set), shard, keys.size(), kGetVerb, std::move(done)));
     return;
   }
-  Split split = split_keys(*set, keys);
+  Split<Key> split = split_keys(*set, keys);
   fan_out<GetResult>(std::move(set), std::move(split), kGetVerb, std::move(done),
-                     [exists_only](FanOut<GetResult>& call, size_t part, auto on_answer) {
+                     [exists_only](FanOut<GetResult, Key>& call, size_t part, auto on_answer) {
                        call.client(part).GetAsync(call.split().keys[part], exists_only, std::move(on_answer));
                      });
 }
 
-void ShardedClient::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
-                             std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+template <class Key>
+void ShardedClient::put_async(absl::Span<const Key> keys, absl::Span<const std::string_view> values,
+                              std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
   if (keys.size() != values.size()) {
     done(absl::InvalidArgumentError(absl::StrCat("PutAsync: ", keys.size(), " keys but ", values.size(), " values")));
     return;
@@ -346,28 +433,29 @@ void ShardedClient::PutAsync(absl::Span<const uint64_t> keys, absl::Span<const s
                     name_shard_on_failure(std::move(set), shard, keys.size(), kWriteVerb, std::move(done)));
     return;
   }
-  Split split = split_keys(*set, keys);
+  Split<Key> split = split_keys(*set, keys);
   // Each part's values, in its keys' order (Client copies them into its
   // request before PutAsync returns).
   std::vector<std::vector<std::string_view>> part_values(split.shard.size());
   for (size_t i = 0; i < values.size(); ++i) part_values[split.part_of[i]].push_back(values[i]);
   fan_out<Flags>(std::move(set), std::move(split), kWriteVerb, std::move(done),
-                 [&part_values](FanOut<Flags>& call, size_t part, auto on_answer) {
+                 [&part_values](FanOut<Flags, Key>& call, size_t part, auto on_answer) {
                    call.client(part).PutAsync(call.split().keys[part], part_values[part], std::move(on_answer));
                  });
 }
 
-void ShardedClient::DeleteAsync(absl::Span<const uint64_t> keys,
-                                std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
+template <class Key>
+void ShardedClient::delete_async(absl::Span<const Key> keys,
+                                 std::function<void(absl::StatusOr<std::vector<bool>>)> done) {
   auto set = shards();
   if (const int64_t shard = single_shard(*set, keys); shard >= 0) {
     Client& client = *set->clients[shard];
     client.DeleteAsync(keys, name_shard_on_failure(std::move(set), shard, keys.size(), kWriteVerb, std::move(done)));
     return;
   }
-  Split split = split_keys(*set, keys);
+  Split<Key> split = split_keys(*set, keys);
   fan_out<Flags>(std::move(set), std::move(split), kWriteVerb, std::move(done),
-                 [](FanOut<Flags>& call, size_t part, auto on_answer) {
+                 [](FanOut<Flags, Key>& call, size_t part, auto on_answer) {
                    call.client(part).DeleteAsync(call.split().keys[part], std::move(on_answer));
                  });
 }

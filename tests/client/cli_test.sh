@@ -42,7 +42,9 @@ g --json stats | grep -q "\"data_dir\":{\"dir\":\"$dir/data\",\"fsync\":\"everys
 # The table is at its initial size: nothing to shrink.
 g --json shrink | grep -q '^{"started":false,"keys":2,' || fail "shrink --json: $(g --json shrink)"
 g shrink | grep -q '^nothing to do' || fail "shrink text: $(g shrink)"
-g get notakey >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad key should be a usage error (2)"
+g --key_format=u64 get notakey >/dev/null 2>&1; [ $? -eq 2 ] || fail "a key that is no number under --key_format=u64 should be a usage error (2)"
+g --key_format=hex get 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "odd hex under --key_format=hex should be a usage error (2)"
+g --key_format=nope get 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "an unknown --key_format should be a usage error (2)"
 g frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown command should exit 2"
 
 kill -TERM "$pid"

@@ -158,5 +158,90 @@ TEST(ShardRouter, OneShardHoldsEverything) {
   for (uint64_t k : random_keys(1000, TestSeed())) EXPECT_EQ(router.shard_of(k), 0u);
 }
 
+// Byte keys: XXH3-64 with the router's seed, pinned the same way (from a C
+// program on libxxhash beside the definitions, whose XXH3 of "" with seed 0
+// is the specification's 0x2d06800538d394c2).
+TEST(ShardRouter, ByteKeyHashesArePinned) {
+  EXPECT_EQ(ShardByteKeyHash("user:42:profile"), 0xf5a514d977324b7fULL);
+  EXPECT_EQ(ShardByteKeyHash(std::string_view("\0", 1)), 0xfec22ca62525b574ULL);
+  EXPECT_EQ(ShardByteKeyHash("42"), 0x743b37c3ef5e8456ULL);
+  EXPECT_EQ(ShardByteKeyHash(std::string(250, 'k')), 0x7ae774ec1ff56b3cULL);
+  EXPECT_EQ(ShardByteKeyWeight("user:42:profile", ShardNameHash("a:1")), 0x089a711ebe8ec2e2ULL);
+}
+
+std::vector<std::string> random_byte_keys(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> keys(n);
+  for (auto& k : keys) {
+    k.resize(1 + rng() % 250);
+    for (char& c : k) c = static_cast<char>(rng());
+  }
+  return keys;
+}
+
+// The shard of a byte key is the highest weight's, whatever the names' order.
+TEST(ShardRouter, AByteKeyGoesToItsHighestWeightInAnyNameOrder) {
+  const uint64_t seed = TestSeed();
+  const std::vector<std::string> names = pod_names(5);
+  std::vector<std::string> reversed(names.rbegin(), names.rend());
+  const ShardRouter router(names), router_reversed(reversed);
+  for (const std::string& key : random_byte_keys(2000, seed)) {
+    size_t best = 0;
+    for (size_t i = 1; i < names.size(); ++i) {
+      if (ShardByteKeyWeight(key, ShardNameHash(names[i])) > ShardByteKeyWeight(key, ShardNameHash(names[best]))) {
+        best = i;
+      }
+    }
+    ASSERT_EQ(router.shard_of(std::string_view(key)), best) << "seed " << seed;
+    ASSERT_EQ(names.size() - 1 - router_reversed.shard_of(std::string_view(key)), best) << "seed " << seed;
+  }
+}
+
+// Random byte keys and the keys of one application's shape ("user:N:profile",
+// differing in a few digits) spread within 10% of the mean.
+TEST(ShardRouter, ByteKeysSpreadEvenly) {
+  const uint64_t seed = TestSeed();
+  for (int n : {2, 3, 8}) {
+    const ShardRouter router(loopback_names(n));
+    std::vector<std::vector<std::string>> sets = {random_byte_keys(40000, seed)};
+    sets.emplace_back();
+    for (int i = 0; i < 40000; ++i) sets.back().push_back(absl::StrCat("user:", i, ":profile"));
+    for (const auto& keys : sets) {
+      std::vector<size_t> count(router.shards(), 0);
+      for (const std::string& k : keys) ++count[router.shard_of(std::string_view(k))];
+      const double mean = static_cast<double>(keys.size()) / n;
+      for (int s = 0; s < n; ++s) EXPECT_NEAR(count[s], mean, 0.10 * mean) << n << " shards, seed " << seed;
+    }
+  }
+}
+
+// A fourth shard takes about a quarter of the byte keys, all from the others,
+// and every other key stays where it was.
+TEST(ShardRouter, AddingAShardMovesOnlyTheByteKeysItWins) {
+  const uint64_t seed = TestSeed();
+  const ShardRouter three(pod_names(3)), four(pod_names(4));
+  size_t moved = 0;
+  const std::vector<std::string> keys = random_byte_keys(40000, seed);
+  for (const std::string& k : keys) {
+    const size_t before = three.shard_of(std::string_view(k)), after = four.shard_of(std::string_view(k));
+    if (before != after) {
+      ASSERT_EQ(after, 3u) << "a key moved between two old shards; seed " << seed;
+      ++moved;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(moved), keys.size() / 4.0, 0.10 * keys.size() / 4.0) << "seed " << seed;
+}
+
+// The byte key "42" and the uint64 key 42 are placed independently: over
+// many such pairs, as often apart as two unrelated keys.
+TEST(ShardRouter, AByteKeyOfDigitsIsPlacedApartFromItsNumber) {
+  const ShardRouter router(pod_names(4));
+  int same = 0;
+  constexpr int kPairs = 20000;
+  for (uint64_t k = 0; k < kPairs; ++k)
+    same += router.shard_of(k) == router.shard_of(std::string_view(absl::StrCat(k)));
+  EXPECT_NEAR(same, kPairs / 4.0, 0.10 * kPairs / 4.0);
+}
+
 }  // namespace
 }  // namespace gphkv

@@ -295,8 +295,8 @@ TEST(ShardedClient, LocalRefusalsSendNothingAndCarryNoAccount) {
   EXPECT_FALSE(ShardedCallFailureOf(r.status()).has_value());
   EXPECT_FALSE(ShardedCallFailureOf(absl::OkStatus()).has_value());
   for (const auto& s : client->Stats()) EXPECT_EQ(s.answer->keys(), 0u) << s.shard;
-  // An empty call is the first shard's to judge, and it refuses it, named.
-  auto empty = client->Get({});
+  // An empty call goes to the first shard's client, which refuses it, named.
+  auto empty = client->Get(absl::Span<const uint64_t>());
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(empty.status().message()),
               HasSubstr("shard " + client->shard_names()[0] + " failed 0 of 0 keys: INVALID_ARGUMENT"));

@@ -10,6 +10,11 @@
 // costing an RPC each; each keeps its own result, status and deadline. A
 // request is sent at once when its stream has room, else with the others
 // that arrive meanwhile once an answer frees a turn (client/coalescer.h).
+// Keys: uint64 keys, or byte keys (absl::Span<const std::string_view>: 1 to
+// the server's --max_key_bytes, 250 by default, of any bytes, NUL included;
+// docs/byte-keys.md). Every call comes in both kinds; one call carries one
+// kind, and a byte key "42" and the uint64 key 42 are two keys. A call with
+// no keys is refused here (INVALID_ARGUMENT), before anything is sent.
 // Order: a thread's gets, puts and deletes through one Client take effect in
 // the order it issued them, sync and async alike, with coalescing on (its
 // requests all ride one stream, chosen once per thread) or off (a thread's
@@ -44,6 +49,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "gphkv/client/requests.h"
 #include "gphkv/client/tls.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 
@@ -135,6 +141,10 @@ class PipelineStream {
   absl::StatusOr<uint64_t> SendGet(absl::Span<const uint64_t> keys, bool exists_only = false);
   absl::StatusOr<uint64_t> SendPut(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   absl::StatusOr<uint64_t> SendDelete(absl::Span<const uint64_t> keys);
+  // The same with byte keys.
+  absl::StatusOr<uint64_t> SendGet(absl::Span<const std::string_view> keys, bool exists_only = false);
+  absl::StatusOr<uint64_t> SendPut(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values);
+  absl::StatusOr<uint64_t> SendDelete(absl::Span<const std::string_view> keys);
   // The next answer (in completion order; match it by id()). NOT_FOUND once
   // the server has answered everything and ended the stream.
   absl::StatusOr<v1::PipelineResponse> Receive();
@@ -162,6 +172,11 @@ class Client {
   absl::StatusOr<std::vector<bool>> Put(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   // deleted[i]: keys[i] was stored and is now removed.
   absl::StatusOr<std::vector<bool>> Delete(absl::Span<const uint64_t> keys);
+  // The same with byte keys.
+  absl::StatusOr<GetResult> Get(absl::Span<const std::string_view> keys, bool exists_only = false);
+  absl::StatusOr<std::vector<bool>> Put(absl::Span<const std::string_view> keys,
+                                        absl::Span<const std::string_view> values);
+  absl::StatusOr<std::vector<bool>> Delete(absl::Span<const std::string_view> keys);
   absl::StatusOr<v1::StatsResponse> Stats();
   // Asks the server to rebuild its table for the keys stored now (after mass
   // deletes); see the Shrink RPC in gphkv.proto.
@@ -176,6 +191,13 @@ class Client {
   void PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
                 std::function<void(absl::StatusOr<std::vector<bool>>)> done);
   void DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  // The same with byte keys (copied into the request before the call returns).
+  void GetAsync(absl::Span<const std::string_view> keys, bool exists_only,
+                std::function<void(absl::StatusOr<GetResult>)> done);
+  void PutAsync(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  void DeleteAsync(absl::Span<const std::string_view> keys,
+                   std::function<void(absl::StatusOr<std::vector<bool>>)> done);
 
   // Opens a Pipeline stream (deadline: none; close it when done).
   std::unique_ptr<PipelineStream> OpenPipeline();
@@ -193,6 +215,20 @@ class Client {
   // The constructor's work; `lane_channel(i)` gives coalescing stream i its channel.
   void init(const std::function<std::shared_ptr<grpc::Channel>(int)>& lane_channel);
   void prepare(grpc::ClientContext* ctx) const;
+  // The calls, for either kind of key (client.cc).
+  template <class Key>
+  absl::StatusOr<GetResult> get(absl::Span<const Key> keys, bool exists_only);
+  template <class Key>
+  absl::StatusOr<std::vector<bool>> put(absl::Span<const Key> keys, absl::Span<const std::string_view> values);
+  template <class Key>
+  absl::StatusOr<std::vector<bool>> remove(absl::Span<const Key> keys);
+  template <class Key>
+  void get_async(absl::Span<const Key> keys, bool exists_only, std::function<void(absl::StatusOr<GetResult>)> done);
+  template <class Key>
+  void put_async(absl::Span<const Key> keys, absl::Span<const std::string_view> values,
+                 std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  template <class Key>
+  void delete_async(absl::Span<const Key> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done);
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -200,8 +236,5 @@ class Client {
   std::unique_ptr<detail::Coalescer> coalescer_;  // null when coalescing is off
   std::unique_ptr<detail::ThreadOrder> order_;    // a thread's unary requests in order; null with coalescing
 };
-
-// Builds requests (exposed for tests and tools that use the stub directly).
-v1::PutRequest make_put_request(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
 
 }  // namespace gphkv

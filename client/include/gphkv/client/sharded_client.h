@@ -32,6 +32,8 @@
 //   "may have taken effect"), exactly as with gphkv::Client.
 // - A thread's calls to one key take effect in the order it made them (they
 //   all go to the key's shard, through that shard's client).
+// Byte keys (docs/byte-keys.md) are routed by their bytes (ShardRouter), and
+// a call of byte keys is split and merged the same way.
 #pragma once
 
 #include <cstdint>
@@ -85,11 +87,16 @@ class ShardedClient {
   // The shards, as ShardList gives them, and the one that holds `key`.
   std::vector<std::string> shard_names() const;
   std::string shard_of(uint64_t key) const;
+  std::string shard_of(std::string_view key) const;
 
   // As gphkv::Client's, across shards (the header comment says how).
   absl::StatusOr<GetResult> Get(absl::Span<const uint64_t> keys, bool exists_only = false);
   absl::StatusOr<std::vector<bool>> Put(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   absl::StatusOr<std::vector<bool>> Delete(absl::Span<const uint64_t> keys);
+  absl::StatusOr<GetResult> Get(absl::Span<const std::string_view> keys, bool exists_only = false);
+  absl::StatusOr<std::vector<bool>> Put(absl::Span<const std::string_view> keys,
+                                        absl::Span<const std::string_view> values);
+  absl::StatusOr<std::vector<bool>> Delete(absl::Span<const std::string_view> keys);
 
   // `done` runs once, on a gRPC thread, when every shard has answered. The
   // ShardedClient must outlive the calls.
@@ -97,6 +104,12 @@ class ShardedClient {
   void PutAsync(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values,
                 std::function<void(absl::StatusOr<std::vector<bool>>)> done);
   void DeleteAsync(absl::Span<const uint64_t> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  void GetAsync(absl::Span<const std::string_view> keys, bool exists_only,
+                std::function<void(absl::StatusOr<GetResult>)> done);
+  void PutAsync(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  void DeleteAsync(absl::Span<const std::string_view> keys,
+                   std::function<void(absl::StatusOr<std::vector<bool>>)> done);
 
   // Asked of every shard at once; one answer per shard, in shard_names() order.
   std::vector<ShardAnswer<absl::StatusOr<v1::StatsResponse>>> Stats();
@@ -119,6 +132,20 @@ class ShardedClient {
   std::shared_ptr<const ShardSet> shards() const;
   template <class T>
   std::vector<ShardAnswer<T>> ask_each(const std::function<T(Client&)>& ask);
+  // The calls, for either kind of key (sharded_client.cc).
+  template <class Key>
+  absl::StatusOr<GetResult> get(absl::Span<const Key> keys, bool exists_only);
+  template <class Key>
+  absl::StatusOr<std::vector<bool>> put(absl::Span<const Key> keys, absl::Span<const std::string_view> values);
+  template <class Key>
+  absl::StatusOr<std::vector<bool>> remove(absl::Span<const Key> keys);
+  template <class Key>
+  void get_async(absl::Span<const Key> keys, bool exists_only, std::function<void(absl::StatusOr<GetResult>)> done);
+  template <class Key>
+  void put_async(absl::Span<const Key> keys, absl::Span<const std::string_view> values,
+                 std::function<void(absl::StatusOr<std::vector<bool>>)> done);
+  template <class Key>
+  void delete_async(absl::Span<const Key> keys, std::function<void(absl::StatusOr<std::vector<bool>>)> done);
 
   const std::string servers_;
   const ClientOptions options_;

@@ -408,7 +408,7 @@ std::string engine_breakdown() {
         req.mutable_values()->append(value);
       }
       gphkv::server::Call c;
-      c.op = gphkv::server::put_op(req, &resp);
+      c.op = gphkv::server::put_op(req, &resp).value();
       gphkv::server::Call* p = &c;
       store->apply_puts({&p, 1}, &st);
     }

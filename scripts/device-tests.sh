@@ -39,11 +39,13 @@ step service 300 "$B/bin/service_tests" --gtest_filter='-*Prometheus*'
 # DeviceErrorsBecomeStatus provokes a failed cudaMalloc on purpose, which the
 # sanitizer would count; the sequences run at a twentieth of their length.
 # The value heap's refill test (300,000 one-value puts) would take minutes
-# under memcheck; the other heap tests make the same kernel calls.
+# under memcheck; the other heap tests make the same kernel calls. The byte
+# keys' tests run the record-matching kernel (server/cuda/value_kernels.cu).
 step memcheck_engine 300 env GPHKV_TEST_SCALE=0.05 "$san" --tool memcheck --leak-check full --error-exitcode 1 \
   "$B/bin/cuda_engine_tests" --gtest_filter='-*DeviceErrorsBecomeStatus*'
 step memcheck_store 300 env GPHKV_TEST_SCALE=0.2 "$san" --tool memcheck --leak-check full --error-exitcode 1 \
-  "$B/bin/server_unit_tests" --gtest_filter='CudaStore*:DeviceValueHeap*:-DeviceValueHeap.FreedMemoryServesValuesOfAnotherSize'
+  "$B/bin/server_unit_tests" \
+  --gtest_filter='CudaStore*:DeviceValueHeap*:*ByteKeyStore*Cuda*:ByteKeyStoreAliasing*:-DeviceValueHeap.FreedMemoryServesValuesOfAnotherSize'
 step racecheck 300 env GPHKV_TEST_SCALE=0.05 "$san" --tool racecheck --error-exitcode 1 \
   "$B/bin/cuda_engine_tests" --gtest_filter='*Refinement*:*OneLargeBatch*:*CudaBulkBuild*DeviceArraysAgree*'
 step bench_smoke 300 "$B/bin/engine_bench" --keys=1e6 --reps=1 --sweep --json="$OUT/engine_bench_smoke.json"

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -25,8 +26,30 @@ using Clock = std::chrono::steady_clock;
 // Both stay valid until the call's `done` has run. Only the front ends know
 // the wire; the intake, batcher, executor and store read these.
 //
-// Keys are 64-bit ids (byte keys come beside them: issue 26).
+// Keys are 64-bit ids, or byte strings (issue 26, docs/byte-keys.md). A
+// call carries one kind: when its ByteKeys are not empty, its keys are those
+// byte keys and `keys` holds their table keys (byte_key::table_key), one
+// each, which is all the batcher, the partitions and the table look at.
 using KeySpan = absl::Span<const uint64_t>;
+
+// Byte keys, packed the way values are: key i is the next lengths[i] bytes
+// of `bytes`.
+struct ByteKeys {
+  std::string_view bytes;
+  absl::Span<const uint32_t> lengths;
+
+  bool empty() const { return lengths.empty(); }
+  size_t size() const { return lengths.size(); }
+  // Calls f(i, key) for each key in order.
+  template <class F>
+  void for_each(F&& f) const {
+    size_t off = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      f(i, bytes.substr(off, lengths[i]));
+      off += lengths[i];
+    }
+  }
+};
 
 struct GetOp {
   KeySpan keys;
@@ -36,16 +59,19 @@ struct GetOp {
   // such by the front end (validate_packed_gets) instead of as one request.
   bool packed = false;
   v1::GetResponse* response = nullptr;
+  ByteKeys byte_keys;  // when the keys are byte keys (see KeySpan)
 };
 struct PutOp {
   KeySpan keys;
   absl::Span<const uint32_t> value_lengths;  // value i's length, for keys[i]
   std::string_view values;                   // the values, back to back
   v1::PutResponse* response = nullptr;
+  ByteKeys byte_keys;
 };
 struct DeleteOp {
   KeySpan keys;
   v1::DeleteResponse* response = nullptr;
+  ByteKeys byte_keys;
 };
 // Goes through the queue like the others because only the executor thread
 // may touch the store; it carries no keys.
@@ -62,6 +88,10 @@ inline KeySpan keys_of(const GetOp& op) { return op.keys; }
 inline KeySpan keys_of(const PutOp& op) { return op.keys; }
 inline KeySpan keys_of(const DeleteOp& op) { return op.keys; }
 inline KeySpan keys_of(const ShrinkOp&) { return {}; }
+inline ByteKeys byte_keys_of(const GetOp& op) { return op.byte_keys; }
+inline ByteKeys byte_keys_of(const PutOp& op) { return op.byte_keys; }
+inline ByteKeys byte_keys_of(const DeleteOp& op) { return op.byte_keys; }
+inline ByteKeys byte_keys_of(const ShrinkOp&) { return {}; }
 
 struct Call {
   Operation op;
@@ -81,6 +111,10 @@ struct Call {
   // changed).
   std::function<void(absl::Status)> done;
 
+  // The table keys of a byte-key call, which its op's `keys` views: the
+  // front end that parsed it fills them. A moved Call keeps the buffer.
+  std::vector<uint64_t> table_keys;
+
   OpKind kind() const { return static_cast<OpKind>(op.index()); }
   const GetOp& get() const { return std::get<GetOp>(op); }
   const PutOp& put() const { return std::get<PutOp>(op); }
@@ -97,6 +131,10 @@ struct Call {
     return std::visit([](const auto& o) { return keys_of(o); }, op);
   }
   uint32_t num_keys() const { return static_cast<uint32_t>(keys().size()); }
+  ByteKeys byte_keys() const {
+    return std::visit([](const auto& o) { return byte_keys_of(o); }, op);
+  }
+  bool has_byte_keys() const { return !byte_keys().empty(); }
 };
 
 }  // namespace gphkv::server

@@ -52,6 +52,18 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
     part.keys.reserve(part.positions.size());
     for (uint32_t i : part.positions) part.keys.push_back(keys[i]);
   }
+  const ByteKeys byte_keys = original.byte_keys();
+  if (!byte_keys.empty()) {
+    std::vector<std::string_view> key(byte_keys.size());
+    byte_keys.for_each([&](size_t i, std::string_view k) { key[i] = k; });
+    for (Part& part : parts) {
+      part.key_lengths.reserve(part.positions.size());
+      for (uint32_t i : part.positions) {
+        part.key_lengths.push_back(static_cast<uint32_t>(key[i].size()));
+        part.key_bytes.append(key[i]);
+      }
+    }
+  }
   if (kind == OpKind::kPut) {
     const PutOp& put = original.put();
     // Where each key's value starts in the original's values.
@@ -75,12 +87,15 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
   for (size_t j = 0; j < parts.size(); ++j) {
     Part& part = parts[j];
     Call c;
+    const ByteKeys part_byte_keys{part.key_bytes, part.key_lengths};
     switch (kind) {
       case OpKind::kGet:
-        c.op = GetOp{part.keys, original.get().exists_only, original.get().packed, &part.get_response};
+        c.op = GetOp{part.keys, original.get().exists_only, original.get().packed, &part.get_response, part_byte_keys};
         break;
-      case OpKind::kPut: c.op = PutOp{part.keys, part.value_lengths, part.values, &part.put_response}; break;
-      case OpKind::kDelete: c.op = DeleteOp{part.keys, &part.delete_response}; break;
+      case OpKind::kPut:
+        c.op = PutOp{part.keys, part.value_lengths, part.values, &part.put_response, part_byte_keys};
+        break;
+      case OpKind::kDelete: c.op = DeleteOp{part.keys, &part.delete_response, part_byte_keys}; break;
       case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;
     }
     c.deadline = original.deadline;

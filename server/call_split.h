@@ -64,6 +64,8 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
     absl::Status status;
     // The part's keys and a put's values, which its call views.
     std::vector<uint64_t> keys;
+    std::string key_bytes;  // a byte-key call's keys (keys then holds their table keys)
+    std::vector<uint32_t> key_lengths;
     std::vector<uint32_t> value_lengths;
     std::string values;
     v1::GetResponse get_response;

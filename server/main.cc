@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/byte_key.h"
 #include "server/byte_size.h"
 #include "server/durability/durability_options.h"
 #include "server/gpu_list.h"
@@ -50,6 +51,8 @@ ABSL_FLAG(ByteSize, memory, ByteSize{uint64_t{1} << 30},
           "cap on table + value heap bytes (e.g. 512MiB, 4GiB), for the whole server: each GPU (or partition) gets "
           "an equal share; a put past its share gets RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint32_t, max_value_bytes, 1 << 20, "largest value a put may store, in bytes");
+ABSL_FLAG(uint32_t, max_key_bytes, gphkv::server::byte_key::kDefaultMaxKeyBytes,
+          "longest byte key a request may carry, in bytes (1 to 4096; memcached's 250 by default)");
 ABSL_FLAG(uint32_t, max_call_keys, 65536,
           "most keys one Get/Put/Delete (or pipelined op) may carry; more is INVALID_ARGUMENT");
 ABSL_FLAG(uint64_t, max_batch_keys, 16384,
@@ -192,6 +195,11 @@ int main(int argc, char** argv) {
   o.store.initial_capacity = absl::GetFlag(FLAGS_initial_capacity);
   o.limits.max_value_bytes = absl::GetFlag(FLAGS_max_value_bytes);
   o.limits.max_call_keys = absl::GetFlag(FLAGS_max_call_keys);
+  o.limits.max_key_bytes = absl::GetFlag(FLAGS_max_key_bytes);
+  if (o.limits.max_key_bytes == 0 || o.limits.max_key_bytes > gphkv::server::byte_key::kMaxKeyBytesLimit) {
+    return fail(absl::StrCat("--max_key_bytes=", o.limits.max_key_bytes, " is outside 1 .. ",
+                             gphkv::server::byte_key::kMaxKeyBytesLimit));
+  }
   o.batcher.max_batch_keys = absl::GetFlag(FLAGS_max_batch_keys);
   const int32_t max_delay_us = absl::GetFlag(FLAGS_max_delay_us);
   o.max_delay_per_backend = max_delay_us < 0;
@@ -226,13 +234,14 @@ int main(int argc, char** argv) {
       "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpus={} "
       "partitions={} "
       "memory={} "
-      "max_value_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} spin_us={} max_queue_keys={} "
+      "max_value_bytes={} max_key_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} spin_us={} "
+      "max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
       o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
       o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, gpus, o.cpu_partitions,
-      gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_call_keys,
-      o.batcher.max_batch_keys,
+      gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_key_bytes,
+      o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
       o.batcher.spin.count(), o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,7 +18,9 @@
 #include "absl/types/span.h"
 #include "gphkv/engine/elastic_table.h"
 #include "server/call.h"
+#include "server/collided_keys.h"
 #include "server/distinct_keys.h"
+#include "server/key_places.h"
 #include "server/memory_budget.h"
 #include "server/value_heap.h"
 
@@ -26,13 +29,20 @@ namespace gphkv::server {
 class PutPlan {
  public:
   // One group per call; admit() fills each admitted call's created flags.
-  explicit PutPlan(absl::Span<Call* const> calls);
+  // Keys are told apart by their uint64 value, and live in the table
+  // (find_stored), unless `placed`: then by their identity, uint64 or byte
+  // key, and each lives in its table slot or in CollidedKeys (place(),
+  // server/key_places.h); a byte key's value is stored as its record.
+  explicit PutPlan(absl::Span<Call* const> calls, bool placed = false);
   // One group: values[i] is keys[i]'s. The views must outlive the plan.
   PutPlan(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
 
   // Looks the run's distinct keys up in the table (their old handles).
   absl::Status find_stored(engine::ElasticTable& table);
+  // A placed plan's find_stored: each distinct key's place, table or CollidedKeys.
+  absl::Status place(engine::ElasticTable& table, const ValueHeap& heap, const CollidedKeys& collided);
   size_t groups() const { return groups_.size(); }
+  bool placed() const { return placed_; }
   // Admits group gi or says why not (then nothing changed for it). Called
   // for each group in order, after find_stored; fills an admitted call's
   // created flags and takes its value slots.
@@ -43,6 +53,9 @@ class PutPlan {
   absl::Span<const std::string_view> written_bytes() const { return written_bytes_; }
   // The table's batch: each key an admitted call wrote, with its last value.
   void table_batch(std::vector<uint64_t>* keys, std::vector<uint64_t>* handles) const;
+  // A placed plan's writes to CollidedKeys, once the table took its batch;
+  // returns how many byte keys the table gained (their records in new slots).
+  uint64_t apply_collided(CollidedKeys* collided) const;
 
   // The table took the batch: frees the values it replaced (the keys' old
   // values, and those a later occurrence in the run overwrote).
@@ -56,6 +69,9 @@ class PutPlan {
  private:
   static constexpr ValueHandle kNoHandle = ~ValueHandle{0};
 
+  // After the lookup: every distinct key as stored before the run.
+  void start_planning(size_t distinct, uint64_t table_keys);
+
   // The keys and values of a call, or of a run of pairs.
   struct Group {
     absl::Span<const uint64_t> keys;
@@ -68,6 +84,16 @@ class PutPlan {
   std::vector<Group> groups_;
   std::vector<uint32_t> pair_lengths_;  // the lengths of a run of pairs
   DistinctKeys keys_;
+  // Per occurrence (the groups' keys in order): its distinct key's index.
+  std::vector<uint32_t> entry_;
+  std::vector<uint32_t> group_first_;  // group g's first occurrence
+  // A placed plan's distinct keys, their places, and the records of its
+  // byte keys' occurrences with their lengths (the values it stores).
+  bool placed_ = false;
+  std::vector<KeyRef> entries_;
+  std::vector<KeyHome> home_;
+  std::string records_;
+  std::vector<uint32_t> record_lengths_;
   // Per distinct key: in the table before the run, and its handle there.
   std::vector<uint8_t> found_;
   std::vector<uint64_t> old_handle_;

@@ -13,7 +13,18 @@ namespace gphkv::server {
 struct RequestLimits {
   uint32_t max_call_keys = 65536;
   uint32_t max_value_bytes = 1 << 20;
+  // A byte key's length: 1 .. this (--max_key_bytes; server/byte_key.h).
+  uint32_t max_key_bytes = 250;
+  // false with --data_dir: puts and deletes of byte keys are
+  // FAILED_PRECONDITION, as the log cannot carry them yet.
+  bool byte_key_writes = true;
 };
+
+// The keys a GetRequest, PutRequest or DeleteRequest carries, of either kind.
+template <class Request>
+int wire_key_count(const Request& req) {
+  return req.keys_size() + req.key_lengths_size();
+}
 
 // A call's keys and values (the intake checks every call it queues): 1 to
 // max_call_keys keys (packed gets are checked whole, below), and a put's

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/byte_key.h"
 #include "server/data_dir_metrics.h"
 #include "server/gpu_list.h"
 #include "server/grpc/key_value_service.h"
@@ -188,7 +189,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     partitions.cpu_partitions = options.cpu_partitions;
   }
   options.store.backend = backend;
-  options.store.max_value_bytes = options.limits.max_value_bytes;
+  // The heap stores a byte key's record: its key beside the value (server/byte_key.h).
+  options.store.max_value_bytes =
+      options.limits.max_value_bytes + byte_key::kRecordHeaderBytes + options.limits.max_key_bytes;
+  // The log and snapshots carry uint64 keys only: refuse byte-key writes
+  // rather than acknowledge what a restart would lose.
+  options.limits.byte_key_writes = options.data_dir.dir.empty();
   // Leave room for the found flags and lengths next to the values (at most
   // 6 bytes a key on the wire, plus framing).
   const uint64_t overhead = 8ull * options.limits.max_call_keys + 4096;

@@ -54,10 +54,24 @@ absl::Status Store::finish_rebuild() {
 void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_gets");
   ++counters_.sync_get_runs;
+  if (!plain() || has_byte_keys(calls)) {
+    apply_placed_gets(calls, statuses);
+    return;
+  }
   sync_gets_.apply(calls, *table_, *heap_, options_.max_response_bytes, statuses);
 }
 
-bool Store::can_pipeline_gets() const { return gets_ != nullptr && !table_->rebuilding(); }
+// The pipeline takes a slot that is not the key's own (a record of other
+// key bytes, or one found by a uint64 key) for a miss, which is right while
+// no key waits in CollidedKeys.
+bool Store::can_pipeline_gets() const { return gets_ != nullptr && !table_->rebuilding() && collided_.empty(); }
+
+bool Store::has_byte_keys(absl::Span<Call* const> calls) {
+  for (const Call* c : calls) {
+    if (c->has_byte_keys()) return true;
+  }
+  return false;
+}
 int Store::pipeline_depth() const { return gets_ ? gets_->depth() : 0; }
 size_t Store::gets_in_flight() const { return gets_ ? gets_->in_flight() : 0; }
 
@@ -80,13 +94,13 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
-  PutPlan plan(calls);
+  PutPlan plan(calls, /*placed=*/!plain() || has_byte_keys(calls));
   apply_plan(plan, statuses);
 }
 
 void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
   statuses->assign(plan.groups(), absl::OkStatus());
-  if (absl::Status s = plan.find_stored(*table_); !s.ok()) {
+  if (absl::Status s = plan.placed() ? plan.place(*table_, *heap_, collided_) : plan.find_stored(*table_); !s.ok()) {
     statuses->assign(plan.groups(), s);
     return;
   }
@@ -134,6 +148,7 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
     refuse_admitted(absl::InternalError(absl::StrCat("engine write failed: ", engine_status.message())));
     return;
   }
+  table_records_ += plan.apply_collided(&collided_);
   plan.release_replaced(*heap_);
   after_puts();
 }
@@ -149,6 +164,10 @@ void Store::after_puts() {
 
 void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_deletes");
+  if (!plain() || has_byte_keys(calls)) {
+    apply_placed_deletes(calls, statuses);
+    return;
+  }
   statuses->assign(calls.size(), absl::OkStatus());
   DistinctKeys unique;
   for (Call* c : calls) {

@@ -27,6 +27,7 @@
 #include "gphkv/engine/elastic_table.h"
 #include "gphkv/engine/table.h"
 #include "server/call.h"
+#include "server/collided_keys.h"
 #include "server/get_answers.h"
 #include "server/get_pipeline.h"
 #include "server/get_stages.h"
@@ -77,6 +78,7 @@ class Store {
   // The pipelined CUDA get path (server/get_pipeline.h). Usable while the
   // store has it (CUDA backend, depth > 0) and no rebuild runs: the rebuild
   // overlay is on the host, so apply_gets serves gets then.
+  // Gets of byte keys take it too: their records are compared on the device.
   bool can_pipeline_gets() const;
   int pipeline_depth() const;
   size_t gets_in_flight() const;
@@ -91,7 +93,11 @@ class Store {
   // "device" (CUDA memory) or "host".
   const char* value_heap_kind() const { return heap_kind_; }
 
-  uint64_t keys() const { return table_->size(); }
+  uint64_t keys() const { return table_->size() + collided_.size(); }
+  // Byte keys whose record a table slot holds, and the keys that lost their
+  // slot to a collision (docs/byte-keys.md).
+  uint64_t table_records() const { return table_records_; }
+  uint64_t collided_keys() const { return collided_.size(); }
   // Of the table serving now (the old one while a rebuild runs).
   double load_factor() const { return table_->load_factor(); }
   // The serving table plus, while a rebuild runs, the one being built.
@@ -150,6 +156,16 @@ class Store {
   void after_puts();
   // Erases the distinct keys; erased[x]: keys.keys[x] was stored.
   absl::Status erase_distinct(const DistinctKeys& keys, std::vector<uint8_t>* erased);
+  // Every table slot is its uint64 key's, and nothing collided: the plain
+  // paths serve. Otherwise the placed ones (server/key_places.h,
+  // server/store_placed.cc) do, as they do for any call of byte keys.
+  bool plain() const { return table_records_ == 0 && collided_.empty(); }
+  static bool has_byte_keys(absl::Span<Call* const> calls);
+  void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // FAILED_PRECONDITION for the pair paths (recovery, snapshots) once the
+  // store holds byte keys: their log and snapshot formats carry uint64 keys.
+  absl::Status check_plain(const char* method) const;
 
   ThreadOwner owner_{"Store"};
   StoreOptions options_;
@@ -171,6 +187,8 @@ class Store {
   };
   HeapTrim trim_;
   std::unique_ptr<BulkLoad> bulk_;  // while recovery bulk-loads a snapshot
+  CollidedKeys collided_;
+  uint64_t table_records_ = 0;
   // Scratch of the put path, reused across runs.
   std::vector<uint64_t> keys_, handles_;
   std::vector<engine::UpsertOutcome> outcomes_;

@@ -12,6 +12,7 @@ namespace gphkv::server {
 
 absl::Status Store::put_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values) {
   begin_run("put_pairs");
+  if (absl::Status s = check_plain("put_pairs"); !s.ok()) return s;
   if (keys.size() != values.size()) {
     return absl::InvalidArgumentError(absl::StrCat(keys.size(), " keys but ", values.size(), " values"));
   }
@@ -23,6 +24,7 @@ absl::Status Store::put_pairs(absl::Span<const uint64_t> keys, absl::Span<const 
 
 absl::Status Store::erase_keys(absl::Span<const uint64_t> keys) {
   begin_run("erase_keys");
+  if (absl::Status s = check_plain("erase_keys"); !s.ok()) return s;
   DistinctKeys unique;
   for (uint64_t k : keys) unique.add(k);
   std::vector<uint8_t> erased;
@@ -31,6 +33,7 @@ absl::Status Store::erase_keys(absl::Span<const uint64_t> keys) {
 
 absl::Status Store::begin_bulk_load(uint64_t expected_pairs) {
   begin_run("begin_bulk_load");
+  if (absl::Status s = check_plain("begin_bulk_load"); !s.ok()) return s;
   if (bulk_ != nullptr) return absl::FailedPreconditionError("a bulk load is in progress already");
   if (absl::Status s = finish_rebuild(); !s.ok()) return s;
   if (table_->size() != 0 || heap_->live_values() != 0) {
@@ -75,6 +78,9 @@ absl::Status Store::clear() {
   std::vector<uint8_t> erased(keys.size());
   if (absl::Status s = table_->erase(keys, absl::MakeSpan(erased)); !s.ok()) return s;
   for (const engine::KeyValue& kv : *pairs) heap_->release(kv.value);
+  collided_.for_each([&](std::string_view, ValueHandle h) { heap_->release(h); });
+  collided_ = CollidedKeys();
+  table_records_ = 0;
   budget_.fit_table_to_heap();
   budget_.fit_heap_to_table();
   return absl::OkStatus();
@@ -82,6 +88,7 @@ absl::Status Store::clear() {
 
 absl::StatusOr<std::vector<uint64_t>> Store::stored_keys() {
   begin_run("stored_keys");
+  if (absl::Status s = check_plain("stored_keys"); !s.ok()) return s;
   if (table_->rebuilding()) {
     return absl::FailedPreconditionError("a table rebuild is running: its overlay is not in the serving table");
   }
@@ -96,6 +103,7 @@ absl::StatusOr<std::vector<uint64_t>> Store::stored_keys() {
 absl::Status Store::read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found,
                                std::vector<uint32_t>* lengths, std::string* bytes) {
   begin_run("read_pairs");
+  if (absl::Status s = check_plain("read_pairs"); !s.ok()) return s;
   std::vector<uint64_t> handles(keys.size());
   std::vector<uint8_t> hit(keys.size());
   // The ElasticTable's find: the serving table and a rebuild's overlay.

@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gphkv/cuda/status.h"
+#include "server/byte_key.h"
 #include "server/cuda/value_kernels.h"
+#include "server/value_handle.h"
 
 namespace gphkv::server {
 namespace {
@@ -118,10 +120,11 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   }
   Slot& s = *take_slot();
   const Clock::time_point t0 = Clock::now();
-  uint64_t n = 0, n_values = 0;
+  uint64_t n = 0, n_values = 0, key_bytes = 0;
   bool any_exists = false;
   for (Call* c : calls) {
     n += c->get().keys.size();
+    key_bytes += c->get().byte_keys.bytes.size();
     if (c->get().exists_only) {
       any_exists = true;
     } else {
@@ -146,10 +149,14 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   const uint64_t downloaded = std::min(copied, std::max(kMinSpeculativeBytes, 2 * n_values * mean_slot));
   // The buffers start at their floors (init), which a busy server's batches
   // rarely pass: each growth stalls the pipeline.
-  GPHKV_RETURN_IF_ERROR(grow(s.in, 9 * n));
+  // Byte keys travel with their key offsets after the want flags.
+  const uint64_t key_offsets_at = key_bytes == 0 ? 0 : (9 * n + 3) & ~uint64_t{3};
+  const uint64_t in_bytes = key_bytes == 0 ? 9 * n : key_offsets_at + 4 * (n + 1) + key_bytes;
+  GPHKV_RETURN_IF_ERROR(grow(s.in, in_bytes));
   GPHKV_RETURN_IF_ERROR(grow(s.out, head + copied));
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
-  GPHKV_RETURN_IF_ERROR(grow(s.d_in, 9 * n));
+  GPHKV_RETURN_IF_ERROR(grow(s.d_in, in_bytes));
+  if (key_bytes > 0) GPHKV_RETURN_IF_ERROR(grow(s.d_skip, 4 * n));
   GPHKV_RETURN_IF_ERROR(grow(s.d_handles, 8 * n));
   GPHKV_RETURN_IF_ERROR(grow(s.d_found, n));
   GPHKV_RETURN_IF_ERROR(grow(s.d_lens, 8 * (n + 1)));
@@ -174,6 +181,9 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
     at += k;
   }
   s.n = n;
+  s.key_offsets_at = key_offsets_at;
+  s.upload = key_bytes > 0 ? in_bytes : (any_exists ? 9 : 8) * n;
+  if (key_bytes > 0) pack_byte_keys(s, calls, key_bytes);
   s.head = head;
   s.copied = copied;
   s.downloaded = downloaded;
@@ -295,30 +305,61 @@ class DeviceGets::Answers final : public GetAnswers {
   bool done_ = false;
 };
 
+void DeviceGets::pack_byte_keys(Slot& s, absl::Span<Call* const> calls, uint64_t key_bytes) {
+  uint32_t* offsets = reinterpret_cast<uint32_t*>(s.in.data() + s.key_offsets_at);
+  char* bytes = s.in.data() + s.key_offsets_at + 4 * (s.n + 1);
+  uint64_t at = 0;
+  uint32_t off = 0;
+  for (Call* c : calls) {
+    const GetOp& get = c->get();
+    if (get.byte_keys.empty()) {
+      // uint64 keys: no bytes, so empty ranges.
+      for (size_t i = 0; i < get.keys.size(); ++i) offsets[at++] = off;
+      continue;
+    }
+    std::memcpy(bytes + off, get.byte_keys.bytes.data(), get.byte_keys.bytes.size());
+    for (uint32_t len : get.byte_keys.lengths) {
+      offsets[at++] = off;
+      off += len;
+    }
+  }
+  offsets[at] = off;
+  (void)key_bytes;  // == off: submit sized the buffer for it
+}
+
 absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists) {
   const uint64_t n = s.n;
   cudaStream_t st = s.stream;
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.d_in.at(), s.in.data(), (any_exists ? 9 : 8) * n, cudaMemcpyHostToDevice, st));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.d_in.at(), s.in.data(), s.upload, cudaMemcpyHostToDevice, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[1], st));
   uint64_t* d_handles = s.d_handles.at<uint64_t>();
   uint8_t* d_found = s.d_found.at<uint8_t>();
   GPHKV_RETURN_IF_ERROR(table.find_async(s.d_in.at<uint64_t>(), n, d_handles, d_found, st));
+  // Byte keys: each hit's record compared with its key where the value lives.
+  const uint32_t* d_skip = nullptr;
+  if (s.key_offsets_at != 0) {
+    const char* d_keys = s.d_in.at<char>(s.key_offsets_at + 4 * (n + 1));
+    GPHKV_CUDA_TRY(cuda::launch_match_records(heap_->device_locations(), d_handles, d_found,
+                                              s.d_in.at<uint32_t>(s.key_offsets_at), d_keys, n, s.d_skip.at<uint32_t>(),
+                                              st));
+    d_skip = s.d_skip.at<uint32_t>();
+  }
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
   const uint8_t* d_want = any_exists ? s.d_in.at<uint8_t>(8 * n) : nullptr;
   uint32_t* d_meta = s.d_out.at<uint32_t>(8);
   uint64_t* d_offsets = s.d_offsets.at<uint64_t>();
   uint64_t* d_total = s.d_out.at<uint64_t>();  // the download's first 8 bytes
   if (n <= cuda::kFusedScanMaxKeys) {
-    GPHKV_CUDA_TRY(cuda::launch_lengths_scan(d_handles, d_found, d_want, n, d_meta, d_offsets, d_total, st));
+    GPHKV_CUDA_TRY(cuda::launch_lengths_scan(d_handles, d_found, d_want, d_skip, n, d_meta, d_offsets, d_total, st));
     d_total = nullptr;
   } else {
-    GPHKV_CUDA_TRY(cuda::launch_lengths(d_handles, d_found, d_want, n, d_meta, s.d_lens.at<uint64_t>(), st));
+    GPHKV_CUDA_TRY(cuda::launch_lengths(d_handles, d_found, d_want, d_skip, n, d_meta, s.d_lens.at<uint64_t>(), st));
     size_t temp = s.temp_bytes;
     GPHKV_CUDA_TRY(cuda::exclusive_scan(s.d_temp.at(), &temp, s.d_lens.at<uint64_t>(), d_offsets, n + 1, st));
   }
-  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_locations(), d_handles, d_offsets, n, s.d_out.at(s.head), s.copied,
-                                     d_total, st));
+  GPHKV_CUDA_TRY(cuda::launch_gather(heap_->device_locations(), d_handles, d_skip, d_offsets, n, s.d_out.at(s.head),
+                                     s.copied, d_total, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.downloaded, cudaMemcpyDeviceToHost, st));
   GPHKV_CUDA_TRY(cudaEventRecord(s.ev[4], st));
@@ -401,7 +442,22 @@ absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& ca
     for (uint64_t i = first; i < pos; ++i) {
       if ((meta[i] >> 31) != 0) found_handles.push_back(handles[i]);
     }
-    GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, c->get().response->mutable_values()));
+    const ByteKeys& byte_keys = c->get().byte_keys;
+    if (byte_keys.empty()) {
+      GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, c->get().response->mutable_values()));
+      continue;
+    }
+    // The records the device matched: each value follows its key.
+    std::string records;
+    GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, &records));
+    std::string* values = c->get().response->mutable_values();
+    size_t at = 0, j = 0;
+    byte_keys.for_each([&](size_t i, std::string_view key) {
+      if ((meta[first + i] >> 31) == 0) return;
+      const uint32_t len = value_handle::length(found_handles[j++]);
+      values->append(records, at + byte_key::kRecordHeaderBytes + key.size(), meta[first + i] & 0x7fffffffu);
+      at += len;
+    });
   }
   return absl::OkStatus();
 }

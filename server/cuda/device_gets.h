@@ -84,22 +84,29 @@ class DeviceGets final : public GetPipeline {
     bool busy = false;  // in flight, or its answers not yet filled (under free_mu_)
     cudaStream_t stream = nullptr;
     cudaEvent_t ev[5] = {};  // 0 start, 1 after upload, 2 after lookup, 3 after gather, 4 done
-    cuda::PinnedBuffer in;   // keys (8n) | want flags (n)
+    // keys (8n) | want flags (n) | with byte keys: padding to 4, key offsets
+    // (4(n + 1)), key bytes (the upload's `upload` bytes)
+    cuda::PinnedBuffer in;
     cuda::PinnedBuffer out;  // total (8) | meta (4n, padded to 16) | values
     cuda::DeviceBytes d_in, d_handles, d_found, d_lens, d_offsets, d_temp, d_out;
+    cuda::DeviceBytes d_skip;  // with byte keys: where each value starts in its slot (4n)
     size_t temp_bytes = 0;
     uint64_t scan_items = 0;  // the largest scan temp_bytes was sized for
     // The batch in flight.
     std::vector<Call*> calls;
     uint64_t n = 0;
-    uint64_t head = 0;        // bytes before the values in out/d_out
-    uint64_t copied = 0;      // value bytes the gather may write (its buffer's capacity)
-    uint64_t downloaded = 0;  // of those, the bytes the batch's own download brings
+    uint64_t upload = 0;          // bytes of `in` the batch uploads
+    uint64_t key_offsets_at = 0;  // where the key offsets start in `in`; 0: no byte keys
+    uint64_t head = 0;            // bytes before the values in out/d_out
+    uint64_t copied = 0;          // value bytes the gather may write (its buffer's capacity)
+    uint64_t downloaded = 0;      // of those, the bytes the batch's own download brings
     double pack_seconds = 0;
   };
   DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
   absl::Status init(int depth);
   absl::Status enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists);
+  // Packs the batch's byte keys after its keys and want flags (key_offsets_at).
+  void pack_byte_keys(Slot& s, absl::Span<Call* const> calls, uint64_t key_bytes);
   // The slow path of finish(): values gathered per call from handles copied back.
   absl::Status fill_from_handles(Slot& s, const std::vector<Call*>& calls, uint64_t max_response_bytes,
                                  std::vector<absl::Status>* statuses);

@@ -236,8 +236,8 @@ absl::Status DeviceValueHeap::gather(absl::Span<const ValueHandle> handles, std:
   GPHKV_RETURN_IF_ERROR(d_stage_.reserve(staged));
   GPHKV_RETURN_IF_ERROR(d_out_.reserve(total));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), staged, cudaMemcpyHostToDevice, stream_));
-  GPHKV_CUDA_TRY(cuda::launch_gather(device_locations(), d_stage_.at<uint64_t>(), d_stage_.at<uint64_t>(8 * n), n,
-                                     d_out_.at(), total, nullptr, stream_));
+  GPHKV_CUDA_TRY(cuda::launch_gather(device_locations(), d_stage_.at<uint64_t>(), nullptr, d_stage_.at<uint64_t>(8 * n),
+                                     n, d_out_.at(), total, nullptr, stream_));
   const size_t pos = out->size();
   out->resize(pos + total);
   if (total > 0) {

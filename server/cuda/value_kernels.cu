@@ -71,17 +71,28 @@ __global__ void locate_kernel(DeviceLocations locations, const uint64_t* handles
   }
 }
 
-__global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
-                               uint32_t* meta, uint64_t* lens) {
+// A key's hit and value length. Without `skip` the keys are uint64 keys: a
+// slot holding a byte key's record is another key's (server/byte_key.h), so
+// a miss. With it, match_records_kernel checked every hit already, and a
+// byte key's value starts skip[i] bytes into its record. A miss's handle
+// slot was never written by the lookup: it is read only on a hit.
+__device__ uint32_t hit_length(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
+                               uint64_t i, bool* hit) {
+  *hit = found[i] != 0 && (skip != nullptr || !value_handle::is_record(handles[i]));
+  if (!*hit || (want != nullptr && !want[i])) return 0;
+  return value_handle::length(handles[i]) - (skip != nullptr ? skip[i] : 0);
+}
+
+__global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
+                               uint64_t n, uint32_t* meta, uint64_t* lens) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += stride) {
     if (i == n) {
       lens[n] = 0;
       break;
     }
-    const bool hit = found[i] != 0;
-    // A miss's handle slot was never written by the lookup: read it only on a hit.
-    const uint32_t len = hit && (want == nullptr || want[i]) ? value_handle::length(handles[i]) : 0;
+    bool hit = false;
+    const uint32_t len = hit_length(handles, found, want, skip, i, &hit);
     meta[i] = hit ? (0x80000000u | len) : 0u;
     lens[i] = len;
   }
@@ -92,8 +103,8 @@ constexpr int kScanThreads = 1024;
 // Single block: tiles of kScanThreads keys, each scanned by cub::BlockScan
 // and offset by the running total of the tiles before it.
 __global__ void __launch_bounds__(kScanThreads)
-    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n, uint32_t* meta,
-                        uint64_t* offsets, uint64_t* total) {
+    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
+                        uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total) {
   using BlockScan = cub::BlockScan<uint64_t, kScanThreads>;
   __shared__ typename BlockScan::TempStorage temp;
   uint64_t carry = 0;
@@ -101,8 +112,8 @@ __global__ void __launch_bounds__(kScanThreads)
     const uint64_t i = base + threadIdx.x;
     uint32_t len = 0;
     if (i < n) {
-      const bool hit = found[i] != 0;
-      len = hit && (want == nullptr || want[i]) ? value_handle::length(handles[i]) : 0;
+      bool hit = false;
+      len = hit_length(handles, found, want, skip, i, &hit);
       meta[i] = hit ? (0x80000000u | len) : 0u;
     }
     uint64_t off = 0, tile_total = 0;
@@ -117,8 +128,8 @@ __global__ void __launch_bounds__(kScanThreads)
   }
 }
 
-__global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
-                              char* dst, uint64_t capacity, uint64_t* total_out) {
+__global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles, const uint32_t* skip,
+                              const uint64_t* offsets, uint64_t n, char* dst, uint64_t capacity, uint64_t* total_out) {
   if (total_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *total_out = offsets[n];
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
@@ -127,7 +138,42 @@ __global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles
     const uint64_t len = offsets[i + 1] - at;
     // A miss's handle slot was never written by the lookup: read it only for a value.
     if (len == 0 || at + len > capacity) continue;
-    warp_copy(dst + at, locations.at(value_handle::id(handles[i])), len, lane);
+    const char* value = locations.at(value_handle::id(handles[i])) + (skip != nullptr ? skip[i] : 0);
+    warp_copy(dst + at, value, len, lane);
+  }
+}
+
+// One warp per key. A byte key (key_offsets[i + 1] > key_offsets[i]) keeps
+// its hit only when the slot holds a record of the same key bytes, read
+// where the gather will read the value: the record's 2-byte length, then
+// the key. A uint64 key keeps its hit only when the slot holds no record.
+__global__ void match_records_kernel(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
+                                     const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t* skip) {
+  const int lane = threadIdx.x & 31;
+  const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
+  for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
+    const uint32_t key_len = key_offsets[i + 1] - key_offsets[i];
+    if (found[i] == 0) {
+      if (lane == 0) skip[i] = 0;
+      continue;
+    }
+    const uint64_t h = handles[i];
+    bool match = value_handle::is_record(h) == (key_len > 0);
+    if (match && key_len > 0) {
+      const auto* record = reinterpret_cast<const unsigned char*>(locations.at(value_handle::id(h)));
+      const uint32_t stored_len = record[0] | (static_cast<uint32_t>(record[1]) << 8);
+      match = stored_len == key_len && 2 + key_len <= value_handle::length(h);
+      bool differ = false;
+      if (match) {
+        const char* key = key_bytes + key_offsets[i];
+        for (uint32_t j = lane; j < key_len; j += 32) differ |= static_cast<char>(record[2 + j]) != key[j];
+      }
+      match = match && !__any_sync(0xffffffffu, differ);
+    }
+    if (lane == 0) {
+      if (!match) found[i] = 0;
+      skip[i] = match && key_len > 0 ? 2 + key_len : 0;
+    }
   }
 }
 
@@ -150,10 +196,10 @@ cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, co
   return cudaGetLastError();
 }
 
-cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
-                           uint32_t* meta, uint64_t* lens, cudaStream_t stream) {
+cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
+                           uint64_t n, uint32_t* meta, uint64_t* lens, cudaStream_t stream) {
   gphkv::cuda::clear_stale_launch_error();
-  lengths_kernel<<<blocks_for(n + 1, kThreads), kThreads, 0, stream>>>(handles, found, want, n, meta, lens);
+  lengths_kernel<<<blocks_for(n + 1, kThreads), kThreads, 0, stream>>>(handles, found, want, skip, n, meta, lens);
   return cudaGetLastError();
 }
 
@@ -163,19 +209,31 @@ cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens,
   return cub::DeviceScan::ExclusiveSum(temp, *temp_bytes, lens, offsets, static_cast<int64_t>(count), stream);
 }
 
-cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
-                                uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream) {
+cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want,
+                                const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
+                                cudaStream_t stream) {
   if (n > kFusedScanMaxKeys) return cudaErrorInvalidValue;
   gphkv::cuda::clear_stale_launch_error();
-  lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(handles, found, want, n, meta, offsets, total);
+  lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(handles, found, want, skip, n, meta, offsets, total);
   return cudaGetLastError();
 }
 
-cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
-                          char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream) {
+cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint32_t* skip,
+                          const uint64_t* offsets, uint64_t n, char* dst, uint64_t dst_capacity, uint64_t* total_out,
+                          cudaStream_t stream) {
   gphkv::cuda::clear_stale_launch_error();
-  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, offsets, n, dst,
+  gather_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, skip, offsets, n, dst,
                                                                         dst_capacity, total_out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_match_records(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
+                                 const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t* skip,
+                                 cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  gphkv::cuda::clear_stale_launch_error();
+  match_records_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, found, key_offsets,
+                                                                               key_bytes, n, skip);
   return cudaGetLastError();
 }
 

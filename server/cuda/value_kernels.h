@@ -28,12 +28,26 @@ cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, con
 cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, const uint32_t* offsets, uint64_t n,
                           const uint64_t* run_first, char* const* run_to, uint64_t runs, cudaStream_t stream);
 
-// For each key of a lookup: meta[i] = found ? 1u << 31 | len : 0 and
-// lens[i] = len, where len = length(handles[i]) if found[i] and (want ==
+// Byte keys (server/byte_key.h) in a batch of gets: key i's bytes are
+// key_bytes[key_offsets[i], key_offsets[i + 1]), none for a uint64 key.
+// Clears found[i] unless the slot is key i's own (a byte key's: a record of
+// the same key bytes; a uint64 key's: no record), and sets skip[i] to where
+// the value starts in what the slot holds (2 + key length for a byte key's
+// record, else 0). One warp per key, reading the record where the gather
+// reads the value.
+cudaError_t launch_match_records(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
+                                 const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t* skip,
+                                 cudaStream_t stream);
+
+// For each key of a lookup: meta[i] = hit ? 1u << 31 | len : 0 and
+// lens[i] = len, where len = the value's length if hit and (want ==
 // nullptr or want[i]), else 0. Also writes lens[n] = 0, so an exclusive scan
-// of n + 1 lengths ends in the total.
-cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
-                           uint32_t* meta, uint64_t* lens, cudaStream_t stream);
+// of n + 1 lengths ends in the total. Without `skip` (uint64 keys only) a
+// hit is found[i] with a slot holding no record (a record is a byte key's,
+// so another key's); with it, found[i] as launch_match_records left it, and
+// the value's length is the slot's less skip[i].
+cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
+                           uint64_t n, uint32_t* meta, uint64_t* lens, cudaStream_t stream);
 
 // offsets[0..n] = exclusive prefix sum of lens[0..n] (CUB DeviceScan). With
 // temp == nullptr, only sets *temp_bytes.
@@ -47,15 +61,18 @@ cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens,
 // of three (lengths, CUB's init and scan): at a few thousand keys a batch's
 // device time is mostly launch latency.
 constexpr uint64_t kFusedScanMaxKeys = 65536;
-cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want, uint64_t n,
-                                uint32_t* meta, uint64_t* offsets, uint64_t* total, cudaStream_t stream);
+cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want,
+                                const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
+                                cudaStream_t stream);
 
 // dst[offsets[i], offsets[i + 1]) <- the value of handles[i] (offsets holds
 // n + 1 entries; an empty range copies nothing and reads no handle), for
 // every value that ends within dst_capacity; one that would not fit is
 // skipped (the caller sees total > capacity and takes its slow path). With
-// total_out, also writes *total_out = offsets[n].
-cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint64_t* offsets, uint64_t n,
-                          char* dst, uint64_t dst_capacity, uint64_t* total_out, cudaStream_t stream);
+// total_out, also writes *total_out = offsets[n]. With `skip`, value i
+// starts skip[i] bytes into what its slot holds (a byte key's record).
+cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, const uint32_t* skip,
+                          const uint64_t* offsets, uint64_t n, char* dst, uint64_t dst_capacity, uint64_t* total_out,
+                          cudaStream_t stream);
 
 }  // namespace gphkv::server::cuda

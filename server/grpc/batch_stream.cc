@@ -33,9 +33,9 @@ OpLabel label_of(const v1::Operation& op) {
 
 uint64_t keys_of(const v1::Operation& op) {
   switch (op.op_case()) {
-    case v1::Operation::kGet: return op.get().keys_size();
-    case v1::Operation::kPut: return op.put().keys_size();
-    case v1::Operation::kDelete: return op.delete_().keys_size();
+    case v1::Operation::kGet: return wire_key_count(op.get());
+    case v1::Operation::kPut: return wire_key_count(op.put());
+    case v1::Operation::kDelete: return wire_key_count(op.delete_());
     default: return 0;
   }
 }
@@ -59,7 +59,7 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
     return 0;
   }
   const int n = m->req.ops_size();
-  const bool packed = m->req.get_counts_size() > 0 || m->req.gets().keys_size() > 0;
+  const bool packed = m->req.get_counts_size() > 0 || wire_key_count(m->req.gets()) > 0;
   m->packed_requests = m->req.get_counts_size();
   m->resp.set_id(m->req.id());
   // Every result exists before any operation is queued: the calls point into
@@ -80,9 +80,9 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
     Call c;
     absl::StatusOr<Operation> parsed;
     switch (op.op_case()) {
-      case v1::Operation::kGet: parsed = operation(op.get(), r->mutable_get()); break;
-      case v1::Operation::kPut: parsed = operation(op.put(), r->mutable_put()); break;
-      case v1::Operation::kDelete: parsed = operation(op.delete_(), r->mutable_delete_()); break;
+      case v1::Operation::kGet: parsed = operation(op.get(), r->mutable_get(), &c.table_keys); break;
+      case v1::Operation::kPut: parsed = operation(op.put(), r->mutable_put(), &c.table_keys); break;
+      case v1::Operation::kDelete: parsed = operation(op.delete_(), r->mutable_delete_(), &c.table_keys); break;
       default:
         parsed = absl::InvalidArgumentError(
             absl::StrCat("operation ", i, " of BatchRequest id ", m->req.id(), " carries no get, put or delete"));
@@ -108,16 +108,21 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
       settle(m, kPackedGets, s);
     } else {
       Call c;
-      // validate_packed_gets checked the value mode.
-      c.op = *get_op(m->req.gets(), m->resp.mutable_gets()->mutable_get(), /*packed=*/true);
+      absl::StatusOr<GetOp> gets =
+          get_op(m->req.gets(), m->resp.mutable_gets()->mutable_get(), &c.table_keys, /*packed=*/true);
+      if (gets.ok()) c.op = *gets;
       c.deadline = stream_deadline;
       c.received = m->t0;
       if (m->req.gets_timeout_us() > 0) {
         c.deadline = std::min(c.deadline, m->t0 + std::chrono::microseconds(m->req.gets_timeout_us()));
       }
       c.done = [this, m](absl::Status s) { settle(m, kPackedGets, s); };
-      calls.push_back(std::move(c));
-      index.push_back(kPackedGets);
+      if (!gets.ok()) {
+        settle(m, kPackedGets, gets.status());  // both kinds of key, or key lengths that do not add up
+      } else {
+        calls.push_back(std::move(c));
+        index.push_back(kPackedGets);
+      }
     }
   }
   std::vector<absl::Status> statuses(calls.size());
@@ -155,7 +160,7 @@ void BatchStream::settle(Message* m, int index, const absl::Status& s) {
   if (m->resp.has_gets()) {
     // Each packed request counts as one get; their keys are all the section's.
     const auto code = static_cast<absl::StatusCode>(m->resp.gets().code());
-    const uint64_t keys = static_cast<uint64_t>(m->req.gets().keys_size());
+    const uint64_t keys = static_cast<uint64_t>(wire_key_count(m->req.gets()));
     metrics_->record_requests(OpLabel::kGet, code, std::max(1, m->packed_requests), keys, seconds);
   }
   grpc::ByteBuffer bytes = wire::serialize(m->resp);

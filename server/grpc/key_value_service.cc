@@ -82,7 +82,7 @@ void KeyValueService::serve(UnaryCall* call, OpLabel label) {
   auto* state = new State{call, label, {}, {}};
   // Answers the call and frees the state; the last touch of both.
   auto answer = [this](State* st, const absl::Status& s) {
-    metrics_->record_request(st->label, s.code(), static_cast<uint64_t>(st->req.keys_size()),
+    metrics_->record_request(st->label, s.code(), static_cast<uint64_t>(wire_key_count(st->req)),
                              seconds_since(st->call->arrived()));
     UnaryCall* c = st->call;
     grpc::ByteBuffer bytes;
@@ -94,12 +94,12 @@ void KeyValueService::serve(UnaryCall* call, OpLabel label) {
     answer(state, s);
     return;
   }
-  absl::StatusOr<Operation> op = operation(state->req, &state->resp);
+  Call c;
+  absl::StatusOr<Operation> op = operation(state->req, &state->resp, &c.table_keys);
   if (!op.ok()) {
     answer(state, op.status());
     return;
   }
-  Call c;
   c.op = std::move(*op);
   c.deadline = wire::steady_deadline(call->context().deadline());
   c.received = call->arrived();

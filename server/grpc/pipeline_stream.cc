@@ -33,15 +33,15 @@ int PipelineStream::on_message(grpc::ByteBuffer& bytes) {
   absl::StatusOr<Operation> parsed;
   switch (op->req.op_case()) {
     case v1::PipelineRequest::kGet:
-      parsed = operation(op->req.get(), op->resp.mutable_get());
+      parsed = operation(op->req.get(), op->resp.mutable_get(), &call.table_keys);
       op->label = OpLabel::kGet;
       break;
     case v1::PipelineRequest::kPut:
-      parsed = operation(op->req.put(), op->resp.mutable_put());
+      parsed = operation(op->req.put(), op->resp.mutable_put(), &call.table_keys);
       op->label = OpLabel::kPut;
       break;
     case v1::PipelineRequest::kDelete:
-      parsed = operation(op->req.delete_(), op->resp.mutable_delete_());
+      parsed = operation(op->req.delete_(), op->resp.mutable_delete_(), &call.table_keys);
       op->label = OpLabel::kDelete;
       break;
     default: {
@@ -76,9 +76,9 @@ void PipelineStream::answer(Op* op, const absl::Status& s, bool queued) {
   }
   uint64_t keys = 0;
   switch (op->req.op_case()) {
-    case v1::PipelineRequest::kGet: keys = op->req.get().keys_size(); break;
-    case v1::PipelineRequest::kPut: keys = op->req.put().keys_size(); break;
-    case v1::PipelineRequest::kDelete: keys = op->req.delete_().keys_size(); break;
+    case v1::PipelineRequest::kGet: keys = wire_key_count(op->req.get()); break;
+    case v1::PipelineRequest::kPut: keys = wire_key_count(op->req.put()); break;
+    case v1::PipelineRequest::kDelete: keys = wire_key_count(op->req.delete_()); break;
     default: break;
   }
   metrics_->record_request(op->label, s.code(), keys, std::chrono::duration<double>(Clock::now() - op->t0).count());

@@ -121,7 +121,7 @@ TEST(Batcher, RefusesPastTheQueueByteBound) {
   more.mutable_values()->assign(10, 'y');
   auto put = [](v1::PutRequest* req, v1::PutResponse* resp) {
     Call c;
-    c.op = put_op(*req, resp);
+    c.op = put_op(*req, resp).value();
     return c;
   };
   // Alone, an oversize call is admitted (it could never be otherwise) ...

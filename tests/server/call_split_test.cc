@@ -245,7 +245,7 @@ TEST(Router, PutKeepsRepeatedKeysInOrderAndValuesWithTheirKeys) {
   }
   v1::PutResponse resp;
   Answer answer;
-  ASSERT_TRUE(r.intake->submit(answered_call(put_op(req, &resp), &answer)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(put_op(req, &resp).value(), &answer)).ok());
   std::vector<Call> p0 = r.drain(0), p3 = r.drain(3);
   ASSERT_EQ(p0.size(), 1u);
   ASSERT_EQ(p3.size(), 1u);
@@ -278,7 +278,7 @@ TEST(Router, DeleteMerges) {
   for (uint64_t k : keys) req.add_keys(k);
   v1::DeleteResponse resp;
   Answer answer;
-  ASSERT_TRUE(r.intake->submit(answered_call(delete_op(req, &resp), &answer)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(delete_op(req, &resp).value(), &answer)).ok());
   r.answer_all();
   ASSERT_EQ(answer.runs, 1);
   ASSERT_EQ(resp.deleted_size(), 64);
@@ -306,7 +306,7 @@ TEST(Router, AFailedPartFailsTheCallNamingItsPartitionAndTheAppliedOnes) {
   }
   v1::PutResponse resp;
   Answer answer;
-  ASSERT_TRUE(r.intake->submit(answered_call(put_op(req, &resp), &answer)).ok());
+  ASSERT_TRUE(r.intake->submit(answered_call(put_op(req, &resp).value(), &answer)).ok());
   r.answer_all(2, absl::ResourceExhaustedError("put refused: memory"));
   ASSERT_EQ(answer.runs, 1);
   EXPECT_EQ(answer.status->code(), absl::StatusCode::kResourceExhausted);
@@ -397,9 +397,9 @@ TEST(Router, MessageOperationsKeepTheirOrderOnEachPartition) {
   v1::GetResponse get_resp;
   std::vector<Answer> answers(4);
   std::vector<Call> calls(4);
-  calls[0].op = put_op(put1, &put1_resp);
+  calls[0].op = put_op(put1, &put1_resp).value();
   calls[1].op = get_op(get, &get_resp).value();
-  calls[2].op = put_op(put2, &put2_resp);
+  calls[2].op = put_op(put2, &put2_resp).value();
   v1::GetRequest empty;  // refused alone; the others still go
   v1::GetResponse empty_resp;
   calls[3].op = get_op(empty, &empty_resp).value();

@@ -24,8 +24,8 @@ using Owned = OwnedCall;
 void bind(Owned* o, OpKind kind) {
   switch (kind) {
     case OpKind::kGet: o->call.op = get_op(o->get, &o->get_out).value(); break;
-    case OpKind::kPut: o->call.op = put_op(o->put, &o->put_out); break;
-    case OpKind::kDelete: o->call.op = delete_op(o->del, &o->del_out); break;
+    case OpKind::kPut: o->call.op = put_op(o->put, &o->put_out).value(); break;
+    case OpKind::kDelete: o->call.op = delete_op(o->del, &o->del_out).value(); break;
     case OpKind::kShrink: break;
   }
 }

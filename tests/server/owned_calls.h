@@ -33,14 +33,14 @@ inline std::unique_ptr<OwnedCall> make_put(const std::vector<uint64_t>& keys, co
     c->put.add_value_lengths(static_cast<uint32_t>(v.size()));
     c->put.mutable_values()->append(v);
   }
-  c->call.op = put_op(c->put, &c->put_out);
+  c->call.op = put_op(c->put, &c->put_out).value();
   return c;
 }
 
 inline std::unique_ptr<OwnedCall> make_del(const std::vector<uint64_t>& keys) {
   auto c = std::make_unique<OwnedCall>();
   c->del.mutable_keys()->Add(keys.begin(), keys.end());
-  c->call.op = delete_op(c->del, &c->del_out);
+  c->call.op = delete_op(c->del, &c->del_out).value();
   return c;
 }
 

@@ -37,8 +37,8 @@ Call call_for(Pending* p, OpKind kind, ServiceMetrics* metrics) {
   Call c;
   switch (kind) {
     case OpKind::kGet: c.op = get_op(p->get, &p->get_out).value(); break;
-    case OpKind::kPut: c.op = put_op(p->put, &p->put_out); break;
-    case OpKind::kDelete: c.op = delete_op(p->del, &p->del_out); break;
+    case OpKind::kPut: c.op = put_op(p->put, &p->put_out).value(); break;
+    case OpKind::kDelete: c.op = delete_op(p->del, &p->del_out).value(); break;
     case OpKind::kShrink: break;
   }
   const auto label = static_cast<OpLabel>(static_cast<int>(kind));

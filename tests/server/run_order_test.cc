@@ -27,11 +27,11 @@ std::unique_ptr<Owned> make(OpKind kind, std::vector<uint64_t> keys) {
         o->put.add_keys(k);
         o->put.add_value_lengths(0);
       }
-      o->call.op = put_op(o->put, &o->put_out);
+      o->call.op = put_op(o->put, &o->put_out).value();
       break;
     case OpKind::kDelete:
       o->del.mutable_keys()->Add(keys.begin(), keys.end());
-      o->call.op = delete_op(o->del, &o->del_out);
+      o->call.op = delete_op(o->del, &o->del_out).value();
       break;
     case OpKind::kShrink: o->call.op = ShrinkOp{nullptr}; break;
   }

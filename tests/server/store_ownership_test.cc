@@ -31,7 +31,7 @@ struct OnePut {
     request.add_keys(7);
     request.add_value_lengths(5);
     request.mutable_values()->append("value");
-    call.op = put_op(request, &response);
+    call.op = put_op(request, &response).value();
   }
   v1::PutRequest request;
   v1::PutResponse response;

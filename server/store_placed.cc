@@ -1,0 +1,115 @@
+// The store's placed paths (server/key_places.h): gets and deletes of byte
+// keys, and of any key once the store holds byte keys or collided keys.
+// Puts take PutPlan's placed mode (server/put_plan.h).
+#include "absl/strings/str_cat.h"
+#include "server/key_places.h"
+#include "server/store.h"
+#include "server/value_handle.h"
+
+namespace gphkv::server {
+
+void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  std::vector<KeyRef> keys;
+  for (Call* c : calls) append_key_refs(c->get(), &keys);
+  PlacedKeys placed;
+  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/true, &placed); !s.ok()) {
+    statuses->assign(calls.size(), s);
+    return;
+  }
+  size_t pos = 0;
+  for (size_t ci = 0; ci < calls.size(); ++ci) {
+    const GetOp& get = calls[ci]->get();
+    const int n = static_cast<int>(get.keys.size());
+    v1::GetResponse* out = get.response;
+    out->mutable_found()->Resize(n, false);
+    out->mutable_value_lengths()->Resize(n, 0);
+    uint64_t bytes = 0;
+    const size_t first = pos;
+    for (int i = 0; i < n; ++i, ++pos) {
+      const KeyPlace& p = placed.places[pos];
+      if (!p.stored) continue;
+      out->set_found(i, true);
+      if (get.exists_only) continue;
+      out->set_value_lengths(i, static_cast<uint32_t>(p.value.size()));
+      bytes += p.value.size();
+    }
+    if (bytes > options_.max_response_bytes) {
+      out->Clear();
+      (*statuses)[ci] = absl::ResourceExhaustedError(
+          absl::StrCat("the values of this Get total ", bytes, " bytes, over the response limit of ",
+                       options_.max_response_bytes, " bytes; ask for fewer keys per call"));
+      continue;
+    }
+    if (get.exists_only) continue;
+    std::string* values = out->mutable_values();
+    values->reserve(bytes);
+    for (size_t k = first; k < pos; ++k) {
+      if (placed.places[k].stored) values->append(placed.places[k].value);
+    }
+  }
+}
+
+void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  // The distinct keys, by identity, and each occurrence's.
+  std::vector<KeyRef> occurrences, keys;
+  for (Call* c : calls) append_key_refs(c->del(), &occurrences);
+  absl::flat_hash_map<std::string, uint32_t> index;
+  std::vector<uint32_t> entry(occurrences.size());
+  for (size_t i = 0; i < occurrences.size(); ++i) {
+    auto [it, inserted] = index.try_emplace(occurrences[i].identity(), static_cast<uint32_t>(keys.size()));
+    if (inserted) keys.push_back(occurrences[i]);
+    entry[i] = it->second;
+  }
+  PlacedKeys placed;
+  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/false, &placed); !s.ok()) {
+    statuses->assign(calls.size(), s);
+    return;
+  }
+  std::vector<uint64_t> table_keys;
+  for (size_t x = 0; x < keys.size(); ++x) {
+    if (placed.places[x].stored && placed.places[x].home == KeyHome::kTable) table_keys.push_back(keys[x].table_key);
+  }
+  std::vector<uint8_t> erased(table_keys.size());
+  if (absl::Status s = table_->erase(table_keys, absl::MakeSpan(erased)); !s.ok()) {
+    statuses->assign(calls.size(), s);
+    return;
+  }
+  for (size_t x = 0; x < keys.size(); ++x) {
+    const KeyPlace& p = placed.places[x];
+    if (!p.stored) continue;
+    if (p.home == KeyHome::kCollided) {
+      collided_.erase(keys[x].identity());
+    } else if (keys[x].is_bytes()) {
+      --table_records_;
+    }
+    heap_->release(p.handle);
+  }
+  budget_.fit_table_to_heap();
+  budget_.fit_heap_to_table();
+  // The first occurrence of a stored key deletes it; later ones find it gone.
+  std::vector<uint8_t> gone(keys.size(), 0);
+  size_t pos = 0;
+  for (Call* c : calls) {
+    v1::DeleteResponse* out = c->del().response;
+    const int n = static_cast<int>(c->del().keys.size());
+    out->mutable_deleted()->Resize(n, false);
+    for (int i = 0; i < n; ++i, ++pos) {
+      const uint32_t x = entry[pos];
+      if (placed.places[x].stored && !gone[x]) {
+        out->set_deleted(i, true);
+        gone[x] = 1;
+      }
+    }
+  }
+}
+
+absl::Status Store::check_plain(const char* method) const {
+  if (plain()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(method, ": the store holds byte keys (", table_records_, " in the table, ", collided_.size(),
+                   " collided), which the data directory's log and snapshots cannot carry yet"));
+}
+
+}  // namespace gphkv::server

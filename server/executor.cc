@@ -347,6 +347,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
 
 void Executor::publish() {
   pub_keys_.store(store_->keys(), std::memory_order_relaxed);
+  pub_collided_keys_.store(store_->collided_keys(), std::memory_order_relaxed);
   pub_load_factor_.store(store_->load_factor(), std::memory_order_relaxed);
   pub_table_bytes_.store(store_->table_bytes(), std::memory_order_relaxed);
   pub_heap_bytes_.store(store_->value_heap_bytes(), std::memory_order_relaxed);
@@ -375,6 +376,7 @@ void Executor::publish() {
 ExecutorStats Executor::stats() const {
   ExecutorStats s;
   s.keys = pub_keys_.load(std::memory_order_relaxed);
+  s.collided_keys = pub_collided_keys_.load(std::memory_order_relaxed);
   s.load_factor = pub_load_factor_.load(std::memory_order_relaxed);
   s.table_bytes = pub_table_bytes_.load(std::memory_order_relaxed);
   s.value_heap_bytes = pub_heap_bytes_.load(std::memory_order_relaxed);

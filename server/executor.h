@@ -66,6 +66,8 @@ struct ExecutorStats {
   uint64_t rebuilds = 0;
   uint64_t batches = 0;
   uint64_t batched_keys = 0;
+  // Of `keys`, those that lost their table slot to a collision (docs/byte-keys.md).
+  uint64_t collided_keys = 0;
   bool rebuilding = false;
 };
 
@@ -177,7 +179,7 @@ class Executor {
   uint64_t batched_keys_ ABSL_GUARDED_BY(executor_thread_) = 0;
   // Stats readers run on gRPC threads: they read these, never the store.
   std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0}, pub_batches_{0},
-      pub_batched_keys_{0};
+      pub_batched_keys_{0}, pub_collided_keys_{0};
   std::atomic<double> pub_load_factor_{0};
   std::atomic<bool> pub_rebuilding_{false};
   uint64_t reported_relocations_ ABSL_GUARDED_BY(executor_thread_) = 0;

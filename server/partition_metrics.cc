@@ -52,6 +52,7 @@ void PartitionMetrics::refresh(const std::vector<ExecutorStats>& stats, const st
   }
   const ExecutorStats total = total_stats(stats);
   metrics_.table_keys->Set(static_cast<double>(total.keys));
+  metrics_.collided_keys->Set(static_cast<double>(total.collided_keys));
   metrics_.table_load_factor->Set(total.load_factor);
   metrics_.table_bytes->Set(static_cast<double>(total.table_bytes));
   metrics_.value_heap_bytes->Set(static_cast<double>(total.value_heap_bytes));

@@ -125,6 +125,7 @@ ExecutorStats total_stats(const std::vector<ExecutorStats>& parts) {
     t.rebuilds += s.rebuilds;
     t.batches += s.batches;
     t.batched_keys += s.batched_keys;
+    t.collided_keys += s.collided_keys;
     t.rebuilding = t.rebuilding || s.rebuilding;
   }
   return t;

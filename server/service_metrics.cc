@@ -113,6 +113,10 @@ ServiceMetrics::ServiceMetrics() {
   }
 
   table_keys = &gauge_family(r, "gphkv_table_keys", "Keys stored, on every GPU (gphkv_gpu_table_keys: each).").Add({});
+  collided_keys = &gauge_family(r, "gphkv_collided_keys",
+                                "Of the keys stored, those whose table slot another key with the same 64-bit table key "
+                                "holds, kept on the host (docs/byte-keys.md); 0 but for about 1 in 2^64 / n.")
+                       .Add({});
   table_load_factor = &gauge_family(r, "gphkv_table_load_factor",
                                     "Keys over bucket slots of the GPH table; with several GPUs, the fullest one's.")
                            .Add({});

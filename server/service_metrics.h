@@ -65,6 +65,7 @@ class ServiceMetrics {
 
   // Table and memory state, set by the executor after each batch.
   prometheus::Gauge* table_keys;
+  prometheus::Gauge* collided_keys;
   prometheus::Gauge* table_load_factor;
   prometheus::Gauge* table_bytes;
   prometheus::Gauge* value_heap_bytes;

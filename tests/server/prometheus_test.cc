@@ -49,6 +49,7 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
            "gphkv_keys_total{code=\"OK\",op=\"put\"} 3\n",
            "gphkv_keys_total{code=\"OK\",op=\"get\"} 2\n",
            "gphkv_table_keys 3\n",
+           "gphkv_collided_keys 0\n",
            "gphkv_memory_limit_bytes 268435456\n",
            "gphkv_request_duration_seconds_count{op=\"put\"} 1\n",
            "gphkv_rebuilds_total{cause=\"load_factor\"} 0\n",

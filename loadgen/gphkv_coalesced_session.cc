@@ -2,6 +2,9 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "loadgen/gphkv_target.h"
@@ -34,8 +37,9 @@ OpResult Failed(const absl::Status& s) {
 class CoalescedSession final : public Session {
  public:
   CoalescedSession(std::shared_ptr<ShardedClient> client, size_t connections, const ValuePool* values,
-                   bool inspect_reads)
-      : connections_(connections),
+                   bool inspect_reads, std::optional<ByteKeyNames> byte_keys)
+      : byte_keys_(byte_keys),
+        connections_(connections),
         values_(values),
         inspect_(inspect_reads ? values : nullptr),
         client_(std::move(client)),
@@ -59,22 +63,26 @@ class CoalescedSession final : public Session {
         // drain gave up on it, when the driver's op is gone.
         std::vector<uint64_t> keys;
         if (inspect_ != nullptr) keys = op.keys;
-        client_->GetAsync(op.keys, false,
-                          [inbox, tag, keys = std::move(keys), inspect = inspect_](absl::StatusOr<GetResult> r) {
-                            if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
-                            OpResult res;
-                            res.ok = true;
-                            for (size_t i = 0; i < r->size(); ++i) {
-                              if (!r->found(i)) continue;
-                              ++res.found;
-                              if (inspect != nullptr && i < keys.size()) {
-                                const std::string_view v = r->value(i);
-                                res.seen.push_back(inspect->Inspect(keys[i], absl::string_view(v.data(), v.size())));
-                              }
-                            }
-                            res.value_bytes = r->value_bytes();
-                            inbox->Deliver(tag, std::move(res));
-                          });
+        auto answered = [inbox, tag, keys = std::move(keys), inspect = inspect_](absl::StatusOr<GetResult> r) {
+          if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
+          OpResult res;
+          res.ok = true;
+          for (size_t i = 0; i < r->size(); ++i) {
+            if (!r->found(i)) continue;
+            ++res.found;
+            if (inspect != nullptr && i < keys.size()) {
+              const std::string_view v = r->value(i);
+              res.seen.push_back(inspect->Inspect(keys[i], absl::string_view(v.data(), v.size())));
+            }
+          }
+          res.value_bytes = r->value_bytes();
+          inbox->Deliver(tag, std::move(res));
+        };
+        if (byte_keys_) {
+          client_->GetAsync(NameKeys(op), false, std::move(answered));
+        } else {
+          client_->GetAsync(op.keys, false, std::move(answered));
+        }
         break;
       }
       case OpType::kPut: {
@@ -89,26 +97,44 @@ class CoalescedSession final : public Session {
           put_views_.emplace_back(put_bytes_.data() + at, size);
           at += size;
         }
-        client_->PutAsync(op.keys, put_views_, [inbox, tag, bytes = at](absl::StatusOr<std::vector<bool>> r) {
+        auto answered = [inbox, tag, bytes = at](absl::StatusOr<std::vector<bool>> r) {
           if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
           OpResult res;
           res.ok = true;
           res.found = static_cast<uint32_t>(r->size());
           res.value_bytes = bytes;
           inbox->Deliver(tag, std::move(res));
-        });
+        };
+        if (byte_keys_) {
+          client_->PutAsync(NameKeys(op), put_views_, std::move(answered));
+        } else {
+          client_->PutAsync(op.keys, put_views_, std::move(answered));
+        }
         break;
       }
-      case OpType::kDelete:
-        client_->DeleteAsync(op.keys, [inbox, tag](absl::StatusOr<std::vector<bool>> r) {
+      case OpType::kDelete: {
+        auto answered = [inbox, tag](absl::StatusOr<std::vector<bool>> r) {
           if (!r.ok()) return inbox->Deliver(tag, Failed(r.status()));
           OpResult res;
           res.ok = true;
           for (bool d : *r) res.found += d;
           inbox->Deliver(tag, std::move(res));
-        });
+        };
+        if (byte_keys_) {
+          client_->DeleteAsync(NameKeys(op), std::move(answered));
+        } else {
+          client_->DeleteAsync(op.keys, std::move(answered));
+        }
         break;
+      }
     }
+  }
+
+ private:
+  // The op's keys as byte keys (the client copies them before its call returns).
+  absl::Span<const std::string_view> NameKeys(const Op& op) {
+    byte_keys_->Name(op.keys, &key_bytes_, &key_views_);
+    return key_views_;
   }
 
  protected:
@@ -125,6 +151,7 @@ class CoalescedSession final : public Session {
   }
 
  private:
+  const std::optional<ByteKeyNames> byte_keys_;  // --key_format=bytes
   const size_t connections_;
   const ValuePool* values_;
   const ValuePool* inspect_;  // null: gets' values are not read back
@@ -133,6 +160,8 @@ class CoalescedSession final : public Session {
   std::vector<std::pair<uint64_t, OpResult>> taking_;
   std::string put_bytes_;                    // Start's scratch: a put's values end to end
   std::vector<std::string_view> put_views_;  // ... and each of them
+  std::string key_bytes_;                    // NameKeys' scratch: an op's byte keys end to end
+  std::vector<std::string_view> key_views_;  // ... and each of them
 };
 
 }  // namespace
@@ -152,8 +181,9 @@ absl::StatusOr<std::shared_ptr<ShardedClient>> MakeGphkvCoalescingClient(const G
 }
 
 std::unique_ptr<Session> MakeGphkvCoalescedSession(std::shared_ptr<ShardedClient> client, size_t connections,
-                                                   const ValuePool* values, bool inspect_reads) {
-  return std::make_unique<CoalescedSession>(std::move(client), connections, values, inspect_reads);
+                                                   const ValuePool* values, bool inspect_reads,
+                                                   std::optional<ByteKeyNames> byte_keys) {
+  return std::make_unique<CoalescedSession>(std::move(client), connections, values, inspect_reads, byte_keys);
 }
 
 }  // namespace gphkv::loadgen

@@ -11,8 +11,11 @@
 #include <memory>
 #include <string>
 
+#include <optional>
 #include "gphkv/client/sharded_client.h"
+
 #include "loadgen/gphkv_target.h"
+#include "loadgen/key_format.h"
 
 namespace gphkv::loadgen {
 
@@ -22,8 +25,10 @@ absl::StatusOr<std::shared_ptr<ShardedClient>> MakeGphkvCoalescingClient(const G
 
 // A session over `client`; `connections` is only what connections() reports
 // (the client picks each request's stream by its thread). `inspect_reads`:
-// fill OpResult::seen for gets.
+// fill OpResult::seen for gets. With `byte_keys`, each op's ids go out as
+// the byte keys it names (--key_format=bytes).
 std::unique_ptr<Session> MakeGphkvCoalescedSession(std::shared_ptr<ShardedClient> client, size_t connections,
-                                                   const ValuePool* values, bool inspect_reads);
+                                                   const ValuePool* values, bool inspect_reads,
+                                                   std::optional<ByteKeyNames> byte_keys = std::nullopt);
 
 }  // namespace gphkv::loadgen

@@ -49,7 +49,9 @@ class GphkvTarget : public Target {
           // load phase's and the run's): one client for the whole process.
           if (options_.shared_client) shared_client_ = client;
         }
-        return MakeGphkvCoalescedSession(std::move(client), connections, values_, inspect);
+        std::optional<ByteKeyNames> byte_keys;
+        if (options_.byte_key_length > 0) byte_keys.emplace(options_.byte_key_length);
+        return MakeGphkvCoalescedSession(std::move(client), connections, values_, inspect, byte_keys);
       }
     }
     return absl::InternalError("unknown GphkvApi");
@@ -99,6 +101,11 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
     return absl::InvalidArgumentError(
         absl::StrCat("--api=pipeline talks to one server, and --address names ", shards->shards.size(),
                      " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
+  }
+  if (options.byte_key_length > 0 && api != GphkvApi::kCoalesced) {
+    return absl::InvalidArgumentError(
+        "--key_format=bytes is for --api=coalesced (the unary and pipeline "
+        "sessions send uint64 keys)");
   }
   if (options.shared_client && api != GphkvApi::kCoalesced) {
     return absl::InvalidArgumentError("--clients=shared is for --api=coalesced (one gphkv::Client for every thread)");

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "loadgen/cpu_usage.h"
 #include "loadgen/gphkv_target.h"
+#include "loadgen/key_format.h"
 #include "loadgen/memcached_target.h"
 #include "loadgen/plot.h"
 
@@ -133,6 +134,18 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   target_options.coalesce_in_flight = config.coalesce_in_flight;
   target_options.shared_client = config.clients == "shared";
   target_options.inspect_reads = *check_mode != ReadCheckMode::kOff;
+  auto key_format = ParseKeyFormat(config.key_format);
+  if (!key_format.ok()) return key_format.status();
+  if (*key_format == KeyFormat::kBytes) {
+    if (config.target != "gphkv") {
+      return absl::InvalidArgumentError("--key_format=bytes is for --target=gphkv (memcached's keys are text already)");
+    }
+    if (config.key_length < ByteKeyNames::kMinLength || config.key_length > ByteKeyNames::kMaxLength) {
+      return absl::InvalidArgumentError(absl::StrCat("--key_length=", config.key_length, " is outside ",
+                                                     ByteKeyNames::kMinLength, " .. ", ByteKeyNames::kMaxLength));
+    }
+    target_options.byte_key_length = config.key_length;
+  }
   auto target_or = MakeTarget(config.target, config.address, &values, target_options);
   if (!target_or.ok()) return target_or.status();
   Target& target = **target_or;

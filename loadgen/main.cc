@@ -39,6 +39,10 @@ ABSL_FLAG(std::string, check_reads, "auto",
           "gphkv::Client's promise), completed (every write answered before the get was sent), auto (issued for "
           "--api=coalesced, else completed) or off (e.g. for bench/null_server, which stores nothing); a violation "
           "makes the exit status 4");
+ABSL_FLAG(std::string, key_format, "u64",
+          "gphkv --api=coalesced: u64 sends the key space's ids as uint64 keys; bytes sends byte keys named after "
+          "them (\"k:\" and the id, zero-padded to --key_length bytes; docs/byte-keys.md)");
+ABSL_FLAG(uint32_t, key_length, 24, "--key_format=bytes: each key's length in bytes (3 to 250)");
 ABSL_FLAG(int32_t, coalesce_in_flight, 2,
           "gphkv --api=coalesced: messages of a stream awaiting their answer before requests wait and ride "
           "together in the next one (gphkv::CoalesceOptions::max_in_flight)");
@@ -149,6 +153,8 @@ int main(int argc, char** argv) {
   c.api = absl::GetFlag(FLAGS_api);
   c.coalesce_in_flight = absl::GetFlag(FLAGS_coalesce_in_flight);
   c.clients = absl::GetFlag(FLAGS_clients);
+  c.key_format = absl::GetFlag(FLAGS_key_format);
+  c.key_length = absl::GetFlag(FLAGS_key_length);
   c.check_reads = absl::GetFlag(FLAGS_check_reads);
   if (c.coalesce_in_flight < 1) {
     std::fprintf(stderr, "gphkv-loadgen: --coalesce_in_flight must be at least 1\n");

@@ -87,6 +87,8 @@ json ReportToJson(const Report& r) {
       {"address", c.address},
       {"api", c.api},
       {"coalesce_in_flight", c.coalesce_in_flight},
+      {"key_format", c.key_format},
+      {"key_length", c.key_format == "bytes" ? c.key_length : 8},
       {"check_reads", c.check_reads},
       {"label", c.label},
       {"workload",

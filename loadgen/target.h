@@ -78,6 +78,9 @@ struct TargetOptions {
   bool shared_client = false;
   // Gets read their values back into OpResult::seen (read_check.h).
   bool inspect_reads = false;
+  // gphkv --api=coalesced: keys go out as byte keys of this many bytes
+  // (--key_format=bytes, loadgen/key_format.h); 0: as uint64 ids.
+  uint32_t byte_key_length = 0;
 };
 
 // Makes the target named by `name` ("gphkv" or "memcached") for `address`

@@ -24,7 +24,9 @@ namespace gphkv::loadgen {
 // and results.cpu (the cores each side used).
 // 3: config.check_reads and results.read_check (what the gets saw of their
 // thread's writes), config.drive.clients and config.drive.connections_total.
-constexpr int kReportSchemaVersion = 4;
+// 4: config.drive.server_metrics and results.server_stages.
+// 5: config.key_format and config.key_length (--key_format=bytes).
+constexpr int kReportSchemaVersion = 5;
 
 struct Report {
   LoadgenConfig config;

@@ -65,6 +65,7 @@ TEST(ServiceMetrics, ExportsTheFamiliesDeployRelies) {
       {"gphkv_device_seconds", prometheus::MetricType::Histogram},
       {"gphkv_get_stage_seconds", prometheus::MetricType::Histogram},
       {"gphkv_table_keys", prometheus::MetricType::Gauge},
+      {"gphkv_collided_keys", prometheus::MetricType::Gauge},
       {"gphkv_table_load_factor", prometheus::MetricType::Gauge},
       {"gphkv_table_bytes", prometheus::MetricType::Gauge},
       {"gphkv_value_heap_bytes", prometheus::MetricType::Gauge},

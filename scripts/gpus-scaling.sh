@@ -5,7 +5,8 @@
 # values, gets of each size in SIZES, the three shapes interleaved round by
 # round (ROUNDS), each server's cores and the load generator's beside every
 # figure (server cores from /proc over the load generator's run), and the
-# servers' eight busiest threads of each run in OUT/threads.txt (cores, name/tid). BACKEND=cpu
+# servers' eight busiest threads of each run in OUT/threads.txt (cores, name/tid), and for
+# one-server shapes the server's time per call by stage in each report. BACKEND=cpu
 # runs the same shapes with CPU partitions in place of GPUs.
 #
 #   BUNDLE=.device-svc OUT=build/gpus-scaling bash scripts/gpus-scaling.sh
@@ -49,7 +50,8 @@ start() {  # start NAME GPUS PORT: one server in the background
   local where=(--backend=cuda --gpus="$2")
   # BACKEND=cpu: the CPU backend's partitions stand in for the GPUs (a check of the script anywhere).
   [ "${BACKEND:-cuda}" = cpu ] && where=(--backend=cpu --partitions=$(($(tr -cd , <<<"$2" | wc -c) + 1)))
-  env ${SERVER_ENV:-} "$server" "${where[@]}" --listen_address=127.0.0.1:"$3" --metrics_address= \
+  # Its metrics on PORT + 1000: each one-server run's report gives the server's time per call by stage.
+  env ${SERVER_ENV:-} "$server" "${where[@]}" --listen_address=127.0.0.1:"$3" --metrics_address=127.0.0.1:$(($3 + 1000)) \
     --initial_capacity=$((KEYS * 3 / 2)) --memory=32GiB $SERVER_ARGS >"$OUT/$1-server-$3.log" 2>&1 &
   pids+=($!)
 }
@@ -67,14 +69,16 @@ busiest_threads() {  # busiest_threads BEFORE AFTER SECONDS: the 8 busiest threa
     sort -rn | head -8 | tr '\n' ' '
 }
 run() {  # run TAG ADDRESS LOAD SIZE
-  local t0 c0 c1 t1
+  local t0 c0 c1 t1 stages=()
+  # One server: its stages (--server_metrics; two servers would need one scrape each).
+  [[ "$2" == *,* ]] || stages=(--server_metrics="${2%:*}:$((${2##*:} + 1000))")
   t0=$(date +%s.%N)
   c0=$(cpu_ticks)
   thread_ticks >"$OUT/.threads-before"
   "$loadgen" --address="$2" --api=coalesced --keys="$KEYS" --load="$3" --wait_ready=60 --mode=closed \
     --threads="$THREADS" --connections="$CONNECTIONS" --depth="$DEPTH" --read_batch="$4" --write_fraction=0 \
     --warmup="$WARMUP_S" --duration="$STEP_S" --progress=false --check_reads=off --json="$OUT/$1.json" \
-    $LOADGEN_ARGS >"$OUT/$1.txt" 2>&1
+    "${stages[@]}" $LOADGEN_ARGS >"$OUT/$1.txt" 2>&1
   local rc=$?
   c1=$(cpu_ticks)
   t1=$(date +%s.%N)

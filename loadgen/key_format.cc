@@ -1,5 +1,8 @@
 #include "loadgen/key_format.h"
 
+#include <algorithm>
+#include <charconv>
+
 #include "absl/strings/str_cat.h"
 
 namespace gphkv::loadgen {
@@ -12,28 +15,37 @@ absl::StatusOr<KeyFormat> ParseKeyFormat(const std::string& name) {
 
 const char* KeyFormatName(KeyFormat format) { return format == KeyFormat::kBytes ? "bytes" : "u64"; }
 
+namespace {
+
+// Appends the key of `id`: "k:", zeros up to `length` bytes, the id's digits.
+void AppendName(uint64_t id, uint32_t length, std::string* out) {
+  char digits[20];
+  const size_t n = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), id).ptr - digits);
+  out->append("k:", 2);
+  if (length > 2 + n) out->append(length - 2 - n, '0');
+  out->append(digits, n);
+}
+
+}  // namespace
+
 std::string ByteKeyNames::Name(uint64_t id) const {
-  const std::string digits = absl::StrCat(id);
-  std::string key = "k:";
-  if (length_ > key.size() + digits.size()) key.append(length_ - key.size() - digits.size(), '0');
-  key += digits;
+  std::string key;
+  AppendName(id, length_, &key);
   return key;
 }
 
+// Runs per op on the load generator's hot path: one buffer, sized up front
+// for the longest key (20 digits) so that the views taken as it fills stay
+// valid, and no string per key.
 void ByteKeyNames::Name(absl::Span<const uint64_t> ids, std::string* storage,
                         std::vector<std::string_view>* views) const {
   storage->clear();
   views->clear();
-  std::vector<size_t> ends;
-  ends.reserve(ids.size());
+  storage->reserve(ids.size() * std::max<size_t>(length_, 2 + 20));
   for (uint64_t id : ids) {
-    storage->append(Name(id));
-    ends.push_back(storage->size());
-  }
-  size_t begin = 0;
-  for (size_t end : ends) {
-    views->emplace_back(storage->data() + begin, end - begin);
-    begin = end;
+    const size_t begin = storage->size();
+    AppendName(id, length_, storage);
+    views->emplace_back(storage->data() + begin, storage->size() - begin);
   }
 }
 

@@ -83,12 +83,12 @@ void StoreHarness::handle(Message message, std::string_view bytes) {
       break;
     case Message::kPut:
       if ((parsed = unary.put.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(*operation_of(unary.put, &unary.put_out), &runs);
+        if (auto op = operation_of(unary.put, &unary.put_out)) admit(*op, &runs);
       }
       break;
     case Message::kDelete:
       if ((parsed = unary.del.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))) {
-        admit(*operation_of(unary.del, &unary.del_out), &runs);
+        if (auto op = operation_of(unary.del, &unary.del_out)) admit(*op, &runs);
       }
       break;
     case Message::kPipeline:

@@ -140,6 +140,14 @@ void answer_packed(std::vector<GetSlot>& slots, v1::OperationResult* r) {
   }
 }
 
+// How long a lane never answered waits for its first connection: long
+// enough for gRPC's reconnect after a failed first dial (channel_args sets
+// its backoff to 100 ms), short enough that an absent server is UNAVAILABLE
+// well within the deadline.
+Clock::duration connect_wait(const ClientOptions& o) {
+  return std::min<Clock::duration>(std::chrono::seconds(1), o.timeout / 2);
+}
+
 }  // namespace
 
 // A message being filled or waiting for its turn.
@@ -154,6 +162,7 @@ struct Coalescer::Outgoing {
 // mu guards the lane's state and its streams' bookkeeping (Stream's fields
 // name it too).
 struct Coalescer::Lane {
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::KeyValue::Stub> stub;
   const ClientOptions* options = nullptr;
 
@@ -164,6 +173,9 @@ struct Coalescer::Lane {
   std::set<Stream*> live ABSL_GUARDED_BY(mu);      // streams whose RPC is not done yet
   uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
   bool closing ABSL_GUARDED_BY(mu) = false;
+  // Whether a stream of this lane was ever answered: until then its streams
+  // wait for the connection (wait_for_ready) instead of failing fast.
+  bool answered ABSL_GUARDED_BY(mu) = false;
   int objects ABSL_GUARDED_BY(mu) = 0;  // Stream objects not yet destroyed, their calls included
   std::atomic<uint64_t> messages{0}, operations{0};
 };
@@ -178,6 +190,17 @@ struct Coalescer::Lane {
 class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest, v1::BatchResponse> {
  public:
   explicit Stream(Lane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane->mu) : counted_(lane), lane_(lane) {
+    // A lane's first connection may fail once on a loaded host (many clients
+    // dialling at once); failing fast then would fail every request of the
+    // stream with UNAVAILABLE although nothing is wrong. Until the lane has an
+    // answer, its stream waits for the connection instead, bounded by each
+    // request's deadline (the sweeper). Afterwards a lost server fails fast.
+    // A lane with no deadline (timeout 0) has no sweeper to end the wait:
+    // it keeps failing fast.
+    if (!lane_->answered && lane_->options->timeout.count() > 0) {
+      ctx_.set_wait_for_ready(true);
+      connect_by_ = Clock::now() + connect_wait(*lane_->options);
+    }
     lane_->stub->async()->Batches(&ctx_, this);
     AddHold();
     lane_->live.insert(this);
@@ -223,6 +246,24 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   void begin_outside() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
     ++outside_;
     ++refs_;
+  }
+  // A stream still waiting for the lane's first connection after
+  // connect_wait: fails what it holds with UNAVAILABLE, as a fail-fast
+  // stream would have at once, and says whether to cancel it. A connected
+  // channel keeps its stream (its requests' deadlines bound the wait).
+  bool give_up_connecting(Clock::time_point now, std::vector<Failure>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
+    if (lane_->answered || now < connect_by_) return false;
+    if (lane_->channel->GetState(false) == GRPC_CHANNEL_READY) return false;
+    connect_by_ = Clock::time_point::max();
+    const absl::Status why = absl::UnavailableError(
+        absl::StrCat("no connection to the server within ",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(connect_wait(*lane_->options)).count(),
+                     " ms; the request may or may not have taken effect"));
+    for (auto& f : in_flight_) {
+      fail_slots(f.slots, why, out);
+      fail_slots(f.gets, why, out);
+    }
+    return true;
   }
   // The requests in flight whose deadline passed.
   void expire(Clock::time_point now, std::vector<Failure>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane_->mu) {
@@ -291,6 +332,7 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     bool more = false;
     {
       absl::MutexLock lock(&lane_->mu);
+      lane_->answered = true;
       for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
         if (it->id != resp.id()) continue;
         slots = std::move(it->slots);
@@ -401,6 +443,8 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   Counted counted_;
   Lane* lane_;
   grpc::ClientContext ctx_;
+  // While the lane was never answered: when to stop waiting for a connection.
+  Clock::time_point connect_by_ ABSL_GUARDED_BY(lane_->mu) = Clock::time_point::max();
   v1::BatchRequest out_;
   v1::BatchResponse in_;
   // Messages sent, not yet answered, oldest first.
@@ -417,7 +461,8 @@ Coalescer::Coalescer(const std::function<std::shared_ptr<grpc::Channel>(int)>& c
   const int n = std::max(1, options_.coalesce.streams);
   for (int i = 0; i < n; ++i) {
     auto lane = std::make_unique<Lane>();
-    lane->stub = v1::KeyValue::NewStub(channel(i));
+    lane->channel = channel(i);
+    lane->stub = v1::KeyValue::NewStub(lane->channel);
     lane->options = &options_;
     lanes_.push_back(std::move(lane));
   }
@@ -586,11 +631,16 @@ void Coalescer::sweep() {
   while (!sweep_mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::FromChrono(period))) {
     const Clock::time_point now = Clock::now();
     std::vector<Failure> failures;
+    std::vector<Stream*> to_cancel;  // each holds a reference taken here
     for (auto& lane : lanes_) {
       absl::MutexLock l(&lane->mu);
       for (Stream* s : lane->live) {
         s->lock_is_held();
         s->expire(now, &failures);
+        if (s->give_up_connecting(now, &failures)) {
+          s->ref();
+          to_cancel.push_back(s);
+        }
       }
       for (auto& m : lane->queue) {
         expire_slots(m.slots, now, "not sent before the deadline", &failures);
@@ -599,6 +649,10 @@ void Coalescer::sweep() {
     }
     sweep_mu_.Unlock();
     deliver(failures);
+    for (Stream* s : to_cancel) {
+      s->cancel();
+      s->unref();
+    }
     sweep_mu_.Lock();
   }
 }

@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "tests/server/http_get.h"
 #include "tests/server/test_server.h"
 
 namespace gphkv {
@@ -286,6 +287,48 @@ TEST(Coalescing, AServerLostAfterItAnsweredFailsRequestsFast) {
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
   EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+// A lane's first stream waits for its connection (the server may come up
+// late, or a first connect fail on a loaded host) within each request's
+// deadline, instead of failing every request of the stream at once.
+TEST(Coalescing, ALaneNeverAnsweredWaitsForTheServerWithinTheDeadline) {
+  const int port = testing::free_port();
+  ClientOptions co;
+  co.timeout = std::chrono::seconds(20);
+  auto client = Client::Connect(absl::StrCat("127.0.0.1:", port), co);
+  std::atomic<bool> put_done{false};
+  absl::Status put_status;
+  std::thread putter([&] {
+    put_status = client->Put(std::vector<uint64_t>{11}, std::vector<std::string_view>{"late"}).status();
+    put_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first connect attempts fail
+  EXPECT_FALSE(put_done.load()) << "the put did not wait: " << put_status;
+  server::ServerOptions o = test_options();
+  o.listen_address = absl::StrCat("127.0.0.1:", port);
+  auto server = start_server(o);
+  ASSERT_NE(server, nullptr);
+  putter.join();
+  EXPECT_TRUE(put_status.ok()) << put_status;
+  auto r = client->Get(std::vector<uint64_t>{11});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->value(0), "late");
+}
+
+// With no server at all, a lane never answered waits about a second for a
+// connection, then fails its requests with UNAVAILABLE, well before their
+// deadline.
+TEST(Coalescing, ALaneNeverAnsweredIsUnavailableAfterItsConnectionWait) {
+  ClientOptions co;
+  co.timeout = std::chrono::seconds(6);
+  auto client = Client::Connect(absl::StrCat("127.0.0.1:", testing::free_port()), co);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = client->Get(std::vector<uint64_t>{1});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_GE(took, std::chrono::milliseconds(900));
+  EXPECT_LT(took, std::chrono::seconds(4));
 }
 
 TEST(Coalescing, OffSendsEachRequestAsItsOwnCall) {

@@ -8,6 +8,11 @@
 #
 #   BUNDLE=.device-svc OUT=build/device-tests bash scripts/device-tests.sh
 #
+# STEPS (a regular expression over whole step names, default every step)
+# runs some of them, e.g. STEPS='engine_.*|memcheck_engine|racecheck|bench_.*'
+# for the engine's steps from scripts/device-bundle.sh's bundle alone; the
+# others say "not selected".
+#
 # The bundle: scripts/device-bundle-service.sh with BUNDLE_TESTS=1, plus
 # engine_tests, cuda_engine_tests and engine_bench from scripts/device-bundle.sh
 # in its bin/ (docs/gpu.md).
@@ -22,6 +27,10 @@ status=0
 step() {  # step NAME LIMIT_S CMD...
   local name=$1 limit=$2
   shift 2
+  if ! [[ $name =~ ^(${STEPS:-.*})$ ]]; then
+    echo "=== $name: not selected (STEPS=$STEPS)"
+    return
+  fi
   local t0=$SECONDS
   timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "engine/bench/cuda_check.h"
 #include "engine/cuda/device_table.cuh"
@@ -124,6 +126,40 @@ inline bool lookup_shape_fits(const engine::cuda::DeviceTable& t, const LookupSh
   if (shape.block <= 0 || shape.block > 256 || shape.block % 32 != 0) return false;
   if (shape.group != 2 && shape.group != 4 && shape.group != 8) return false;
   return m == 8 || (m == 16 && shape.keys_per_thread == 1);
+}
+
+// The shapes engine_bench --sweep measures, in its order, each with its row
+// name: |g| = 2, 4, 8 at K = 1 and 2 in blocks of 256 (and |g| = 4, K = 1 in
+// blocks of 128), then |g| = 4, K = 1 with evict-first loads off and on. A
+// table's layout takes some of them (lookup_shape_fits); the engine's own
+// shape, LookupShape{}, is among them and must fit every layout the engine
+// builds (engine/tests/cuda_lookup_shapes_test.cu).
+struct NamedShape {
+  LookupShape shape;
+  std::string name;
+};
+inline std::vector<NamedShape> lookup_sweep_shapes() {
+  std::vector<NamedShape> shapes;
+  for (int g : {2, 4, 8}) {
+    for (int k : {1, 2}) {
+      for (int block : {128, 256}) {
+        if (block == 128 && !(g == 4 && k == 1)) continue;
+        LookupShape shape;
+        shape.group = g;
+        shape.block = block;
+        shape.keys_per_thread = k;
+        shapes.push_back({shape, "find 50% uniform |g|=" + std::to_string(g) + " K=" + std::to_string(k) +
+                                     " block=" + std::to_string(block)});
+      }
+    }
+  }
+  for (int stream : {0, 1}) {
+    LookupShape shape;
+    shape.streaming_loads = stream;
+    shapes.push_back(
+        {shape, std::string("find 50% uniform |g|=4 K=1 evict-first bucket loads ") + (stream ? "on" : "off")});
+  }
+  return shapes;
 }
 
 // The lookup of `t` (M = 8 or 16 slots per bucket) in `shape`, with the Cell

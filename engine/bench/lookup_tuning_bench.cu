@@ -2,6 +2,8 @@
 // every launch shape measured, then every find case with the Cell Index kept
 // in L2. The engine keeps the shape that won (engine/cuda/lookup.h) and no L2
 // window (docs/gph.md, "Tuning on the H100").
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "engine/bench/key_spaces.cuh"
@@ -16,31 +18,23 @@ std::vector<Report::Variant> lookup_tuning(Context& c, CudaTable& table, uint64_
   const engine::cuda::DeviceTable view = table.view();
   fill_queries(b.queries, nq, n, FindCase{50, Distribution::kUniform}, 5, 1, c.s);
   // Shapes the table's layout cannot take (K = 2 on two-line buckets) are
-  // skipped, not measured.
-  auto measure = [&](LookupShape shape, const std::string& name) {
-    if (!lookup_shape_fits(view, shape)) return;
-    const double ms = median_ms(
-        c.args.reps, c.s, [&] { CK(launch_lookup_shape(view, b.queries, nq, b.out, b.found, shape, nullptr, c.s)); });
-    check_hits(c, b.found, nq, 50, b.count, "sweep");
-    variants.push_back({name, gops(nq, ms)});
-  };
-  for (int g : {2, 4, 8}) {
-    for (int k : {1, 2}) {
-      for (int block : {128, 256}) {
-        if (block == 128 && !(g == 4 && k == 1)) continue;
-        LookupShape shape;
-        shape.group = g;
-        shape.block = block;
-        shape.keys_per_thread = k;
-        measure(shape, "find 50% uniform |g|=" + std::to_string(g) + " K=" + std::to_string(k) +
-                           " block=" + std::to_string(block));
-      }
+  // skipped, not measured; the engine's own shape always fits, so a sweep
+  // that measured none of them is a broken sweep, not a result.
+  int skipped = 0;
+  for (const NamedShape& s : lookup_sweep_shapes()) {
+    if (!lookup_shape_fits(view, s.shape)) {
+      ++skipped;
+      continue;
     }
+    const double ms = median_ms(
+        c.args.reps, c.s, [&] { CK(launch_lookup_shape(view, b.queries, nq, b.out, b.found, s.shape, nullptr, c.s)); });
+    check_hits(c, b.found, nq, 50, b.count, "sweep");
+    variants.push_back({s.name, gops(nq, ms)});
   }
-  for (int stream : {0, 1}) {
-    LookupShape shape;
-    shape.streaming_loads = stream;
-    measure(shape, std::string("find 50% uniform |g|=4 K=1 evict-first bucket loads ") + (stream ? "on" : "off"));
+  if (!lookup_shape_fits(view, LookupShape{}) || variants.empty()) {
+    std::fprintf(stderr, "sweep: the engine's lookup shape does not fit a table of M = %u (%d shapes skipped)\n",
+                 static_cast<unsigned>(view.geo.slots_per_bucket), skipped);
+    std::exit(2);
   }
   // Last, as it takes L2 from every later kernel: the Cell Index pinned in L2.
   const CellWindow window = keep_cells_in_l2(view, table.device());

@@ -43,10 +43,12 @@ Args parse_args(int argc, char** argv) {
       }
     } else if (s == "--sweep") {
       a.sweep = true;
+    } else if (s == "--bulk_variants") {
+      a.bulk_variants = true;
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH] "
-                   "[--sections=table,build,burst,rebuild_lookup] [--shape=M/C]\n");
+                   "[--sections=table,build,burst,rebuild_lookup] [--shape=M/C] [--bulk_variants]\n");
       std::exit(1);
     }
   }

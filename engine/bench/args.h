@@ -14,6 +14,9 @@ struct Args {
   int reps = 7;
   double load = 0.8;  // the occupancy axis: the load factor tables are built to
   bool sweep = false;
+  // --bulk_variants: the build section also measures the bulk build with
+  // BulkBuildConfig::pair_records, between two runs of the default.
+  bool bulk_variants = false;
   std::string json;
   std::string sections = "table,build,burst,rebuild_lookup";
   // --shape=M/C: M slots per bucket and C cells per bucket for every table

@@ -133,12 +133,17 @@ __global__ void cell_bounds(const uint32_t* sorted, uint64_t n, uint32_t L, uint
 }
 
 __global__ void gather_cells(gph::Geometry g, Inputs in, const uint32_t* sorted_cell, const uint32_t* index, uint64_t m,
-                             uint64_t* rec_keys, uint64_t* rec_values, uint32_t* bucket, uint32_t* load) {
+                             uint64_t* rec_keys, uint64_t* rec_values, ulonglong2* rec_pairs, uint32_t* bucket,
+                             uint32_t* load) {
   GRID_STRIDE(p, m) {
     uint64_t k, v;
     pair_of(in, index[p], &k, &v);
     rec_keys[p] = k;
-    rec_values[p] = v;
+    if (rec_pairs != nullptr) {
+      rec_pairs[p] = make_ulonglong2(k, v);
+    } else {
+      rec_values[p] = v;
+    }
     locate(g, k, sorted_cell[p], p, bucket, load);
   }
 }
@@ -234,6 +239,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   StreamScratch records(s);
   uint64_t* rec_keys = nullptr;
   uint64_t* rec_values = nullptr;
+  ulonglong2* rec_pairs = nullptr;  // config.pair_records: in place of rec_values
   uint32_t* rec_bucket = nullptr;
   uint32_t* load = nullptr;
   auto allocate_records = [&]() -> absl::Status {
@@ -241,11 +247,16 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       return absl::ResourceExhaustedError(absl::StrCat("bulk build: ", m, " keys exceed the ", g.num_slots(),
                                                        " slots of ", g.num_buckets, " buckets; grow the table"));
     }
-    const size_t o_k = records.reserve<uint64_t>(m), o_v = records.reserve<uint64_t>(m);
+    const size_t o_k = records.reserve<uint64_t>(m);
+    const size_t o_v = config.pair_records ? records.reserve<ulonglong2>(m) : records.reserve<uint64_t>(m);
     const size_t o_b = records.reserve<uint32_t>(m), o_l = records.reserve<uint32_t>(g.num_buckets);
     GPHKV_RETURN_IF_ERROR(records.allocate());
     rec_keys = records.at<uint64_t>(o_k);
-    rec_values = records.at<uint64_t>(o_v);
+    if (config.pair_records) {
+      rec_pairs = records.at<ulonglong2>(o_v);
+    } else {
+      rec_values = records.at<uint64_t>(o_v);
+    }
     rec_bucket = records.at<uint32_t>(o_b);
     load = records.at<uint32_t>(o_l);
     GPHKV_CUDA_TRY(cudaMemsetAsync(load, 0, sizeof(uint32_t) * g.num_buckets, s));
@@ -277,7 +288,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
     times.group = lap();
     GPHKV_RETURN_IF_ERROR(allocate_records());
     gather_cells<<<grid_for(m), kBlock, 0, s>>>(g, in, group.at<uint32_t>(o_scell), group.at<uint32_t>(o_sindex), m,
-                                                rec_keys, rec_values, rec_bucket, load);
+                                                rec_keys, rec_values, rec_pairs, rec_bucket, load);
     GPHKV_CUDA_TRY_LAUNCH("gather_cells");
   }  // the grouping's scratch goes back to the pool, stream-ordered
   finish_oob<<<1, 1, 0, s>>>(in, dst.oob, dst.size, m);
@@ -286,8 +297,8 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
 
   // 3. Choose the cells' (Φ, Δ) and place the keys.
   SettleResult settled;
-  GPHKV_RETURN_IF_ERROR(
-      settle_and_place(dst, CellRecords{rec_keys, rec_values, cell_begin, m, rec_bucket, load}, config, s, &settled));
+  GPHKV_RETURN_IF_ERROR(settle_and_place(
+      dst, CellRecords{rec_keys, rec_values, cell_begin, m, rec_bucket, load, rec_pairs}, config, s, &settled));
   if (config.times != nullptr) {
     // settle_and_place timed its own phases, from the end of the grouping on.
     times.first_mark = settled.first_mark_ms;

@@ -84,6 +84,13 @@ struct BulkBuildConfig {
   uint64_t serial_cells = 256;
   // When set, filled with the phases' times.
   BulkBuildTimes* times = nullptr;
+  // Records keep each key beside its value (16 B pairs, besides the keys
+  // alone that the cell choice reads), so that the placement's random read
+  // of a record is one 16-byte load instead of a key and a value from two
+  // arrays; 8 B more a record at the build's peak. On the H100 it took a
+  // 10^8-pair build from 37.0 to 35.1 ms, and a 10^9-pair build ran out of
+  // memory with it, hence off (engine_bench --bulk_variants; docs/gph.md).
+  bool pair_records = false;
 };
 
 // Fills `dst` (its cells, buckets, out-of-band slot and size counter) with

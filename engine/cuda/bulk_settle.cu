@@ -268,8 +268,14 @@ __global__ void place_kernel(DeviceTable t, CellRecords rec, const uint32_t* loa
     uint64_t k = gph::kEmptyKey, v = 0;
     if (at >= 0) {
       const uint32_t i = order[begin + at];
-      k = rec.keys[i];
-      v = rec.values[i];
+      if (rec.pairs != nullptr) {  // one 16-byte load for a record read at random
+        const ulonglong2 kv = rec.pairs[i];
+        k = kv.x;
+        v = kv.y;
+      } else {
+        k = rec.keys[i];
+        v = rec.values[i];
+      }
       if (spill >= 0) {
         mark_spill(t, static_cast<uint32_t>(b), static_cast<uint32_t>(spill), line_hash(t.geo, k),
                    gph::cell_of(t.geo, k));

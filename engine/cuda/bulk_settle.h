@@ -27,6 +27,9 @@ struct CellRecords {
   // `bucket` in place.
   uint32_t* bucket;
   uint32_t* load;
+  // With BulkBuildConfig::pair_records: the records as (key, value) pairs,
+  // which the placement reads instead of keys and values (then null).
+  const ulonglong2* pairs = nullptr;
 };
 
 struct SettleResult {

@@ -29,6 +29,15 @@ using gphkv::server::ByteSize;
 
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
           "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
+ABSL_FLAG(std::string, memcached_address, "",
+          "host:port (IP:PORT, such as 0.0.0.0:11211) to serve memcached's text protocol on, beside gRPC and over "
+          "the same store; empty (the default) disables it. docs/memcached.md says what it answers and refuses");
+ABSL_FLAG(uint32_t, memcached_max_connections, 1024,
+          "open memcached connections at most (memcached's -c); a connection past it is told \"ERROR Too many open "
+          "connections\" and closed");
+ABSL_FLAG(absl::Duration, memcached_idle_timeout, absl::ZeroDuration(),
+          "close a memcached connection that sends nothing while it has nothing to answer, or reads none of its "
+          "replies, this long (whole seconds, such as 300s; 0 = never, memcached's default)");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
           "host:port of the Prometheus endpoint (GET /metrics); empty disables it");
 ABSL_FLAG(std::string, tls_cert, "",
@@ -166,6 +175,15 @@ int main(int argc, char** argv) {
   gphkv::server::ServerOptions o;
   o.listen_address = absl::GetFlag(FLAGS_listen_address);
   o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o.memcached.address = absl::GetFlag(FLAGS_memcached_address);
+  o.memcached.max_connections = absl::GetFlag(FLAGS_memcached_max_connections);
+  if (o.memcached.max_connections == 0) return fail("--memcached_max_connections must be at least 1");
+  const absl::Duration idle = absl::GetFlag(FLAGS_memcached_idle_timeout);
+  if (idle < absl::ZeroDuration()) return fail("--memcached_idle_timeout must not be negative");
+  o.memcached.idle_timeout = std::chrono::seconds(absl::ToInt64Seconds(idle));
+  if (idle > absl::ZeroDuration() && o.memcached.idle_timeout.count() == 0) {
+    return fail("--memcached_idle_timeout is counted in whole seconds: give 1s or more, or 0");
+  }
   o.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
@@ -231,13 +249,15 @@ int main(int argc, char** argv) {
   if (o.data_dir.options.log.segment_bytes == 0) return fail("--log_segment_bytes must be at least 1");
 
   spdlog::info(
-      "gphkv-server starting: listen_address={} tls_cert={} tls_client_ca={} metrics_address={} backend={} gpus={} "
+      "gphkv-server starting: listen_address={} memcached_address={} tls_cert={} tls_client_ca={} metrics_address={} "
+      "backend={} gpus={} "
       "partitions={} "
       "memory={} "
       "max_value_bytes={} max_key_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} spin_us={} "
       "max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
-      o.listen_address, o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
+      o.listen_address, o.memcached.address.empty() ? "(off)" : o.memcached.address,
+      o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
       o.metrics_address.empty() ? "(disabled)" : o.metrics_address, backend, gpus, o.cpu_partitions,
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_key_bytes,

@@ -17,6 +17,7 @@
 #include "server/grpc/key_value_service.h"
 #include "server/grpc/unary_front_end.h"
 #include "server/intake.h"
+#include "server/memcache/listener.h"
 #include "server/metrics_endpoint.h"
 #include "server/partition_metrics.h"
 #include "server/partitions.h"
@@ -112,6 +113,9 @@ struct Server::Impl {
   std::unique_ptr<grpcfe::UnaryFrontEnd> front_end;
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  // Declared after the intake and the partitions: destroyed before them,
+  // once shutdown() has had every call it queued answered.
+  std::unique_ptr<memcache::Listener> memcached;
   int port = 0;
   int metrics_port = 0;
   std::string backend;
@@ -137,6 +141,7 @@ Server::~Server() { shutdown(); }
 
 int Server::port() const { return impl_->port; }
 int Server::metrics_port() const { return impl_->metrics_port; }
+int Server::memcached_port() const { return impl_->memcached ? impl_->memcached->port() : 0; }
 std::string Server::backend_name() const { return impl_->backend; }
 std::string Server::render_metrics() const { return impl_->metrics.render(); }
 
@@ -269,11 +274,32 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   }
   impl->front_end->start();
   spdlog::info("unary Get/Put/Delete on {} completion-queue threads", fe.threads);
+  if (!options.memcached.address.empty()) {
+    memcache::ListenerOptions mc;
+    mc.address = options.memcached.address;
+    mc.max_connections = options.memcached.max_connections;
+    mc.connection.idle_timeout = options.memcached.idle_timeout;
+    // One limit per idea for both protocols: --max_key_bytes and --max_value_bytes.
+    mc.connection.parser.max_key_length = options.limits.max_key_bytes;
+    mc.connection.parser.max_value_length = options.limits.max_value_bytes;
+    mc.version = std::string(memcache::kProtocolVersion) + " gphkv-" GPHKV_VERSION;
+    auto listener = memcache::Listener::start(impl->intake.get(), std::move(mc));
+    if (!listener.ok()) {
+      impl->grpc_server->Shutdown();
+      impl->front_end->stop();
+      parts.stop();
+      return listener.status();
+    }
+    impl->memcached = std::move(*listener);
+    spdlog::info("serving memcached's text protocol on {} (port {})", options.memcached.address,
+                 impl->memcached->port());
+  }
   impl->set_health(true, false);
 
   if (!options.metrics_address.empty()) {
     auto endpoint = MetricsEndpoint::start(options.metrics_address, impl->metrics.registry());
     if (!endpoint.ok()) {
+      if (impl->memcached) impl->memcached->stop(std::chrono::milliseconds(0));
       impl->grpc_server->Shutdown();
       impl->front_end->stop();
       parts.stop();
@@ -298,6 +324,9 @@ void Server::shutdown() {
   s.stopped = true;
   spdlog::info("shutting down: refusing new calls, answering pending ones");
   s.grpc_server->GetHealthCheckService()->SetServingStatus(false);
+  // The memcached port first, while the executors run: the commands its
+  // connections have read are answered and written, then they close.
+  if (s.memcached) s.memcached->stop(std::chrono::milliseconds(s.options.shutdown_grace_ms));
   // Shutdown stops new calls at once and waits for every started call to
   // finish; the executor keeps running meanwhile, so queued work completes.
   // Streams still open after the grace period are cancelled.

@@ -5,6 +5,7 @@
 // ServerOptions; tests build a Server directly on 127.0.0.1 port 0.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,8 +33,19 @@ struct ServerTls {
   std::string client_ca_file;
 };
 
+// memcached's text protocol on a second port (--memcached_address and its
+// limits; docs/memcached.md). address empty: no memcached port.
+struct MemcachedOptions {
+  std::string address;
+  uint32_t max_connections = 1024;  // memcached's -c default
+  // Closes a connection idle (or not reading its replies) this long; 0: never,
+  // memcached's default.
+  std::chrono::seconds idle_timeout{0};
+};
+
 struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
+  MemcachedOptions memcached{};
   // Empty disables the metrics endpoint.
   std::string metrics_address = "0.0.0.0:9464";
   BackendChoice backend = BackendChoice::kAuto;
@@ -86,6 +98,8 @@ class Server {
   // The bound ports (useful when the options asked for port 0).
   int port() const;
   int metrics_port() const;
+  // The memcached port, 0 without --memcached_address.
+  int memcached_port() const;
   std::string backend_name() const;
   // The /metrics page, rendered now (for tools that embed a server).
   std::string render_metrics() const;

@@ -46,6 +46,15 @@ inline server::ServerOptions metrics_scraped_options() {
   return o;
 }
 
+// test_options() with the memcached port on a port the kernel picks, and a
+// small --max_value_bytes so that tests reach it cheaply.
+inline server::ServerOptions memcached_test_options(uint32_t max_value_bytes) {
+  server::ServerOptions o = test_options();
+  o.memcached.address = "127.0.0.1:0";
+  o.limits.max_value_bytes = max_value_bytes;
+  return o;
+}
+
 inline std::unique_ptr<server::Server> start_server(const server::ServerOptions& o = test_options()) {
   keep_grpc_initialized();
   auto s = server::Server::start(o);

@@ -1,0 +1,124 @@
+// One memcached client connection on the listener's event loop: reads bytes,
+// feeds the parser, hands each command to the intake (through the adapter,
+// intake_commands.h) or answers it itself, and writes the replies in the
+// order the commands came, whatever order the store answers them in.
+//
+// Back-pressure: while `max_pending_commands` commands wait for their reply
+// or `max_output_bytes` of replies wait for the socket, the connection stops
+// reading, so a client that pipelines without reading its answers holds a
+// bounded amount of memory and the kernel's socket buffers push back on it;
+// the other connections on the loop are not held up.
+//
+// Everything here runs on the loop thread, except a call's `done`, which
+// writes its reply into its slot on whatever thread answered it and posts
+// the slot back to the loop (ConnectionHost::post_answer).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/intake.h"
+#include "server/memcache/intake_commands.h"
+#include "server/memcache/parser.h"
+
+struct bufferevent;
+
+namespace gphkv::server::memcache {
+
+struct ConnectionLimits {
+  ParserLimits parser;
+  // Commands parsed and not yet answered, per connection (a pipelining
+  // client's depth); past it the connection stops reading.
+  size_t max_pending_commands = 1024;
+  // Reply bytes waiting for the socket, per connection; past it the
+  // connection stops reading until half of them are written.
+  size_t max_output_bytes = 4 << 20;
+  // A connection with nothing to answer that sends nothing for this long, or
+  // whose replies make no progress for this long, is closed (0: never).
+  std::chrono::seconds idle_timeout{0};
+};
+
+class Connection;
+
+// What a connection needs of its listener.
+class ConnectionHost {
+ public:
+  virtual ~ConnectionHost() = default;
+  virtual const Intake& intake() const = 0;
+  virtual const ConnectionLimits& limits() const = 0;
+  virtual std::string_view version() const = 0;
+  // "STAT ..." lines of the stats command (without END).
+  virtual void append_stats(std::string* out) const = 0;
+  // Counts a command of `keys` keys for stats (get keys, sets, deletes).
+  virtual void count_command(CommandKind kind, size_t keys) = 0;
+  // Any thread: runs connection->answered(slot) on the loop thread.
+  virtual void post_answer(std::shared_ptr<Connection> connection, void* slot) = 0;
+  // Loop thread: the connection closed its socket; the host drops it.
+  virtual void closed(Connection* connection) = 0;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  // Takes the bufferevent (its socket closes with it).
+  Connection(ConnectionHost* host, bufferevent* bev);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sets the callbacks and starts reading.
+  void start();
+  // Shutdown: read no more; close once every parsed command is answered and
+  // its reply written.
+  void drain();
+  // Closes the socket now; answers still to come are dropped.
+  void close();
+  // A call's reply is in its slot (from ConnectionHost::post_answer).
+  void answered(void* slot);
+
+ private:
+  struct Slot {
+    std::string reply;
+    bool ready = false;
+    bool close_after = false;  // quit, or an error memcached closes on
+    std::unique_ptr<IntakeCommand> command;
+  };
+
+  static void on_read(bufferevent* bev, void* self);
+  static void on_write(bufferevent* bev, void* self);
+  static void on_event(bufferevent* bev, short what, void* self);
+
+  // Parses what it may, writes the replies that are ready, and sets reading
+  // on or off; every event ends here.
+  void pump();
+  // Parses commands until the input runs out, a limit is reached or reading
+  // stopped. False when it stopped at a limit.
+  bool parse_commands();
+  void handle(const ParseResult& result);
+  void submit(bool noreply);
+  Slot& new_slot();
+  // Writes the ready replies at the head of the queue, in order.
+  void flush();
+  bool over_limits() const;
+  size_t output_bytes() const;
+  // Stops reading; closes once the replies queued so far are written.
+  void close_when_written();
+
+  ConnectionHost* host_;
+  bufferevent* bev_;
+  Parser parser_;
+  Command command_;
+  std::string input_;  // bytes read and not yet consumed by the parser, from input_pos_
+  size_t input_pos_ = 0;
+  std::deque<Slot> slots_;        // one per parsed command, oldest first (stable addresses)
+  bool reading_stopped_ = false;  // quit, a fatal error, end of input, or shutdown
+  bool closing_ = false;          // close once the output is written
+  bool closed_ = false;
+  bool pumping_ = false;
+};
+
+}  // namespace gphkv::server::memcache

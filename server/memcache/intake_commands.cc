@@ -1,0 +1,166 @@
+#include "server/memcache/intake_commands.h"
+
+#include <algorithm>
+
+#include "server/byte_key.h"
+#include "server/memcache/replies.h"
+
+namespace gphkv::server::memcache {
+namespace {
+
+// The refusals, one per reason, so a client's log says what to wait for.
+// SERVER_ERROR: the request is well formed, this server cannot do it yet.
+constexpr ParseError kFlagsRefused{ErrorKind::kServerError, "nonzero flags not supported yet"};
+constexpr ParseError kExptimeRefused{ErrorKind::kServerError, "nonzero exptime not supported yet"};
+constexpr ParseError kConditionalRefused{ErrorKind::kServerError,
+                                         "not supported yet (add, replace, cas, append, prepend)"};
+constexpr ParseError kArithmeticRefused{ErrorKind::kServerError, "not supported yet (incr, decr)"};
+constexpr ParseError kExpiryRefused{ErrorKind::kServerError, "not supported yet (touch, gat, gats)"};
+constexpr ParseError kFlushRefused{ErrorKind::kServerError, "not supported yet (flush_all)"};
+constexpr ParseError kStatsArgsRefused{ErrorKind::kServerError, "not supported yet (stats with arguments)"};
+constexpr ParseError kMetaRefused{ErrorKind::kServerError, "not supported yet (meta commands mg ms md ma me)"};
+
+Routing refused(ParseError error) { return Routing{CommandRoute::kRefused, error}; }
+
+void append_one_line(std::string_view text, std::string* out) {
+  const size_t start = out->size();
+  out->append(text);
+  std::replace_if(
+      out->begin() + static_cast<std::ptrdiff_t>(start), out->end(), [](char c) { return c == '\r' || c == '\n'; },
+      ' ');
+}
+
+}  // namespace
+
+Routing route_command(const Command& command) {
+  switch (command.kind) {
+    case CommandKind::kGet:
+    case CommandKind::kGets:
+    case CommandKind::kDelete: return Routing{CommandRoute::kIntake, {}};
+    case CommandKind::kSet:
+      if (command.client_flags != 0) return refused(kFlagsRefused);
+      if (command.exptime != 0) return refused(kExptimeRefused);
+      return Routing{CommandRoute::kIntake, {}};
+    case CommandKind::kVersion:
+    case CommandKind::kVerbosity:
+    case CommandKind::kMetaNoop: return Routing{CommandRoute::kLocal, {}};
+    case CommandKind::kStats:
+      return command.stats_args.empty() ? Routing{CommandRoute::kStats, {}} : refused(kStatsArgsRefused);
+    case CommandKind::kQuit: return Routing{CommandRoute::kQuit, {}};
+    case CommandKind::kAdd:
+    case CommandKind::kReplace:
+    case CommandKind::kAppend:
+    case CommandKind::kPrepend:
+    case CommandKind::kCas: return refused(kConditionalRefused);
+    case CommandKind::kIncr:
+    case CommandKind::kDecr: return refused(kArithmeticRefused);
+    case CommandKind::kTouch:
+    case CommandKind::kGat:
+    case CommandKind::kGats: return refused(kExpiryRefused);
+    case CommandKind::kFlushAll: return refused(kFlushRefused);
+    case CommandKind::kMetaGet:
+    case CommandKind::kMetaSet:
+    case CommandKind::kMetaDelete:
+    case CommandKind::kMetaArithmetic:
+    case CommandKind::kMetaDebug: return refused(kMetaRefused);
+  }
+  return refused(kMetaRefused);
+}
+
+void append_local_reply(const Command& command, std::string_view version, std::string* out) {
+  switch (command.kind) {
+    case CommandKind::kVersion: append_version(out, version); break;
+    // memcached's verbosity sets its log level; ours is --log_level's. OK,
+    // as memcached answers it, and nothing else changes.
+    case CommandKind::kVerbosity: append_reply(out, Reply::kOk); break;
+    case CommandKind::kMetaNoop: MetaReply(out, MetaStatus::kNoop).end(); break;
+    default: append_reply(out, Reply::kError); break;
+  }
+}
+
+Call IntakeCommand::make_call(const Command& command, bool noreply, std::function<void(absl::Status)> done) {
+  kind_ = command.kind;
+  noreply_ = noreply;
+  size_t total = 0;
+  for (std::string_view k : command.keys) total += k.size();
+  key_bytes_.reserve(total);
+  key_lengths_.reserve(command.keys.size());
+  Call call;
+  call.table_keys.reserve(command.keys.size());
+  for (std::string_view k : command.keys) {
+    key_bytes_.append(k);
+    key_lengths_.push_back(static_cast<uint32_t>(k.size()));
+    call.table_keys.push_back(byte_key::table_key(k));
+  }
+  const ByteKeys keys{key_bytes_, key_lengths_};
+  const KeySpan table_keys(call.table_keys);
+  switch (command.kind) {
+    case CommandKind::kSet:
+      value_.assign(command.value);
+      value_length_ = static_cast<uint32_t>(value_.size());
+      call.op = PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys};
+      break;
+    case CommandKind::kDelete: call.op = DeleteOp{table_keys, &delete_, keys}; break;
+    default: call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys}; break;
+  }
+  call.received = Clock::now();
+  call.done = std::move(done);
+  return call;
+}
+
+void IntakeCommand::append_reply(const absl::Status& status, std::string* out) const {
+  const bool get_family = kind_ == CommandKind::kGet || kind_ == CommandKind::kGets;
+  if (noreply_ && !get_family) return;
+  if (!status.ok()) {
+    if (kind_ == CommandKind::kSet && status.code() == absl::StatusCode::kResourceExhausted) {
+      // memcached's words for a value that does not fit; the store's reason follows.
+      out->append("SERVER_ERROR out of memory storing object: ");
+      append_one_line(std::string_view(status.message().data(), status.message().size()), out);
+      out->append("\r\n");
+      return;
+    }
+    append_status_error(status, out);
+    return;
+  }
+  switch (kind_) {
+    case CommandKind::kSet: memcache::append_reply(out, Reply::kStored); return;
+    case CommandKind::kDelete:
+      memcache::append_reply(out,
+                             delete_.deleted_size() > 0 && delete_.deleted(0) ? Reply::kDeleted : Reply::kNotFound);
+      return;
+    default: break;
+  }
+  // get/gets: a VALUE per found key, in request order, then END. The store
+  // keeps no client flags (a set with nonzero flags is refused), so 0 is
+  // every item's flags; and no CAS versions yet (issue 27), so gets says
+  // 0, which no item of memcached ever has, and `cas` is refused.
+  size_t key_offset = 0;
+  size_t value_offset = 0;
+  const std::string& values = get_.values();
+  for (size_t i = 0; i < key_lengths_.size(); ++i) {
+    const std::string_view key(key_bytes_.data() + key_offset, key_lengths_[i]);
+    key_offset += key_lengths_[i];
+    if (static_cast<int>(i) >= get_.found_size() || !get_.found(static_cast<int>(i))) continue;
+    const uint32_t length = get_.value_lengths(static_cast<int>(i));
+    const std::string_view data(values.data() + value_offset, length);
+    value_offset += length;
+    if (kind_ == CommandKind::kGets) {
+      append_value(out, key, 0, data, 0);
+    } else {
+      append_value(out, key, 0, data);
+    }
+  }
+  memcache::append_reply(out, Reply::kEnd);
+}
+
+void append_status_error(const absl::Status& status, std::string* out) {
+  if (status.code() == absl::StatusCode::kInvalidArgument) {
+    out->append("CLIENT_ERROR ");
+  } else {
+    out->append("SERVER_ERROR ");
+  }
+  append_one_line(std::string_view(status.message().data(), status.message().size()), out);
+  out->append("\r\n");
+}
+
+}  // namespace gphkv::server::memcache

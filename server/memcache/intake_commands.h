@@ -1,0 +1,82 @@
+// The thin adapter between memcached's commands and the intake: a parsed
+// command becomes one protocol-neutral Call (server/call.h) of byte keys,
+// and the Call's answer becomes memcached's reply. No storage logic here:
+// the store decides what is found, stored and deleted; this file only
+// translates, and refuses what today's store cannot do without new
+// semantics (docs/memcached.md, "What is refused").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gphkv/v1/gphkv.pb.h"
+#include "server/call.h"
+#include "server/memcache/parser.h"
+
+namespace gphkv::server::memcache {
+
+// What a command turns into before anything is queued.
+enum class CommandRoute : uint8_t {
+  kIntake,   // a get, set or delete: a Call for the intake (IntakeCommand)
+  kLocal,    // answered by the front end alone (version, verbosity, mn): no data touched
+  kStats,    // stats: the listener's counters
+  kQuit,     // quit: close once the replies before it are sent
+  kRefused,  // not supported until the store has the semantics (issue 27): an error, nothing changed
+};
+
+// The route of a parsed command, and for kRefused the reply's error (its
+// text is static). A set with nonzero flags or exptime is refused too: the
+// store keeps neither yet, and storing the value without them would give
+// a later get a wrong answer.
+struct Routing {
+  CommandRoute route = CommandRoute::kRefused;
+  ParseError refusal;
+};
+Routing route_command(const Command& command);
+
+// The reply of a kLocal command (version, verbosity, mn).
+void append_local_reply(const Command& command, std::string_view version, std::string* out);
+
+// One get, gets, set or delete between the intake and its reply: it owns
+// the key and value bytes its Call views (the connection's read buffer is
+// reused as soon as the command is parsed) and the response the store
+// fills. Built on the connection's thread; its Call's `done` may run on any.
+class IntakeCommand {
+ public:
+  // Copies the command's keys (and value) and builds the Call: byte keys,
+  // hashed to their table keys here, as the gRPC front end does
+  // (server/wire_calls.cc). `done` is the Call's; route_command(command)
+  // must be kIntake.
+  Call make_call(const Command& command, bool noreply, std::function<void(absl::Status)> done);
+
+  // Writes memcached's reply to the finished call (status as its `done` got
+  // it, or the intake's refusal) to *out. Nothing for noreply, unless the
+  // command is of the get family (whose "noreply" is a key).
+  void append_reply(const absl::Status& status, std::string* out) const;
+
+  CommandKind kind() const { return kind_; }
+  size_t num_keys() const { return key_lengths_.size(); }
+
+ private:
+  CommandKind kind_ = CommandKind::kGet;
+  bool noreply_ = false;
+  std::string key_bytes_;
+  std::vector<uint32_t> key_lengths_;
+  std::string value_;
+  uint32_t value_length_ = 0;
+  v1::GetResponse get_;
+  v1::PutResponse put_;
+  v1::DeleteResponse delete_;
+};
+
+// memcached's error line for a refused or failed call: CLIENT_ERROR for what
+// the client asked wrongly (INVALID_ARGUMENT), SERVER_ERROR for the rest
+// (out of memory, a queue full, writes refused with --data_dir). The
+// status message becomes one line.
+void append_status_error(const absl::Status& status, std::string* out);
+
+}  // namespace gphkv::server::memcache

@@ -1,0 +1,339 @@
+// The memcached port under traffic: pipelined commands answered in order,
+// many connections at once, a random mix checked against a model, the
+// connection limit, the idle timeout, a client that does not read its
+// replies (it must not hold up the others), shutdown with connections open,
+// and a real client library (Debian's python3-pymemcache) when installed.
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/server/memcache_socket.h"
+#include "tests/server/test_server.h"
+
+namespace gphkv {
+namespace {
+
+using testing::MemcacheSocket;
+
+server::ServerOptions memcached_options() { return testing::memcached_test_options(/*max_value_bytes=*/8192); }
+
+std::string value_reply(const std::string& key, const std::string& value) {
+  return absl::StrCat("VALUE ", key, " 0 ", value.size(), "\r\n", value, "\r\n");
+}
+
+TEST(MemcachedTrafficTest, PipelinedCommandsAnsweredInOrder) {
+  auto server = testing::start_server(memcached_options());
+  ASSERT_NE(server, nullptr);
+  MemcacheSocket s(server->memcached_port());
+  std::string request, expected;
+  std::unordered_map<std::string, std::string> model;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string key = absl::StrCat("p", i % 37);
+    switch (i % 3) {
+      case 0: {
+        const std::string value = absl::StrCat("value-", i);
+        absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), "\r\n", value, "\r\n");
+        absl::StrAppend(&expected, "STORED\r\n");
+        model[key] = value;
+        break;
+      }
+      case 1: {
+        const std::string other = absl::StrCat("p", (i * 7) % 37);
+        absl::StrAppend(&request, "get ", key, " ", other, "\r\n");
+        for (const std::string& k : {key, other}) {
+          if (auto it = model.find(k); it != model.end()) expected += value_reply(k, it->second);
+        }
+        absl::StrAppend(&expected, "END\r\n");
+        break;
+      }
+      default:
+        absl::StrAppend(&request, "delete ", key, "\r\n");
+        absl::StrAppend(&expected, model.erase(key) ? "DELETED\r\n" : "NOT_FOUND\r\n");
+    }
+  }
+  ASSERT_TRUE(s.send(request));
+  EXPECT_EQ(s.read(expected.size()), expected);
+}
+
+TEST(MemcachedTrafficTest, ManyConnectionsAtOnce) {
+  auto server = testing::start_server(memcached_options());
+  ASSERT_NE(server, nullptr);
+  constexpr int kConnections = 32;
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(kConnections);
+  for (int c = 0; c < kConnections; ++c) {
+    threads.emplace_back([&, c] {
+      MemcacheSocket s(server->memcached_port());
+      if (!s.connected()) {
+        failures[c] = "could not connect";
+        return;
+      }
+      for (int round = 0; round < 50; ++round) {
+        std::string request, expected;
+        for (int k = 0; k < 10; ++k) {
+          const std::string key = absl::StrCat("c", c, ":", k);
+          const std::string value = absl::StrCat(round, ":", c, ":", k);
+          absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), "\r\n", value, "\r\n");
+          absl::StrAppend(&expected, "STORED\r\n");
+        }
+        absl::StrAppend(&request, "get");
+        for (int k = 0; k < 10; ++k) absl::StrAppend(&request, " c", c, ":", k);
+        absl::StrAppend(&request, "\r\n");
+        for (int k = 0; k < 10; ++k) {
+          expected += value_reply(absl::StrCat("c", c, ":", k), absl::StrCat(round, ":", c, ":", k));
+        }
+        absl::StrAppend(&expected, "END\r\n");
+        if (!s.send(request)) {
+          failures[c] = "send failed";
+          return;
+        }
+        const std::string got = s.read(expected.size());
+        if (got != expected) {
+          failures[c] = absl::StrCat("round ", round, ": got ", got, " expected ", expected);
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int c = 0; c < kConnections; ++c) EXPECT_EQ(failures[c], "") << "connection " << c;
+}
+
+// Random commands, good and bad, in pipelined bursts on a few connections
+// taking turns; every reply is checked against a std::unordered_map.
+TEST(MemcachedTrafficTest, RandomCommandsMatchAModel) {
+  auto server = testing::start_server(memcached_options());
+  ASSERT_NE(server, nullptr);
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE(absl::StrCat("seed ", seed));
+  std::mt19937 rng(seed);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  // Keys of 1 to 250 printable bytes; a few share a prefix.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 48; ++i) {
+    std::string k = i % 4 == 0 ? std::string("shared:") : std::string();
+    const int length = i % 8 == 1 ? 250 - static_cast<int>(k.size()) : uniform(1, 30);
+    for (int j = 0; j < length; ++j) k.push_back(static_cast<char>(uniform(33, 126)));
+    keys.push_back(k);
+  }
+  auto random_value = [&] {
+    std::string v(static_cast<size_t>(uniform(0, uniform(0, 1) ? 16 : 3000)), '\0');
+    for (char& ch : v) ch = static_cast<char>(uniform(0, 255));
+    return v;
+  };
+  std::unordered_map<std::string, std::string> model;
+  std::vector<std::unique_ptr<MemcacheSocket>> sockets;
+  for (int i = 0; i < 4; ++i) sockets.push_back(std::make_unique<MemcacheSocket>(server->memcached_port()));
+  for (int burst = 0; burst < 150; ++burst) {
+    MemcacheSocket& s = *sockets[static_cast<size_t>(uniform(0, 3))];
+    std::string request, expected;
+    const int commands = uniform(1, 40);
+    for (int i = 0; i < commands; ++i) {
+      const std::string& key = keys[static_cast<size_t>(uniform(0, static_cast<int>(keys.size()) - 1))];
+      const bool noreply = uniform(0, 5) == 0;
+      const std::string tail = noreply ? " noreply\r\n" : "\r\n";
+      switch (uniform(0, 9)) {
+        case 0:
+        case 1:
+        case 2: {
+          const std::string value = random_value();
+          absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), tail, value, "\r\n");
+          if (!noreply) expected += "STORED\r\n";
+          model[key] = value;
+          break;
+        }
+        case 3:
+        case 4:
+        case 5: {
+          absl::StrAppend(&request, "get");
+          std::string reply;
+          for (int n = uniform(1, 20); n > 0; --n) {
+            const std::string& k = keys[static_cast<size_t>(uniform(0, static_cast<int>(keys.size()) - 1))];
+            absl::StrAppend(&request, " ", k);
+            if (auto it = model.find(k); it != model.end()) reply += value_reply(k, it->second);
+          }
+          absl::StrAppend(&request, "\r\n");
+          expected += reply + "END\r\n";
+          break;
+        }
+        case 6:
+          absl::StrAppend(&request, "delete ", key, tail);
+          if (!noreply) expected += model.count(key) ? "DELETED\r\n" : "NOT_FOUND\r\n";
+          model.erase(key);
+          break;
+        case 7: {
+          // Refused writes: the model does not change.
+          const std::string value = random_value();
+          const char* verbs[] = {"add", "replace", "append", "prepend"};
+          absl::StrAppend(&request, verbs[uniform(0, 3)], " ", key, " 0 0 ", value.size(), tail, value, "\r\n");
+          if (!noreply) expected += "SERVER_ERROR not supported yet (add, replace, cas, append, prepend)\r\n";
+          break;
+        }
+        case 8: {
+          const std::string value = random_value();
+          absl::StrAppend(&request, "set ", key, " ", uniform(1, 1000), " 0 ", value.size(), tail, value, "\r\n");
+          if (!noreply) expected += "SERVER_ERROR nonzero flags not supported yet\r\n";
+          break;
+        }
+        default: absl::StrAppend(&request, "garbage ", key, "\r\n"); expected += "ERROR\r\n";
+      }
+    }
+    ASSERT_TRUE(s.send(request));
+    ASSERT_EQ(s.read(expected.size()), expected) << "burst " << burst;
+  }
+  // Nothing extra was sent on any connection.
+  for (auto& s : sockets) EXPECT_EQ(s->read_available(std::chrono::milliseconds(20)), "");
+}
+
+TEST(MemcachedTrafficTest, ConnectionsPastTheLimitAreTurnedAway) {
+  server::ServerOptions o = memcached_options();
+  o.memcached.max_connections = 3;
+  auto server = testing::start_server(o);
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<MemcacheSocket>> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(std::make_unique<MemcacheSocket>(server->memcached_port()));
+    ASSERT_EQ(open.back()->round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  }
+  MemcacheSocket extra(server->memcached_port());
+  const std::string refusal = "ERROR Too many open connections\r\n";
+  EXPECT_EQ(extra.read(refusal.size()), refusal);
+  EXPECT_TRUE(extra.closed_by_peer());
+  // One closes: a new one is served (once the server has seen the close).
+  open.pop_back();
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    MemcacheSocket again(server->memcached_port());
+    served = again.round_trip("mn\r\n", "MN\r\n") == "MN\r\n";
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+}
+
+TEST(MemcachedTrafficTest, IdleConnectionsClose) {
+  server::ServerOptions o = memcached_options();
+  o.memcached.idle_timeout = std::chrono::seconds(1);
+  auto server = testing::start_server(o);
+  ASSERT_NE(server, nullptr);
+  MemcacheSocket idle(server->memcached_port());
+  MemcacheSocket busy(server->memcached_port());
+  ASSERT_EQ(idle.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  const auto start = std::chrono::steady_clock::now();
+  // The busy one sends every 200 ms for 2 s and stays open.
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+    ASSERT_EQ(busy.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(idle.closed_by_peer(std::chrono::seconds(2)));
+  EXPECT_EQ(busy.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+}
+
+TEST(MemcachedTrafficTest, AClientThatDoesNotReadHoldsUpNoOne) {
+  auto server = testing::start_server(memcached_options());
+  ASSERT_NE(server, nullptr);
+  MemcacheSocket writer(server->memcached_port());
+  const std::string big(8000, 'b');
+  ASSERT_EQ(writer.round_trip("set big 0 0 8000\r\n" + big + "\r\n", "STORED\r\n"), "STORED\r\n");
+  // 4000 gets of 8000 bytes: 32 MB of replies, far past the socket buffers
+  // and the connection's output bound, which it does not read for now.
+  MemcacheSocket stalled(server->memcached_port());
+  std::string gets;
+  for (int i = 0; i < 4000; ++i) gets += "get big\r\n";
+  ASSERT_TRUE(stalled.send(gets));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Others are served meanwhile, promptly.
+  MemcacheSocket other(server->memcached_port());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    const std::string value = absl::StrCat("v", i);
+    ASSERT_EQ(other.round_trip(absl::StrCat("set o 0 0 ", value.size(), "\r\n", value, "\r\nget o\r\n"),
+                               "STORED\r\n" + value_reply("o", value) + "END\r\n"),
+              "STORED\r\n" + value_reply("o", value) + "END\r\n");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // The stalled client gets every reply, in order, once it reads.
+  const std::string one = value_reply("big", big) + "END\r\n";
+  const std::string all = stalled.read(one.size() * 4000, std::chrono::seconds(60));
+  ASSERT_EQ(all.size(), one.size() * 4000);
+  EXPECT_EQ(all.substr(all.size() - one.size()), one);
+}
+
+TEST(MemcachedTrafficTest, ShutdownAnswersAndCloses) {
+  auto server = testing::start_server(memcached_options());
+  ASSERT_NE(server, nullptr);
+  MemcacheSocket a(server->memcached_port());
+  MemcacheSocket idle(server->memcached_port());
+  ASSERT_EQ(a.round_trip("set s 0 0 1\r\nx\r\n", "STORED\r\n"), "STORED\r\n");
+  ASSERT_EQ(idle.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  // A client with replies it does not read: shutdown closes it after the grace.
+  MemcacheSocket stalled(server->memcached_port());
+  std::string gets;
+  for (int i = 0; i < 2000; ++i) gets += "get s\r\n";
+  ASSERT_TRUE(stalled.send(gets));
+  const auto start = std::chrono::steady_clock::now();
+  server->shutdown();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+  EXPECT_TRUE(a.closed_by_peer());
+  EXPECT_TRUE(idle.closed_by_peer());
+  EXPECT_TRUE(stalled.closed_by_peer());
+}
+
+// Debian's python3-pymemcache against the port: a client library nobody here wrote.
+TEST(MemcachedTrafficTest, PymemcacheClientWorks) {
+  // Debian's package is for Debian's python3, which a python3 earlier on the
+  // PATH (pyenv, a virtualenv) may not be.
+  std::string python;
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    if (std::system(absl::StrCat(candidate, " -c 'import pymemcache' >/dev/null 2>&1").c_str()) == 0) {
+      python = candidate;
+      break;
+    }
+  }
+  if (python.empty()) {
+    GTEST_SKIP() << "python3-pymemcache is not installed (apt-get install python3-pymemcache)";
+  }
+  auto server = testing::start_server(memcached_options());
+  ASSERT_NE(server, nullptr);
+  const std::string script = R"PY(
+import sys
+from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheServerError
+c = Client(('127.0.0.1', int(sys.argv[1])), default_noreply=False, timeout=10)
+assert c.set('py:a', b'1') is True
+assert c.get('py:a') == b'1'
+assert c.get_many(['py:a', 'py:none']) == {'py:a': b'1'}
+assert c.set_many({'py:m1': b'x', 'py:m2': b'y' * 5000}) == []
+assert c.get_many(['py:m1', 'py:m2']) == {'py:m1': b'x', 'py:m2': b'y' * 5000}
+assert c.gets('py:m1') == (b'x', b'0')
+assert c.delete('py:a') is True
+assert c.delete('py:a') is False
+assert c.get('py:a') is None
+try:
+    c.add('py:b', b'2')
+    sys.exit('add was not refused')
+except MemcacheServerError:
+    pass
+assert c.get('py:b') is None
+assert c.version()
+c.set('py:quiet', b'q', noreply=True)
+assert c.get('py:quiet') == b'q'
+c.quit()
+print('pymemcache ok')
+)PY";
+  const std::string path = ::testing::TempDir() + "/gphkv_pymemcache_check.py";
+  {
+    std::ofstream out(path);
+    out << script;
+  }
+  const std::string command = absl::StrCat(python, " ", path, " ", server->memcached_port());
+  EXPECT_EQ(std::system(command.c_str()), 0) << "the pymemcache script failed (its output is above)";
+}
+
+}  // namespace
+}  // namespace gphkv

@@ -106,9 +106,17 @@ TEST(MemcachedTrafficTest, ManyConnectionsAtOnce) {
 }
 
 // Random commands, good and bad, in pipelined bursts on a few connections
-// taking turns; every reply is checked against a std::unordered_map.
-TEST(MemcachedTrafficTest, RandomCommandsMatchAModel) {
-  auto server = testing::start_server(memcached_options());
+// taking turns; every reply is checked against a std::unordered_map. On one
+// CPU store, and on three, where a multi-get is cut over the partitions and
+// its answers merged in request order.
+class MemcachedModelTest : public ::testing::TestWithParam<uint32_t> {};
+
+INSTANTIATE_TEST_SUITE_P(Partitions, MemcachedModelTest, ::testing::Values(1u, 3u));
+
+TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
+  server::ServerOptions o = memcached_options();
+  o.cpu_partitions = GetParam();
+  auto server = testing::start_server(o);
   ASSERT_NE(server, nullptr);
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE(absl::StrCat("seed ", seed));

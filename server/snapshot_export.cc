@@ -4,10 +4,9 @@
 
 namespace gphkv::server {
 
-absl::StatusOr<StoreExport> StoreExport::start(Store& store) {
-  auto keys = store.stored_keys();
-  if (!keys.ok()) return keys.status();
-  return StoreExport(std::move(*keys));
+absl::StatusOr<StoreExport> StoreExport::start(Store& store, std::vector<uint64_t> buffer) {
+  if (absl::Status s = store.stored_keys(&buffer); !s.ok()) return s;
+  return StoreExport(std::move(buffer));
 }
 
 absl::Status StoreExport::next_chunk(Store& store, durability::PairChunk* chunk) {

@@ -28,9 +28,12 @@ class StoreExport {
   // (docs/durability.md, "Snapshots while serving").
   static constexpr size_t kChunkKeys = 4096;
 
-  // The keys stored now. FAILED_PRECONDITION while a table rebuild runs
-  // (Store::stored_keys): start again once it is done.
-  static absl::StatusOr<StoreExport> start(Store& store);
+  // The keys stored now, listed into `buffer` (an earlier export's, from
+  // take_keys: its pages are reused). FAILED_PRECONDITION while a table
+  // rebuild runs (Store::stored_keys): start again once it is done.
+  static absl::StatusOr<StoreExport> start(Store& store, std::vector<uint64_t> buffer = {});
+  // The key list's storage, for the next export.
+  std::vector<uint64_t> take_keys() && { return std::move(keys_); }
 
   uint64_t keys() const { return keys_.size(); }
   bool done() const { return next_ == keys_.size(); }

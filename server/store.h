@@ -137,9 +137,10 @@ class Store {
   uint64_t bulk_load_pairs_taken() const;
   // Removes every key (a rebuild in flight is finished first).
   absl::Status clear();
-  // Every key stored now. FAILED_PRECONDITION while a rebuild runs: the
-  // serving table then misses the writes in the rebuild's overlay.
-  absl::StatusOr<std::vector<uint64_t>> stored_keys();
+  // Every key stored now, into *keys (its capacity reused). FAILED_PRECONDITION
+  // while a rebuild runs: the serving table then misses the writes in the
+  // rebuild's overlay.
+  absl::Status stored_keys(std::vector<uint64_t>* keys);
   // Of `keys`, those stored now: appends each one to *found, its length to
   // *lengths and its bytes to *bytes (one gather).
   absl::Status read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found, std::vector<uint32_t>* lengths,

@@ -102,7 +102,7 @@ bool StoreDurability::snapshot_step(Store& store) {
 
 void StoreDurability::start_snapshot(Store& store) {
   const auto t0 = std::chrono::steady_clock::now();
-  absl::StatusOr<StoreExport> keys = StoreExport::start(store);
+  absl::StatusOr<StoreExport> keys = StoreExport::start(store, std::move(key_buffer_));
   if (!keys.ok()) {
     spdlog::error("data dir: cannot list the store's keys for a snapshot: {}", keys.status().ToString());
     return;
@@ -158,6 +158,7 @@ void StoreDurability::finish_export() {
 }
 
 void StoreDurability::drop_export() {
+  if (export_) key_buffer_ = std::move(*export_).take_keys();
   export_.reset();
   feed_.reset();
 }
@@ -178,7 +179,7 @@ void StoreDurability::close(Store& store) {
   }
   // The key list needs the table whole: a rebuild in flight is waited for.
   if (absl::Status s = store.finish_rebuild(); !s.ok()) spdlog::error("table rebuild failed: {}", s.ToString());
-  absl::StatusOr<StoreExport> keys = StoreExport::start(store);
+  absl::StatusOr<StoreExport> keys = StoreExport::start(store, std::move(key_buffer_));
   if (!keys.ok()) {
     spdlog::error("data dir: no final snapshot: cannot list the store's keys: {}", keys.status().ToString());
     return;

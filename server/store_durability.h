@@ -114,6 +114,9 @@ class StoreDurability {
   std::string published_log_error_;  // log_error_ for status(), under mu_
 
   std::optional<StoreExport> export_;
+  // The last export's key list, kept for the next: its pages are mapped
+  // already, so listing the keys (the snapshot's one stall) faults none in.
+  std::vector<uint64_t> key_buffer_;
   std::shared_ptr<durability::SnapshotFeed> feed_;
 };
 

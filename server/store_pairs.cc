@@ -86,18 +86,13 @@ absl::Status Store::clear() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<uint64_t>> Store::stored_keys() {
+absl::Status Store::stored_keys(std::vector<uint64_t>* keys) {
   begin_run("stored_keys");
   if (absl::Status s = check_plain("stored_keys"); !s.ok()) return s;
   if (table_->rebuilding()) {
     return absl::FailedPreconditionError("a table rebuild is running: its overlay is not in the serving table");
   }
-  auto pairs = table_->serving_table().export_pairs();
-  if (!pairs.ok()) return pairs.status();
-  std::vector<uint64_t> keys;
-  keys.reserve(pairs->size());
-  for (const engine::KeyValue& kv : *pairs) keys.push_back(kv.key);
-  return keys;
+  return table_->serving_table().export_keys(keys);
 }
 
 absl::Status Store::read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found,

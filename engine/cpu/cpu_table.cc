@@ -342,6 +342,16 @@ absl::StatusOr<std::vector<KeyValue>> CpuTable::export_pairs() const {
   return out;
 }
 
+absl::Status CpuTable::export_keys(std::vector<uint64_t>* keys) const {
+  keys->clear();
+  keys->reserve(size_);
+  if (has_empty_key_) keys->push_back(gph::kEmptyKey);
+  for (uint64_t s = 0; s < geo_.num_slots(); ++s) {
+    if (keys_[s] != gph::kEmptyKey) keys->push_back(keys_[s]);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TableImage> CpuTable::image() const {
   TableImage img;
   img.geometry = geo_;

@@ -29,6 +29,7 @@ class CpuTable final : public Table {
   absl::Status clear() override;
   uint64_t size() const override { return size_; }
   absl::StatusOr<std::vector<KeyValue>> export_pairs() const override;
+  absl::Status export_keys(std::vector<uint64_t>* keys) const override;
   absl::StatusOr<TableImage> image() const override;
   absl::Status load_image(const TableImage& image) override;
   WorkerPool& pool() { return pool_; }

@@ -6,6 +6,7 @@
 #include "engine/cuda/batch_sort.h"
 #include "engine/cuda/erase.h"
 #include "engine/cuda/insert.h"
+#include "engine/cuda/key_export.h"
 #include "engine/cuda/lookup.h"
 #include "engine/cuda/slot_clear.h"
 #include "engine/cuda/spill_marks.h"
@@ -397,6 +398,36 @@ absl::StatusOr<std::vector<KeyValue>> CudaTable::export_pairs() const {
     if (slots[2 * s] != gph::kEmptyKey) out.push_back({slots[2 * s], slots[2 * s + 1]});
   }
   return out;
+}
+
+absl::Status CudaTable::export_keys(std::vector<uint64_t>* keys) const {
+  keys->clear();
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  const uint64_t num_slots = geo_.num_slots();
+  gphkv::cuda::DeviceArray<uint64_t> staging;
+  gphkv::cuda::DeviceArray<unsigned long long> count;
+  GPHKV_RETURN_IF_ERROR(staging.allocate(std::min(num_slots, kExportChunkSlots)));
+  GPHKV_RETURN_IF_ERROR(count.allocate(1));
+  OutOfBandSlot oob{};
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(&oob, oob_.get(), sizeof(oob), cudaMemcpyDeviceToHost, stream_));
+  keys->reserve(size_ + 1);
+  // The table's own stream: ordered after every synchronous operation.
+  for (uint64_t first = 0; first < num_slots; first += kExportChunkSlots) {
+    const uint64_t n = std::min(kExportChunkSlots, num_slots - first);
+    GPHKV_CUDA_TRY(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), stream_));
+    gphkv::cuda::clear_stale_launch_error();
+    GPHKV_CUDA_TRY(launch_export_keys(slots_.get() + 2 * first, n, staging.get(), count.get(), stream_));
+    unsigned long long found = 0;
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(&found, count.get(), sizeof(found), cudaMemcpyDeviceToHost, stream_));
+    GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+    const size_t at = keys->size();
+    keys->resize(at + found);
+    GPHKV_CUDA_TRY(
+        cudaMemcpyAsync(keys->data() + at, staging.get(), found * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream_));
+  }
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  if (oob.present != 0) keys->push_back(gph::kEmptyKey);
+  return absl::OkStatus();
 }
 
 }  // namespace cuda

@@ -52,6 +52,11 @@ class CudaTable final : public StreamOrderedTable {
   // The count as of the last synchronous operation or sync_size().
   uint64_t size() const override { return size_; }
   absl::StatusOr<std::vector<KeyValue>> export_pairs() const override;
+  // Compacts the keys on the device a chunk of slots at a time
+  // (kExportChunkSlots, through a staging array of that many keys) and copies
+  // only the keys: no copy of the slot array, no filtering on the host.
+  absl::Status export_keys(std::vector<uint64_t>* keys) const override;
+  static constexpr uint64_t kExportChunkSlots = uint64_t{1} << 22;
   absl::StatusOr<TableImage> image() const override;
   absl::Status load_image(const TableImage& image) override;
 

@@ -280,6 +280,40 @@ TEST_F(CudaEquivalenceTest, OneLargeBatchToHighLoad) {
   }
 }
 
+// The key list of a table larger than one export chunk (4 Mi slots): every
+// chunk's keys, the out-of-band key (the sentinel) once, nothing stale.
+TEST_F(CudaEquivalenceTest, KeyListSpansSeveralExportChunks) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed ^ 0x6e7);
+  TableOptions o;
+  o.num_buckets = (5u << 20) / o.slots_per_bucket;  // 5 Mi slots: two chunks, the second partial
+  o.seed = static_cast<uint32_t>(rng());
+  Pair p = make_pair_of_tables(o);
+  ASSERT_TRUE(p.cpu && p.gpu);
+  std::vector<uint64_t> keys(scaled(200000)), values(keys.size());
+  for (auto& k : keys) k = rng();
+  keys[0] = gph::kEmptyKey;
+  keys[1] = 0;
+  for (auto& v : values) v = rng();
+  std::vector<UpsertOutcome> oc(keys.size()), og(keys.size());
+  ASSERT_TRUE(p.cpu->insert_or_assign(keys, values, absl::MakeSpan(oc)).ok());
+  ASSERT_TRUE(p.gpu->insert_or_assign(keys, values, absl::MakeSpan(og)).ok());
+  std::unordered_map<uint64_t, uint64_t> model;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(og[i], UpsertOutcome::kInserted) << "key " << keys[i] << " at load 0.04";
+    model[keys[i]] = values[i];
+  }
+  EXPECT_EQ(check_keys(*p.gpu, model), "");
+  EXPECT_EQ(check_keys(*p.cpu, model), "");
+  // After erasing half, the list follows.
+  std::vector<uint64_t> gone(keys.begin(), keys.begin() + keys.size() / 2);
+  std::vector<uint8_t> erased(gone.size());
+  ASSERT_TRUE(p.gpu->erase(gone, absl::MakeSpan(erased)).ok());
+  for (uint64_t k : gone) model.erase(k);
+  EXPECT_EQ(check_keys(*p.gpu, model), "");
+}
+
 #if defined(GPHKV_HAVE_CUDA)
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 

@@ -52,6 +52,21 @@ std::string check_contents(const Table& table, const std::unordered_map<uint64_t
       return absl::StrCat("key ", kv.key, " holds ", kv.value, ", model says ", it->second);
     }
   }
+  return check_keys(table, model);
+}
+
+std::string check_keys(const Table& table, const std::unordered_map<uint64_t, uint64_t>& model) {
+  // A buffer holding stale keys: export_keys must clear it first.
+  std::vector<uint64_t> keys(3, 12345);
+  if (absl::Status s = table.export_keys(&keys); !s.ok()) return s.ToString();
+  if (keys.size() != model.size()) {
+    return absl::StrCat("table lists ", keys.size(), " keys, model has ", model.size());
+  }
+  std::unordered_set<uint64_t> seen;
+  for (uint64_t k : keys) {
+    if (!seen.insert(k).second) return absl::StrCat("key ", k, " is listed twice");
+    if (model.count(k) == 0) return absl::StrCat("key ", k, " is listed but not in the model");
+  }
   return "";
 }
 

@@ -21,8 +21,13 @@ uint64_t test_seed();
 // Returns "" when all hold, else a description of the first violation.
 std::string check_invariants(const TableImage& image, uint64_t expected_size);
 
-// Compares the table's full contents with the model; "" when equal.
+// Compares the table's full contents with the model (its pairs, then its
+// key list: check_keys); "" when equal.
 std::string check_contents(const Table& table, const std::unordered_map<uint64_t, uint64_t>& model);
+
+// Compares the table's key list (export_keys) with the model's keys: each
+// once, none missing, none extra; "" when equal.
+std::string check_keys(const Table& table, const std::unordered_map<uint64_t, uint64_t>& model);
 
 // Looks every model key up through t.find() (a Table or an ElasticTable) and
 // compares found flags and values; "" when all match.

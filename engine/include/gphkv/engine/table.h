@@ -88,6 +88,20 @@ class Table {
   // Every stored pair, in no particular order.
   virtual absl::StatusOr<std::vector<KeyValue>> export_pairs() const = 0;
 
+  // Every stored key, in no particular order, into *keys (cleared first; its
+  // capacity is kept, so a caller that lists the keys again and again, a
+  // snapshot each minute, reuses its pages). Half of export_pairs' bytes,
+  // and the backends filter where the slots live (the CUDA table on the
+  // device): a snapshot's key listing holds the executor for this long.
+  virtual absl::Status export_keys(std::vector<uint64_t>* keys) const {
+    auto pairs = export_pairs();
+    if (!pairs.ok()) return pairs.status();
+    keys->clear();
+    keys->reserve(pairs->size());
+    for (const KeyValue& kv : *pairs) keys->push_back(kv.key);
+    return absl::OkStatus();
+  }
+
   // The whole state: cells, buckets and the out-of-band slot.
   virtual absl::StatusOr<TableImage> image() const = 0;
 

@@ -134,9 +134,10 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  std::printf("key list, median of 5: via export_pairs %.2f ms, export_keys into a new vector %.2f ms, into the "
-              "last list's vector %.2f ms (%.1fx faster than via pairs)\n",
-              median(via_pairs_ms), median(fresh_ms), median(reused_ms), median(via_pairs_ms) / median(reused_ms));
+  std::printf(
+      "key list, median of 5: via export_pairs %.2f ms, export_keys into a new vector %.2f ms, into the "
+      "last list's vector %.2f ms (%.1fx faster than via pairs)\n",
+      median(via_pairs_ms), median(fresh_ms), median(reused_ms), median(via_pairs_ms) / median(reused_ms));
   record["list_via_pairs_ms"] = median(via_pairs_ms);
   record["list_keys_fresh_ms"] = median(fresh_ms);
   record["list_keys_reused_ms"] = median(reused_ms);

@@ -1,5 +1,7 @@
 #include "server/memcache/connection.h"
 
+#include <sys/socket.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -88,6 +90,10 @@ void Connection::close() {
   // The host drops its reference below; the object lives to this call's end.
   const std::shared_ptr<Connection> keep = shared_from_this();
   closed_ = true;
+  // libevent closes the socket in a finalizer that its loop runs later (or
+  // never, when the loop has stopped): end the TCP connection now, so the
+  // client sees the close at once.
+  ::shutdown(bufferevent_getfd(bev_), SHUT_RDWR);
   bufferevent_free(bev_);
   bev_ = nullptr;
   // Slots stay: calls still in the store write into them until answered.

@@ -199,9 +199,11 @@ void Listener::stop(std::chrono::milliseconds grace) {
   if (thread_.joinable()) thread_.join();
   // The loop has ended: what is still open (a client that did not read its
   // replies within the grace) closes here, on this thread. libevent closes a
-  // freed bufferevent's socket in a finalizer the loop runs: run it once more.
+  // freed bufferevent's socket in a finalizer the loop runs (a chain of
+  // callbacks, each activated by the one before): run the loop a few times
+  // more; event_base_free runs what is left.
   close_all();
-  event_base_loop(base_, EVLOOP_NONBLOCK);
+  for (int i = 0; i < 4; ++i) event_base_loop(base_, EVLOOP_NONBLOCK);
 }
 
 void Listener::append_stats(std::string* out) const {

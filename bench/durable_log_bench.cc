@@ -59,10 +59,14 @@ std::string fresh_dir(const std::string& name) {
 class CountingSink : public durability::RecoverySink {
  public:
   absl::Status on_puts(const durability::Pairs& p) override {
-    pairs += p.keys.size();
+    pairs += p.size();
     return absl::OkStatus();
   }
   absl::Status on_deletes(absl::Span<const uint64_t> keys) override {
+    deletes += keys.size();
+    return absl::OkStatus();
+  }
+  absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) override {
     deletes += keys.size();
     return absl::OkStatus();
   }

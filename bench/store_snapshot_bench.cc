@@ -149,11 +149,11 @@ int main(int argc, char** argv) {
   const double list_seconds = seconds_since(t0);
   // The chunks: what a batch pays while a snapshot is exported.
   std::vector<double> chunk_ms;
-  durability::PairChunk chunk;
+  durability::PairChunk chunk, byte_pairs;
   uint64_t bytes = 0;
   while (!listed->done()) {
     t0 = Clock::now();
-    check(listed->next_chunk(*store, &chunk), "chunk");
+    check(listed->next_chunk(*store, &chunk, &byte_pairs), "chunk");
     chunk_ms.push_back(seconds_since(t0) * 1e3);
     bytes += chunk.bytes.size();
   }

@@ -27,6 +27,13 @@ std::string CollidedKeys::identity_of_bytes(std::string_view key) {
   return id;
 }
 
+std::optional<uint64_t> CollidedKeys::uint64_key(std::string_view identity) {
+  if (identity.size() != 1 + sizeof(uint64_t) || identity[0] != kUint64Key) return std::nullopt;
+  uint64_t key = 0;
+  for (size_t i = 0; i < sizeof(key); ++i) key |= uint64_t{static_cast<uint8_t>(identity[1 + i])} << (8 * i);
+  return key;
+}
+
 std::optional<ValueHandle> CollidedKeys::find(std::string_view identity) const {
   const auto it = handles_.find(as_absl(identity));
   if (it == handles_.end()) return std::nullopt;

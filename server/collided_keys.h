@@ -27,6 +27,8 @@ class CollidedKeys {
   // A key's identity: a uint64 key and a byte key never have the same one.
   static std::string identity(uint64_t key);
   static std::string identity_of_bytes(std::string_view key);
+  // The uint64 key an identity names; nullopt for a byte key's.
+  static std::optional<uint64_t> uint64_key(std::string_view identity);
 
   bool empty() const { return handles_.empty(); }
   uint64_t size() const { return handles_.size(); }

@@ -52,12 +52,6 @@ absl::Status validate(const Call& call, const RequestLimits& limits) {
     case OpKind::kShrink: return absl::OkStatus();
   }
   if (absl::Status s = validate_byte_keys(what, call.byte_keys(), limits); !s.ok()) return s;
-  if (call.has_byte_keys() && call.kind() != OpKind::kGet && !limits.byte_key_writes) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what,
-                     " carries byte keys, which a server with --data_dir does not store yet: its log and snapshots "
-                     "carry uint64 keys only (docs/byte-keys.md)"));
-  }
   switch (call.kind()) {
     case OpKind::kGet: return call.get().packed ? absl::OkStatus() : check_count(what, call.num_keys(), limits);
     case OpKind::kDelete: return check_count(what, call.num_keys(), limits);

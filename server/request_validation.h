@@ -15,9 +15,6 @@ struct RequestLimits {
   uint32_t max_value_bytes = 1 << 20;
   // A byte key's length: 1 .. this (--max_key_bytes; server/byte_key.h).
   uint32_t max_key_bytes = 250;
-  // false with --data_dir: puts and deletes of byte keys are
-  // FAILED_PRECONDITION, as the log cannot carry them yet.
-  bool byte_key_writes = true;
 };
 
 // The keys a GetRequest, PutRequest or DeleteRequest carries, of either kind.

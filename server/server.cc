@@ -156,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   }
   if (!options.data_dir.dir.empty()) {
     if (absl::Status s = check_log_record_bound(options.batcher.max_queue_bytes, options.max_message_bytes,
-                                                options.batcher.max_queue_keys);
+                                                options.batcher.max_queue_keys, options.limits.max_key_bytes);
         !s.ok()) {
       return s;
     }
@@ -197,9 +197,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   // The heap stores a byte key's record: its key beside the value (server/byte_key.h).
   options.store.max_value_bytes =
       options.limits.max_value_bytes + byte_key::kRecordHeaderBytes + options.limits.max_key_bytes;
-  // The log and snapshots carry uint64 keys only: refuse byte-key writes
-  // rather than acknowledge what a restart would lose.
-  options.limits.byte_key_writes = options.data_dir.dir.empty();
   // Leave room for the found flags and lengths next to the values (at most
   // 6 bytes a key on the wire, plus framing).
   const uint64_t overhead = 8ull * options.limits.max_call_keys + 4096;

@@ -8,6 +8,11 @@
 // after the snapshot sets right, and a key not written since has the value
 // it had. No value is copied ahead, and reading goes through the table's
 // find, so a rebuild in flight (its overlay) may run alongside.
+//
+// Byte keys (issue 26): a table slot names a uint64 key or holds a byte key's
+// record, which names its key, so the list of table keys covers both; the
+// few keys in CollidedKeys (none but for a 64-bit hash collision) are read
+// whole when the export starts, as the store is then, and come first.
 #pragma once
 
 #include <cstdint>
@@ -36,15 +41,18 @@ class StoreExport {
   std::vector<uint64_t> take_keys() && { return std::move(keys_); }
 
   uint64_t keys() const { return keys_.size(); }
-  bool done() const { return next_ == keys_.size(); }
-  // The next chunk's keys that are still stored, with their values now.
-  absl::Status next_chunk(Store& store, durability::PairChunk* chunk);
+  bool done() const { return next_ == keys_.size() && collided_ids_.empty() && collided_byte_pairs_.empty(); }
+  // The next chunk's keys that are still stored, with their values now:
+  // uint64 keys' pairs into *ids, byte keys' into *byte_pairs (both cleared first).
+  absl::Status next_chunk(Store& store, durability::PairChunk* ids, durability::PairChunk* byte_pairs);
 
  private:
   explicit StoreExport(std::vector<uint64_t> keys) : keys_(std::move(keys)) {}
 
   std::vector<uint64_t> keys_;
   size_t next_ = 0;
+  // CollidedKeys' pairs, read at the start, given with the first chunk.
+  durability::PairChunk collided_ids_, collided_byte_pairs_;
 };
 
 // A whole export as a PairSource, pulled on the thread that owns the store
@@ -57,8 +65,11 @@ class StorePairSource final : public durability::PairSource {
  private:
   Store& store_;
   StoreExport export_;
-  durability::PairChunk chunk_;
-  std::vector<std::string_view> values_;
+  // The chunk read last, one of each kind: the uint64 keys' pairs are given
+  // first, then the byte keys'.
+  durability::PairChunk ids_, byte_pairs_;
+  bool byte_pairs_given_ = true;
+  std::vector<std::string_view> values_, byte_keys_;
 };
 
 }  // namespace gphkv::server

@@ -28,6 +28,7 @@
 #include "gphkv/engine/table.h"
 #include "server/call.h"
 #include "server/collided_keys.h"
+#include "server/durability/snapshot_feed.h"
 #include "server/get_answers.h"
 #include "server/get_pipeline.h"
 #include "server/get_stages.h"
@@ -43,6 +44,7 @@ namespace gphkv::server {
 
 class BulkLoad;
 struct DistinctKeys;
+class PairCall;
 class PutPlan;
 
 class Store {
@@ -118,8 +120,11 @@ class Store {
   // Stores values[i] under keys[i] (a key repeated: the last wins), admitted
   // as one call: RESOURCE_EXHAUSTED, and nothing changed, past --memory.
   absl::Status put_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
+  // The same for byte keys (their table keys made here: byte_key_hash_bits).
+  absl::Status put_byte_pairs(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values);
   // Removes the keys that are stored.
   absl::Status erase_keys(absl::Span<const uint64_t> keys);
+  absl::Status erase_byte_keys(absl::Span<const std::string_view> keys);
   // Recovery's bulk path for a snapshot (server/bulk_load.h): begin_bulk_load
   // on an empty store (FAILED_PRECONDITION otherwise), then bulk_load_pairs
   // per run of pairs (values to the heap, admitted under --memory as
@@ -137,14 +142,19 @@ class Store {
   uint64_t bulk_load_pairs_taken() const;
   // Removes every key (a rebuild in flight is finished first).
   absl::Status clear();
-  // Every key stored now, into *keys (its capacity reused). FAILED_PRECONDITION
-  // while a rebuild runs: the serving table then misses the writes in the
-  // rebuild's overlay.
+  // The table key of every table slot now, into *keys (its capacity
+  // reused): each names a uint64 key, or the byte key whose record the slot
+  // holds. The keys in CollidedKeys are not among them: read_collided gives
+  // those. FAILED_PRECONDITION while a rebuild runs: the serving table then
+  // misses the writes in the rebuild's overlay.
   absl::Status stored_keys(std::vector<uint64_t>* keys);
-  // Of `keys`, those stored now: appends each one to *found, its length to
-  // *lengths and its bytes to *bytes (one gather).
-  absl::Status read_pairs(absl::Span<const uint64_t> keys, std::vector<uint64_t>* found, std::vector<uint32_t>* lengths,
-                          std::string* bytes);
+  // Of the slots of `table_keys`, those stored now (one gather): a uint64
+  // key's pair is appended to *ids, a byte key's (its record's key and
+  // value) to *byte_pairs.
+  absl::Status read_pairs(absl::Span<const uint64_t> table_keys, durability::PairChunk* ids,
+                          durability::PairChunk* byte_pairs);
+  // Every key in CollidedKeys, with its value now, appended the same way.
+  absl::Status read_collided(durability::PairChunk* ids, durability::PairChunk* byte_pairs);
 
  private:
   Store(const StoreOptions& options, std::unique_ptr<engine::ElasticTable> table, ValuePath values);
@@ -162,11 +172,10 @@ class Store {
   // server/store_placed.cc) do, as they do for any call of byte keys.
   bool plain() const { return table_records_ == 0 && collided_.empty(); }
   static bool has_byte_keys(absl::Span<Call* const> calls);
+  // A pair operation as one call through apply_puts or apply_deletes: its status.
+  absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
-  // FAILED_PRECONDITION for the pair paths (recovery, snapshots) once the
-  // store holds byte keys: their log and snapshot formats carry uint64 keys.
-  absl::Status check_plain(const char* method) const;
 
   ThreadOwner owner_{"Store"};
   StoreOptions options_;

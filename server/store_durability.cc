@@ -17,22 +17,26 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// What one key can add to a record beyond its value bytes: a put entry's key
-// and length (12 bytes), or a delete's key (8), plus a run header (5) when
-// every call starts a run of its own.
+// What one key can add to a record beyond its value bytes: a uint64 put
+// entry's key and length (12 bytes), or a byte key's lengths (6) and its
+// bytes, plus a run header (5) when every call starts a run of its own.
 constexpr uint64_t kRecordBytesPerKey = 12 + 5;
+constexpr uint64_t kRecordBytesPerByteKey = 6 + 5;
 constexpr uint64_t kRecordSequenceBytes = 8;
 
 }  // namespace
 
-absl::Status check_log_record_bound(uint64_t max_queue_bytes, uint64_t max_message_bytes, uint64_t max_queue_keys) {
+absl::Status check_log_record_bound(uint64_t max_queue_bytes, uint64_t max_message_bytes, uint64_t max_queue_keys,
+                                    uint64_t max_key_bytes) {
   const uint64_t values = std::max(max_queue_bytes, max_message_bytes);
-  const uint64_t record = kRecordSequenceBytes + values + kRecordBytesPerKey * max_queue_keys;
+  const uint64_t per_key = std::max(kRecordBytesPerKey, kRecordBytesPerByteKey + max_key_bytes);
+  const uint64_t record = kRecordSequenceBytes + values + per_key * max_queue_keys;
   if (record <= durability::kMaxRecordPayloadBytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "with --data_dir, a batch is one log record, which holds less than 4 GiB; a batch may hold ",
       format_byte_size(values), " of values (--max_queue_bytes, or one call up to the gRPC message limit) and ",
-      max_queue_keys, " keys (--max_queue_keys), up to ", record, " bytes: lower --max_queue_bytes"));
+      max_queue_keys, " keys (--max_queue_keys) of up to ", max_key_bytes, " bytes (--max_key_bytes), up to ", record,
+      " bytes: lower --max_queue_bytes, --max_queue_keys or --max_key_bytes"));
 }
 
 absl::StatusOr<std::unique_ptr<StoreDurability>> StoreDurability::open(
@@ -51,18 +55,33 @@ StoreDurability::~StoreDurability() {
   if (feed_ != nullptr) feed_->fail(absl::CancelledError("the server stopped before the snapshot was fed whole"));
 }
 
+const std::vector<std::string_view>& StoreDurability::key_views(const ByteKeys& keys) {
+  key_views_.resize(keys.size());
+  keys.for_each([&](size_t i, std::string_view k) { key_views_[i] = k; });
+  return key_views_;
+}
+
 void StoreDurability::add_puts(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!statuses[i].ok()) continue;  // refused: nothing changed, nothing to log
     const PutOp& put = run[i]->put();
-    batch_.add_puts(put.keys, put.value_lengths, put.values);
+    if (put.byte_keys.empty()) {
+      batch_.add_puts(put.keys, put.value_lengths, put.values);
+    } else {
+      batch_.add_byte_puts(key_views(put.byte_keys), put.value_lengths, put.values);
+    }
   }
 }
 
 void StoreDurability::add_deletes(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!statuses[i].ok()) continue;
-    batch_.add_deletes(run[i]->del().keys);
+    const DeleteOp& del = run[i]->del();
+    if (del.byte_keys.empty()) {
+      batch_.add_deletes(del.keys);
+    } else {
+      batch_.add_byte_deletes(key_views(del.byte_keys));
+    }
   }
 }
 
@@ -130,13 +149,14 @@ bool StoreDurability::export_chunk(Store& store) {
   }
   if (!feed_->wants_more()) return false;
   if (!export_->done()) {
-    durability::PairChunk chunk;
-    if (absl::Status s = export_->next_chunk(store, &chunk); !s.ok()) {
+    durability::PairChunk ids, byte_pairs;
+    if (absl::Status s = export_->next_chunk(store, &ids, &byte_pairs); !s.ok()) {
       feed_->fail(s);
       drop_export();
       return false;
     }
-    if (!chunk.keys.empty()) feed_->push(std::move(chunk));
+    if (!ids.empty()) feed_->push(std::move(ids));
+    if (!byte_pairs.empty()) feed_->push(std::move(byte_pairs));
   }
   if (export_->done()) finish_export();
   return true;

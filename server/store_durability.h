@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,9 +43,10 @@ struct DataDirStatus {
 // A batch becomes one log record, which holds less than 4 GiB. A batch holds
 // what was queued at once: at most max(--max_queue_bytes, the gRPC message
 // limit) of values (one call larger than the queue bound is let into an
-// empty queue) and --max_queue_keys keys. INVALID_ARGUMENT, naming the
-// flags, when that may not fit.
-absl::Status check_log_record_bound(uint64_t max_queue_bytes, uint64_t max_message_bytes, uint64_t max_queue_keys);
+// empty queue) and --max_queue_keys keys, each up to --max_key_bytes long.
+// INVALID_ARGUMENT, naming the flags, when that may not fit.
+absl::Status check_log_record_bound(uint64_t max_queue_bytes, uint64_t max_message_bytes, uint64_t max_queue_keys,
+                                    uint64_t max_key_bytes);
 
 class StoreDurability {
  public:
@@ -96,6 +98,8 @@ class StoreDurability {
                   std::function<void(const absl::Status&)> on_log_failed)
       : dir_(std::move(dir)), recovered_keys_(recovered_keys), on_log_failed_(std::move(on_log_failed)) {}
 
+  // A call's byte keys as views (scratch reused).
+  const std::vector<std::string_view>& key_views(const ByteKeys& keys);
   void start_snapshot(Store& store);
   // One chunk of the export in progress; false when the writer had no room.
   bool export_chunk(Store& store);
@@ -109,6 +113,7 @@ class StoreDurability {
   const uint64_t recovered_keys_;
   std::function<void(const absl::Status&)> on_log_failed_;
   durability::WriteBatch batch_;
+  std::vector<std::string_view> key_views_;
   absl::Status log_error_;
   mutable std::mutex mu_;
   std::string published_log_error_;  // log_error_ for status(), under mu_

@@ -33,6 +33,11 @@ struct StoreOptions {
   int gpu_pipeline_depth = 2;
   // Time each pipelined get batch's device stages with CUDA events.
   bool time_get_stages = false;
+  // The bits of a byte key's table key that the store's pair operations
+  // (recovery: put_byte_pairs, erase_byte_keys) keep, as the front ends'
+  // byte_key::table_key does. 64 when serving; tests force collisions with
+  // fewer, hashing their calls the same way.
+  int byte_key_hash_bits = 64;
 };
 
 }  // namespace gphkv::server

@@ -105,11 +105,4 @@ void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl
   }
 }
 
-absl::Status Store::check_plain(const char* method) const {
-  if (plain()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat(method, ": the store holds byte keys (", table_records_, " in the table, ", collided_.size(),
-                   " collided), which the data directory's log and snapshots cannot carry yet"));
-}
-
 }  // namespace gphkv::server

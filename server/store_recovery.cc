@@ -1,5 +1,7 @@
 #include "server/store_recovery.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/bulk_load.h"
 #include "server/byte_size.h"
@@ -23,16 +25,53 @@ absl::Status StoreRecovery::on_snapshot_begin(uint64_t pairs, uint64_t value_byt
 }
 
 absl::Status StoreRecovery::on_puts(const durability::Pairs& pairs) {
-  absl::Status s = store_.bulk_loading() ? store_.bulk_load_pairs(pairs.keys, pairs.values)
-                                         : store_.put_pairs(pairs.keys, pairs.values);
+  absl::Status s;
+  if (pairs.has_byte_keys() && store_.bulk_loading()) {
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      kept_bytes_.append(pairs.byte_keys[i]);
+      kept_bytes_.append(pairs.values[i]);
+      kept_key_lengths_.push_back(static_cast<uint32_t>(pairs.byte_keys[i].size()));
+      kept_value_lengths_.push_back(static_cast<uint32_t>(pairs.values[i].size()));
+    }
+    return s;  // counted in puts_ once put
+  }
+  if (pairs.has_byte_keys()) {
+    s = store_.put_byte_pairs(pairs.byte_keys, pairs.values);
+  } else {
+    s = store_.bulk_loading() ? store_.bulk_load_pairs(pairs.keys, pairs.values)
+                              : store_.put_pairs(pairs.keys, pairs.values);
+  }
   if (!s.ok()) return memory_error(s);
-  puts_ += pairs.keys.size();
+  puts_ += pairs.size();
   return s;
 }
 
 absl::Status StoreRecovery::finish_bulk() {
   if (!store_.bulk_loading()) return absl::OkStatus();
-  return memory_error(store_.finish_bulk_load());
+  if (absl::Status s = store_.finish_bulk_load(); !s.ok()) return memory_error(s);
+  return put_kept_byte_pairs();
+}
+
+absl::Status StoreRecovery::put_kept_byte_pairs() {
+  std::vector<std::string_view> keys, values;
+  size_t off = 0;
+  for (size_t first = 0; first < kept_key_lengths_.size(); first += kKeptPairsPerPut) {
+    const size_t n = std::min(kKeptPairsPerPut, kept_key_lengths_.size() - first);
+    keys.clear();
+    values.clear();
+    for (size_t i = first; i < first + n; ++i) {
+      keys.push_back(std::string_view(kept_bytes_).substr(off, kept_key_lengths_[i]));
+      off += kept_key_lengths_[i];
+      values.push_back(std::string_view(kept_bytes_).substr(off, kept_value_lengths_[i]));
+      off += kept_value_lengths_[i];
+    }
+    if (absl::Status s = store_.put_byte_pairs(keys, values); !s.ok()) return memory_error(s);
+    puts_ += n;
+  }
+  kept_bytes_ = std::string();
+  kept_key_lengths_ = {};
+  kept_value_lengths_ = {};
+  return absl::OkStatus();
 }
 
 absl::Status StoreRecovery::on_snapshot_loaded(uint64_t sequence) {
@@ -46,8 +85,16 @@ absl::Status StoreRecovery::on_deletes(absl::Span<const uint64_t> keys) {
   return store_.erase_keys(keys);
 }
 
+absl::Status StoreRecovery::on_byte_deletes(absl::Span<const std::string_view> keys) {
+  if (absl::Status s = finish_bulk(); !s.ok()) return s;
+  return store_.erase_byte_keys(keys);
+}
+
 absl::Status StoreRecovery::on_reset() {
   puts_ = 0;
+  kept_bytes_ = std::string();
+  kept_key_lengths_ = {};
+  kept_value_lengths_ = {};
   return store_.clear();  // abandons a bulk load in progress
 }
 

@@ -9,9 +9,18 @@
 // pairs, with no insert and no growth rebuild. The log after it is replayed
 // through the store's pair operations (put_pairs, erase_keys), as any
 // write.
+//
+// Byte keys (issue 26) take the store's general path, which the bulk build
+// does not: a snapshot's byte-key pairs are kept here, copied, while its
+// uint64 pairs are bulk-loaded, and put once the table is built, in the order
+// they came. The two kinds never name the same key, so putting one kind
+// after the other ends in the state the snapshot's order gives.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -30,15 +39,24 @@ class StoreRecovery final : public durability::RecoverySink {
   absl::Status on_puts(const durability::Pairs& pairs) override;
   absl::Status on_snapshot_loaded(uint64_t sequence) override;
   absl::Status on_deletes(absl::Span<const uint64_t> keys) override;
+  absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) override;
   absl::Status on_reset() override;
 
  private:
-  // The bulk load in progress, if any, builds the table.
+  // Byte-key pairs put at most at once from the kept ones.
+  static constexpr size_t kKeptPairsPerPut = 4096;
+
+  // The bulk load in progress, if any, builds the table; then the byte-key
+  // pairs kept meanwhile are put.
   absl::Status finish_bulk();
+  absl::Status put_kept_byte_pairs();
   absl::Status memory_error(const absl::Status& s) const;
 
   Store& store_;
   uint64_t puts_ = 0;  // pairs put so far, for the error
+  // A bulk-loaded snapshot's byte-key pairs: keys and values back to back.
+  std::string kept_bytes_;
+  std::vector<uint32_t> kept_key_lengths_, kept_value_lengths_;
 };
 
 }  // namespace gphkv::server

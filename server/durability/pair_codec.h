@@ -1,9 +1,12 @@
 // How the log's puts and a snapshot's blocks store pairs: one entry per pair,
 //
-//   [u64 key][u32 value length][value bytes]
+//   uint64 keys: [u64 key][u32 value length][value bytes]
+//   byte keys:   [u16 key length][key bytes][u32 value length][value bytes]
 //
 // little-endian, back to back, so a run grows by appending and a reader
-// hands out views of the values where they lie.
+// hands out views of the keys and values where they lie. A byte key is 1 to
+// kMaxByteKeyBytes bytes; the log's byte-key deletes are the same entries
+// without the value: [u16 key length][key bytes].
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,11 @@
 namespace gphkv::server::durability {
 
 inline constexpr size_t kPairEntryHeaderBytes = 12;
+// A byte-key entry's framing: the key's length and the value's.
+inline constexpr size_t kBytePairEntryHeaderBytes = 6;
+inline constexpr size_t kByteKeyEntryHeaderBytes = 2;
+// The longest byte key an entry holds (--max_key_bytes' limit).
+inline constexpr size_t kMaxByteKeyBytes = 4096;
 
 // Appends one entry per pair.
 void append_pair_entries(std::string* out, absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
@@ -29,5 +37,20 @@ void append_pair_entries(std::string* out, absl::Span<const uint64_t> keys, absl
 // advancing *offset. False, at the first entry that runs past the end.
 bool decode_pair_entries(std::string_view bytes, uint64_t* offset, uint64_t count, std::vector<uint64_t>* keys,
                          std::vector<std::string_view>* values);
+
+// Byte keys' entries. keys[i] is 1 to kMaxByteKeyBytes bytes (the caller's
+// promise: the server validated every key it stores).
+void append_byte_pair_entries(std::string* out, absl::Span<const std::string_view> keys,
+                              absl::Span<const std::string_view> values);
+void append_byte_pair_entries(std::string* out, absl::Span<const std::string_view> keys,
+                              absl::Span<const uint32_t> lengths, std::string_view bytes);
+void append_byte_key_entries(std::string* out, absl::Span<const std::string_view> keys);
+
+// As decode_pair_entries, for byte keys; false also for a key of 0 or more
+// than kMaxByteKeyBytes bytes.
+bool decode_byte_pair_entries(std::string_view bytes, uint64_t* offset, uint64_t count,
+                              std::vector<std::string_view>* keys, std::vector<std::string_view>* values);
+bool decode_byte_key_entries(std::string_view bytes, uint64_t* offset, uint64_t count,
+                             std::vector<std::string_view>* keys);
 
 }  // namespace gphkv::server::durability

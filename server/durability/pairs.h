@@ -12,12 +12,18 @@
 
 namespace gphkv::server::durability {
 
-// values[i] is keys[i]'s value. The views point into a buffer that lives
-// until the call that passed them returns (or, from a PairSource, until
-// its next call).
+// values[i] is key i's value. A run holds one kind of key: uint64 keys in
+// `keys`, or byte keys (1 to 4096 arbitrary bytes each, docs/byte-keys.md) in
+// `byte_keys`, the other span empty. The two kinds never name the same key.
+// The views point into a buffer that lives until the call that passed them
+// returns (or, from a PairSource, until its next call).
 struct Pairs {
   absl::Span<const uint64_t> keys;
   absl::Span<const std::string_view> values;
+  absl::Span<const std::string_view> byte_keys;
+
+  bool has_byte_keys() const { return !byte_keys.empty(); }
+  size_t size() const { return values.size(); }
 };
 
 // Where recovery delivers the data, in the order it took effect: first the
@@ -38,6 +44,7 @@ class RecoverySink {
   }
   virtual absl::Status on_puts(const Pairs& pairs) = 0;
   virtual absl::Status on_deletes(absl::Span<const uint64_t> keys) = 0;
+  virtual absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) = 0;
   // The snapshot is in (`sequence`: the last batch it covers); the log's
   // batches follow. A store may bulk-build its table here.
   virtual absl::Status on_snapshot_loaded(uint64_t sequence) {

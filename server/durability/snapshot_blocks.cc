@@ -3,11 +3,40 @@
 #include "absl/strings/str_cat.h"
 #include "server/durability/pair_codec.h"
 #include "server/durability/record_format.h"
+#include "server/durability/snapshot_format.h"
 
 namespace gphkv::server::durability {
+namespace {
 
-SnapshotBlocks::SnapshotBlocks(std::string_view bytes, uint64_t first, uint64_t header_blocks, RecoverMode mode)
-    : bytes_(bytes), first_(first), header_blocks_(header_blocks), mode_(mode) {
+// Decodes a block record's payload into *block; what is wrong with it, if anything.
+std::string decode_block(std::string_view payload, uint32_t version, SnapshotBlock* block) {
+  uint64_t at = 0;
+  uint8_t kind = kSnapshotBlockOfKeys;
+  if (version >= 2) {
+    if (payload.empty()) return "an empty block";
+    kind = static_cast<uint8_t>(payload[0]);
+    at = 1;
+  }
+  bool whole = false;
+  if (kind == kSnapshotBlockOfKeys) {
+    whole = decode_pair_entries(payload, &at, UINT64_MAX, &block->keys, &block->values);
+  } else if (kind == kSnapshotBlockOfByteKeys) {
+    whole = decode_byte_pair_entries(payload, &at, UINT64_MAX, &block->byte_keys, &block->values);
+  } else {
+    return absl::StrCat("a block of unknown kind ", static_cast<int>(kind));
+  }
+  if (whole) return {};
+  block->keys.clear();
+  block->values.clear();
+  block->byte_keys.clear();
+  return "a block whose pairs run past its end";
+}
+
+}  // namespace
+
+SnapshotBlocks::SnapshotBlocks(std::string_view bytes, uint64_t first, uint64_t header_blocks, uint32_t version,
+                               RecoverMode mode)
+    : bytes_(bytes), first_(first), header_blocks_(header_blocks), version_(version), mode_(mode) {
   thread_ = std::thread([this] { read_all(); });
 }
 
@@ -52,12 +81,7 @@ void SnapshotBlocks::read_all() {
       block.damage = intact == header_blocks_ ? std::string("bytes after the last block")
                                               : absl::StrCat("a block record ", damage_text(r.check));
     } else {
-      uint64_t at = 0;
-      if (!decode_pair_entries(r.payload, &at, UINT64_MAX, &block.keys, &block.values)) {
-        block.damage = "a block whose pairs run past its end";
-        block.keys.clear();
-        block.values.clear();
-      }
+      block.damage = decode_block(r.payload, version_, &block);
     }
     if (block.damage.empty()) {
       block.end = r.end;

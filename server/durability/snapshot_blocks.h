@@ -30,15 +30,17 @@ struct SnapshotBlock {
   std::optional<uint64_t> resume;
   std::vector<uint64_t> keys;
   std::vector<std::string_view> values;
+  std::vector<std::string_view> byte_keys;  // a block of byte keys (keys empty)
 };
 
 class SnapshotBlocks {
  public:
   // `bytes`: the whole file, which must outlive this; the blocks start at
   // `first`; `header_blocks`: how many the header counts (records after
-  // them are "bytes after the last block"). Under kStrict the stream ends
-  // after the first damaged block.
-  SnapshotBlocks(std::string_view bytes, uint64_t first, uint64_t header_blocks, RecoverMode mode);
+  // them are "bytes after the last block"); `version`: the header's (a
+  // version-1 block has no kind byte). Under kStrict the stream ends after
+  // the first damaged block.
+  SnapshotBlocks(std::string_view bytes, uint64_t first, uint64_t header_blocks, uint32_t version, RecoverMode mode);
   ~SnapshotBlocks();
   SnapshotBlocks(const SnapshotBlocks&) = delete;
   SnapshotBlocks& operator=(const SnapshotBlocks&) = delete;
@@ -57,6 +59,7 @@ class SnapshotBlocks {
   const std::string_view bytes_;
   const uint64_t first_;
   const uint64_t header_blocks_;
+  const uint32_t version_;
   const RecoverMode mode_;
   std::mutex mu_;
   std::condition_variable changed_;

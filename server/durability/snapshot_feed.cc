@@ -2,14 +2,32 @@
 
 namespace gphkv::server::durability {
 
-Pairs PairChunk::as_pairs(std::vector<std::string_view>* values) const {
-  values->resize(keys.size());
+void PairChunk::clear() {
+  keys.clear();
+  key_lengths.clear();
+  key_bytes.clear();
+  lengths.clear();
+  bytes.clear();
+}
+
+namespace {
+
+// Views of the pieces of `bytes`, lengths[i] bytes each, into *out.
+void cut(std::string_view bytes, absl::Span<const uint32_t> lengths, std::vector<std::string_view>* out) {
+  out->resize(lengths.size());
   size_t off = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    (*values)[i] = std::string_view(bytes).substr(off, lengths[i]);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    (*out)[i] = bytes.substr(off, lengths[i]);
     off += lengths[i];
   }
-  return Pairs{keys, *values};
+}
+
+}  // namespace
+
+Pairs PairChunk::as_pairs(std::vector<std::string_view>* values, std::vector<std::string_view>* byte_keys) const {
+  cut(bytes, lengths, values);
+  cut(key_bytes, key_lengths, byte_keys);
+  return Pairs{keys, *values, *byte_keys};
 }
 
 bool SnapshotFeed::wants_more() const {
@@ -21,7 +39,7 @@ void SnapshotFeed::push(PairChunk chunk) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (abandoned_ || finished_) return;
-    queued_bytes_ += chunk.bytes.size() + 12 * chunk.keys.size();
+    queued_bytes_ += chunk.bytes_held();
     queue_.push_back(std::move(chunk));
   }
   ready_.notify_one();
@@ -63,9 +81,9 @@ absl::StatusOr<bool> SnapshotFeed::next(Pairs* out) {
   if (queue_.empty()) return false;
   current_ = std::move(queue_.front());
   queue_.pop_front();
-  queued_bytes_ -= current_.bytes.size() + 12 * current_.keys.size();
+  queued_bytes_ -= current_.bytes_held();
   lock.unlock();
-  *out = current_.as_pairs(&current_values_);
+  *out = current_.as_pairs(&current_values_, &current_byte_keys_);
   return true;
 }
 

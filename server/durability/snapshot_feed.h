@@ -20,15 +20,26 @@
 namespace gphkv::server::durability {
 
 // One chunk as a store exports it: keys, their value lengths, and the
-// values concatenated (what a value heap's gather produces).
+// values concatenated (what a value heap's gather produces). A chunk holds
+// one kind of key: uint64 keys in `keys`, or byte keys packed the way the
+// values are (key_lengths, key_bytes).
 struct PairChunk {
   std::vector<uint64_t> keys;
   std::vector<uint32_t> lengths;
   std::string bytes;
+  std::vector<uint32_t> key_lengths;
+  std::string key_bytes;
 
-  // The chunk as Pairs, each value a view into `bytes` kept in *values
-  // (valid while the chunk and *values are unchanged).
-  Pairs as_pairs(std::vector<std::string_view>* values) const;
+  size_t size() const { return lengths.size(); }
+  bool empty() const { return lengths.empty(); }
+  void clear();
+  // What it holds, about: for the feed's cap.
+  uint64_t bytes_held() const { return bytes.size() + key_bytes.size() + 12 * lengths.size(); }
+
+  // The chunk as Pairs, each value a view into `bytes` kept in *values and
+  // each byte key one into `key_bytes` kept in *byte_keys (valid while the
+  // chunk and the vectors are unchanged).
+  Pairs as_pairs(std::vector<std::string_view>* values, std::vector<std::string_view>* byte_keys) const;
 };
 
 class SnapshotFeed final : public PairSource {
@@ -60,6 +71,7 @@ class SnapshotFeed final : public PairSource {
   // The chunk the writer holds views into (until its next call).
   PairChunk current_;
   std::vector<std::string_view> current_values_;
+  std::vector<std::string_view> current_byte_keys_;
 };
 
 }  // namespace gphkv::server::durability

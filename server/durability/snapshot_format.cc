@@ -22,9 +22,9 @@ absl::StatusOr<SnapshotHeader> decode_snapshot_header(std::string_view p) {
   }
   SnapshotHeader h;
   h.version = load_le32(&p[0]);
-  if (h.version != kSnapshotVersion) {
-    return absl::UnimplementedError(
-        absl::StrCat("snapshot format version ", h.version, "; this build reads version ", kSnapshotVersion));
+  if (h.version < kSnapshotVersionUint64Only || h.version > kSnapshotVersion) {
+    return absl::UnimplementedError(absl::StrCat("snapshot format version ", h.version, "; this build reads versions ",
+                                                 kSnapshotVersionUint64Only, " to ", kSnapshotVersion));
   }
   h.sequence = load_le64(&p[8]);
   h.pairs = load_le64(&p[16]);

@@ -44,7 +44,7 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
 
   // Read, checked and decoded a few blocks ahead on another thread; the
   // sink takes them here, in file order.
-  SnapshotBlocks blocks_ahead(bytes, head.end, header->blocks, mode);
+  SnapshotBlocks blocks_ahead(bytes, head.end, header->blocks, header->version, mode);
   uint64_t blocks = 0;
   uint64_t off = head.end;
   while (std::optional<SnapshotBlock> b = blocks_ahead.next()) {
@@ -58,9 +58,9 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
       off = *b->resume;
       continue;
     }
-    if (absl::Status s = sink.on_puts(Pairs{b->keys, b->values}); !s.ok()) return s;
+    if (absl::Status s = sink.on_puts(Pairs{b->keys, b->values, b->byte_keys}); !s.ok()) return s;
     ++blocks;
-    load.pairs += b->keys.size();
+    load.pairs += b->values.size();
     load.bytes_read += b->end - b->offset;
     off = b->end;
   }

@@ -26,9 +26,13 @@ absl::Status write_file(const std::string& tmp, PairSource& source, uint64_t blo
     return s;
   }
   uint64_t offset = kSnapshotBlocksOffset;
+  // A block holds one kind of key, named by its first byte.
   std::string block;
   auto flush = [&]() -> absl::Status {
-    if (block.empty()) return absl::OkStatus();
+    if (block.size() <= 1) {  // no entry after the kind
+      block.clear();
+      return absl::OkStatus();
+    }
     const auto frame = record_header(block);
     if (auto s = file->append({std::string_view(frame.data(), frame.size()), block}); !s.ok()) return s;
     offset += frame.size() + block.size();
@@ -41,8 +45,17 @@ absl::Status write_file(const std::string& tmp, PairSource& source, uint64_t blo
     auto more = source.next(&pairs);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    for (size_t i = 0; i < pairs.keys.size(); ++i) {
-      append_pair_entries(&block, pairs.keys.subspan(i, 1), pairs.values.subspan(i, 1));
+    const char kind = static_cast<char>(pairs.has_byte_keys() ? kSnapshotBlockOfByteKeys : kSnapshotBlockOfKeys);
+    if (!block.empty() && block[0] != kind) {
+      if (auto s = flush(); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (block.empty()) block.push_back(kind);
+      if (pairs.has_byte_keys()) {
+        append_byte_pair_entries(&block, pairs.byte_keys.subspan(i, 1), pairs.values.subspan(i, 1));
+      } else {
+        append_pair_entries(&block, pairs.keys.subspan(i, 1), pairs.values.subspan(i, 1));
+      }
       ++header->pairs;
       header->value_bytes += pairs.values[i].size();
       if (block.size() >= block_bytes) {

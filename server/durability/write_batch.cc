@@ -9,6 +9,8 @@ namespace {
 
 constexpr uint8_t kPutRun = 1;
 constexpr uint8_t kDeleteRun = 2;
+constexpr uint8_t kBytePutRun = 3;
+constexpr uint8_t kByteDeleteRun = 4;
 constexpr size_t kSequenceBytes = 8;
 constexpr size_t kRunHeaderBytes = 5;  // kind, count
 
@@ -45,8 +47,24 @@ void WriteBatch::add_puts(absl::Span<const uint64_t> keys, absl::Span<const uint
 }
 
 void WriteBatch::add_puts(const Pairs& pairs) {
+  if (pairs.has_byte_keys()) {
+    extend_run(kBytePutRun, pairs.byte_keys.size());
+    append_byte_pair_entries(&payload_, pairs.byte_keys, pairs.values);
+    return;
+  }
   extend_run(kPutRun, pairs.keys.size());
   append_pair_entries(&payload_, pairs.keys, pairs.values);
+}
+
+void WriteBatch::add_byte_puts(absl::Span<const std::string_view> keys, absl::Span<const uint32_t> lengths,
+                               std::string_view bytes) {
+  extend_run(kBytePutRun, keys.size());
+  append_byte_pair_entries(&payload_, keys, lengths, bytes);
+}
+
+void WriteBatch::add_byte_deletes(absl::Span<const std::string_view> keys) {
+  extend_run(kByteDeleteRun, keys.size());
+  append_byte_key_entries(&payload_, keys);
 }
 
 void WriteBatch::add_deletes(absl::Span<const uint64_t> keys) {
@@ -92,6 +110,21 @@ absl::Status decode_write_batch(std::string_view payload, DecodedBatch* out) {
       for (uint64_t i = 0; i < n; ++i) run.keys[i] = load_le64(payload.data() + at + 8 * i);
       at += 8 * n;
       out->deletes += n;
+    } else if (kind == kBytePutRun) {
+      if (!decode_byte_pair_entries(payload, &at, n, &run.byte_keys, &run.values)) {
+        return absl::DataLossError(absl::StrCat("batch ", out->sequence, ": the ", n,
+                                                " puts of byte keys of the run at byte ", run_at,
+                                                " run past its end or hold a key of a length out of range"));
+      }
+      out->puts += n;
+    } else if (kind == kByteDeleteRun) {
+      run.puts = false;
+      if (!decode_byte_key_entries(payload, &at, n, &run.byte_keys)) {
+        return absl::DataLossError(absl::StrCat("batch ", out->sequence, ": the ", n,
+                                                " deletes of byte keys of the run at byte ", run_at,
+                                                " run past its end or hold a key of a length out of range"));
+      }
+      out->deletes += n;
     } else {
       return absl::DataLossError(
           absl::StrCat("batch ", out->sequence, ": unknown run kind ", static_cast<int>(kind), " at byte ", run_at));
@@ -102,7 +135,12 @@ absl::Status decode_write_batch(std::string_view payload, DecodedBatch* out) {
 
 absl::Status DecodedBatch::replay(RecoverySink& sink) const {
   for (const Run& run : runs) {
-    absl::Status s = run.puts ? sink.on_puts(Pairs{run.keys, run.values}) : sink.on_deletes(run.keys);
+    absl::Status s;
+    if (run.puts) {
+      s = sink.on_puts(Pairs{run.keys, run.values, run.byte_keys});
+    } else {
+      s = run.byte_keys.empty() ? sink.on_deletes(run.keys) : sink.on_byte_deletes(run.byte_keys);
+    }
     if (!s.ok()) return s;
   }
   return absl::OkStatus();

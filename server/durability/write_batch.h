@@ -4,9 +4,15 @@
 //
 //   [u64 sequence]
 //   runs, back to back up to the end of the payload:
-//     [u8 kind: 1 puts, 2 deletes][u32 count]
-//     puts:    count entries [u64 key][u32 value length][value bytes]  (pair_codec.h)
-//     deletes: count keys [u64 key]
+//     [u8 kind][u32 count]
+//     1 puts:              count entries [u64 key][u32 value length][value bytes]  (pair_codec.h)
+//     2 deletes:           count keys [u64 key]
+//     3 puts of byte keys: count entries [u16 key length][key][u32 value length][value bytes]
+//     4 deletes of byte keys: count entries [u16 key length][key]
+//
+// Kinds 3 and 4 came with byte keys (issue 26): a batch without byte keys is
+// byte for byte what earlier builds wrote, so their logs load as they are,
+// and an earlier build stops at a byte-key run naming its unknown kind.
 //
 // Consecutive additions of one kind extend one run. Replaying a batch onto
 // any state gives the keys it wrote the values it wrote (it carries whole
@@ -31,8 +37,12 @@ class WriteBatch {
 
   // The pairs of a PutRequest: lengths[i] bytes of `bytes` are keys[i]'s value.
   void add_puts(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> lengths, std::string_view bytes);
-  void add_puts(const Pairs& pairs);
+  void add_puts(const Pairs& pairs);  // either kind of key
   void add_deletes(absl::Span<const uint64_t> keys);
+  // Byte keys' puts (lengths[i] bytes of `bytes` are keys[i]'s value) and deletes.
+  void add_byte_puts(absl::Span<const std::string_view> keys, absl::Span<const uint32_t> lengths,
+                     std::string_view bytes);
+  void add_byte_deletes(absl::Span<const std::string_view> keys);
 
   // Puts and deletes added.
   uint64_t ops() const { return ops_; }
@@ -59,6 +69,7 @@ struct DecodedBatch {
     bool puts = true;  // else deletes (values empty)
     std::vector<uint64_t> keys;
     std::vector<std::string_view> values;
+    std::vector<std::string_view> byte_keys;  // a run of byte keys (keys empty)
   };
   uint64_t sequence = 0;
   std::vector<Run> runs;

@@ -136,11 +136,42 @@ std::unique_ptr<Client> ServerProcess::client() const {
   return Client::Connect(address(), o);
 }
 
-std::map<uint64_t, Value> read_back(Client& client, const std::vector<uint64_t>& keys, std::string* error) {
+std::string byte_key_name(uint64_t k) {
+  if (k % 8 == 3) return std::string("\0bin", 4) + std::to_string(k);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(k));
+  return std::string("key:") + hex;
+}
+
+namespace {
+
+// A call's keys as the load names them: views of `names` when by bytes.
+struct CallKeys {
+  CallKeys(absl::Span<const uint64_t> ids, bool byte_keys) : ids(ids), byte_keys(byte_keys) {
+    if (!byte_keys) return;
+    for (uint64_t k : ids) names.push_back(byte_key_name(k));
+    views.assign(names.begin(), names.end());
+  }
+  absl::StatusOr<GetResult> get(Client& c) const { return byte_keys ? c.Get(views) : c.Get(ids); }
+  absl::StatusOr<std::vector<bool>> put(Client& c, absl::Span<const std::string_view> values) const {
+    return byte_keys ? c.Put(views, values) : c.Put(ids, values);
+  }
+  absl::StatusOr<std::vector<bool>> del(Client& c) const { return byte_keys ? c.Delete(views) : c.Delete(ids); }
+
+  absl::Span<const uint64_t> ids;
+  bool byte_keys;
+  std::vector<std::string> names;
+  std::vector<std::string_view> views;
+};
+
+}  // namespace
+
+std::map<uint64_t, Value> read_back(Client& client, const std::vector<uint64_t>& keys, std::string* error,
+                                    bool byte_keys) {
   std::map<uint64_t, Value> out;
   for (size_t b = 0; b < keys.size(); b += 1000) {
     const absl::Span<const uint64_t> chunk = absl::MakeConstSpan(keys).subspan(b, 1000);
-    auto got = client.Get(chunk);
+    auto got = CallKeys(chunk, byte_keys).get(client);
     if (!got.ok()) {
       *error = got.status().ToString();
       return {};
@@ -242,7 +273,7 @@ void WriteLoad::run(int c) {
         values.push_back(std::move(v));
       }
       for (const std::string& v : values) views.push_back(v);
-      auto r = client->Put(keys, views);
+      auto r = CallKeys(keys, options_.byte_keys).put(*client, views);
       const double acked = now_seconds();
       for (size_t i = 0; i < keys.size(); ++i) {
         history_->record(keys[i], values[i], sent, acked, r.ok());
@@ -251,7 +282,7 @@ void WriteLoad::run(int c) {
       if (!r.ok()) return;
     } else if (dice < 80) {
       const std::vector<uint64_t> keys = pick(1 + static_cast<int>(rng() % 4), false);
-      auto r = client->Delete(keys);
+      auto r = CallKeys(keys, options_.byte_keys).del(*client);
       const double acked = now_seconds();
       for (uint64_t k : keys) {
         history_->record(k, std::nullopt, sent, acked, r.ok());
@@ -260,7 +291,7 @@ void WriteLoad::run(int c) {
       if (!r.ok()) return;
     } else {
       const std::vector<uint64_t> keys = pick(1 + static_cast<int>(rng() % 8), false);
-      auto r = client->Get(keys);
+      auto r = CallKeys(keys, options_.byte_keys).get(*client);
       if (!r.ok()) return;
       ++acknowledged_;
       for (size_t i = 0; i < keys.size(); ++i) {

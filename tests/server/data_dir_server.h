@@ -63,9 +63,15 @@ class ServerProcess {
   int exit_status_ = -1;
 };
 
-// Every key's value (nullopt: not stored), read in calls of up to 1000 keys.
-// Empty on an RPC error (then *error says it).
-std::map<uint64_t, Value> read_back(Client& client, const std::vector<uint64_t>& keys, std::string* error);
+// The byte key a load with byte keys names key k by: "key:" and k in hex,
+// or, for one key in eight, binary bytes with a NUL (issue 26).
+std::string byte_key_name(uint64_t k);
+
+// Every key's value (nullopt: not stored), read in calls of up to 1000 keys,
+// by their byte_key_name when `byte_keys`. Empty on an RPC error (then
+// *error says it).
+std::map<uint64_t, Value> read_back(Client& client, const std::vector<uint64_t>& keys, std::string* error,
+                                    bool byte_keys = false);
 
 struct LoadOptions {
   int clients = 4;
@@ -76,6 +82,9 @@ struct LoadOptions {
   // Puts go mostly to keys never written, in order, so the table grows
   // through rebuilds; otherwise to keys drawn from the whole range.
   bool grow = false;
+  // The clients write and read each key by its byte_key_name (the history
+  // still names it by its id).
+  bool byte_keys = false;
   uint64_t seed = 0;
 };
 

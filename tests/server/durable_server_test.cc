@@ -152,7 +152,7 @@ void run_rounds(const std::string& name, const Plan& plan) {
         for (const auto& [key, v] : history->initial()) k.push_back(key);
         return k;
       }();
-      state = read_back(*client, keys, &error);
+      state = read_back(*client, keys, &error, plan.load.byte_keys);
       ASSERT_TRUE(error.empty()) << error;
       const CheckResult r = check_recovered(*history, state, kill_time, loss_window);
       std::printf("%s round %d: restarted on the data dir: %s\n", name.c_str(), round, r.summary().c_str());
@@ -167,7 +167,7 @@ void run_rounds(const std::string& name, const Plan& plan) {
       std::string error;
       std::vector<uint64_t> keys;
       for (const auto& [key, v] : state) keys.push_back(key);
-      EXPECT_EQ(read_back(*again.client(), keys, &error), state) << error;
+      EXPECT_EQ(read_back(*again.client(), keys, &error, plan.load.byte_keys), state) << error;
       EXPECT_TRUE(files(dir, "log-", ".gphkv").empty()) << "the final snapshot covers the whole log";
       break;
     }
@@ -251,6 +251,15 @@ TEST(DurableServer, KillUnderLoadAlways) {
   p.fsync = "always";
   p.flags = {"--log_segment_bytes=64KiB"};
   run_rounds("always", p);
+}
+
+// The same with byte keys (issue 26): the log and snapshots carry their bytes.
+TEST(DurableServer, KillUnderLoadWithByteKeys) {
+  Plan p;
+  p.fsync = "always";
+  p.flags = {"--log_segment_bytes=64KiB", "--snapshot_log_bytes=256KiB"};
+  p.load.byte_keys = true;
+  run_rounds("byte_keys", p);
 }
 
 TEST(DurableServer, KillUnderLoadEverysec) {

@@ -159,10 +159,15 @@ TEST(StoreDurability, RecoveryPastMemoryRefusesToStartNamingTheFlag) {
 }
 
 TEST(StoreDurability, ABatchMustFitOneLogRecord) {
-  EXPECT_TRUE(check_log_record_bound(uint64_t{1} << 30, 256 << 20, 1 << 20).ok()) << "the defaults fit";
-  const absl::Status s = check_log_record_bound(uint64_t{4} << 30, 256 << 20, 1 << 20);
+  EXPECT_TRUE(check_log_record_bound(uint64_t{1} << 30, 256 << 20, 1 << 20, 250).ok()) << "the defaults fit";
+  const absl::Status s = check_log_record_bound(uint64_t{4} << 30, 256 << 20, 1 << 20, 250);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(s.message(), "--max_queue_bytes")) << s;
+  // A million keys of 4 KiB each are 4 GiB of key bytes alone.
+  const absl::Status long_keys = check_log_record_bound(uint64_t{1} << 30, 256 << 20, 1 << 20, 4096);
+  EXPECT_EQ(long_keys.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(long_keys.message(), "--max_key_bytes")) << long_keys;
+  EXPECT_TRUE(check_log_record_bound(uint64_t{1} << 30, 256 << 20, 1 << 18, 4096).ok()) << "fewer keys fit";
 }
 
 }  // namespace

@@ -35,17 +35,16 @@ inline StoreModel contents(Store& store) {
   std::vector<uint64_t> keys(2, 77);
   const absl::Status listed = store.stored_keys(&keys);
   EXPECT_TRUE(listed.ok()) << listed;
-  std::vector<uint64_t> found;
-  std::vector<uint32_t> lengths;
-  std::string bytes;
-  EXPECT_TRUE(store.read_pairs(keys, &found, &lengths, &bytes).ok());
+  durability::PairChunk ids, byte_pairs;
+  EXPECT_TRUE(store.read_pairs(keys, &ids, &byte_pairs).ok());
+  EXPECT_TRUE(byte_pairs.empty()) << "a store of uint64 keys only";
   StoreModel m;
   size_t off = 0;
-  for (size_t i = 0; i < found.size(); ++i) {
-    m[found[i]] = bytes.substr(off, lengths[i]);
-    off += lengths[i];
+  for (size_t i = 0; i < ids.keys.size(); ++i) {
+    m[ids.keys[i]] = ids.bytes.substr(off, ids.lengths[i]);
+    off += ids.lengths[i];
   }
-  EXPECT_EQ(off, bytes.size());
+  EXPECT_EQ(off, ids.bytes.size());
   return m;
 }
 

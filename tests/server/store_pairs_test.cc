@@ -55,13 +55,11 @@ TEST(StorePairs, PutsErasesAndClearsMatchAModelThroughGrowth) {
       // The key list waits for a rebuild; reads do not.
       std::vector<uint64_t> listed;
       EXPECT_EQ(store->stored_keys(&listed).code(), absl::StatusCode::kFailedPrecondition);
-      std::vector<uint64_t> found;
-      std::vector<uint32_t> lengths;
-      std::string bytes;
+      durability::PairChunk found, byte_pairs;
       std::vector<uint64_t> probe;
       for (const auto& [k, v] : model) probe.push_back(k);
-      ASSERT_TRUE(store->read_pairs(probe, &found, &lengths, &bytes).ok());
-      EXPECT_EQ(found.size(), model.size()) << "a read during a rebuild sees its overlay";
+      ASSERT_TRUE(store->read_pairs(probe, &found, &byte_pairs).ok());
+      EXPECT_EQ(found.keys.size(), model.size()) << "a read during a rebuild sees its overlay";
     }
     if (round % 20 == 19) ASSERT_EQ(contents(*store), model) << "round " << round;
   }

@@ -35,8 +35,9 @@ constexpr uint64_t kSnapshotMarker = UINT64_MAX;
 struct ChildPlan {
   FsyncPolicy fsync = FsyncPolicy::kAlways;
   uint64_t seed = 0;
-  uint64_t snapshot_every = 0;  // batches; 0: none
-  bool slow_snapshots = false;  // a pause per chunk, so a kill lands inside one
+  uint64_t snapshot_every = 0;                  // batches; 0: none
+  bool slow_snapshots = false;                  // a pause per chunk, so a kill lands inside one
+  testing::Keys keys = testing::Keys::kUint64;  // the stream's kinds of key
 };
 
 DataDirOptions child_options(FsyncPolicy fsync) {
@@ -59,13 +60,13 @@ void send(int fd, uint64_t v) {
     ::_exit(3);
   }
   for (uint64_t seq = (*dir)->recovery().last_sequence + 1;; ++seq) {
-    WriteBatch b = testing::random_batch(plan.seed, seq, &sink.state);
+    WriteBatch b = testing::random_batch(plan.seed, seq, &sink.state, plan.keys, &sink.byte_state);
     auto got = (*dir)->append(b);
     if (!got.ok() || *got != seq) ::_exit(4);
     send(fd, seq);
     if (plan.snapshot_every > 0 && seq % plan.snapshot_every == 0) {
       send(fd, kSnapshotMarker);
-      ModelSource source(&sink.state, 16);
+      ModelSource source(&sink.state, 16, &sink.byte_state);
       if (plan.slow_snapshots) source.before_chunk = [] { ::usleep(400); };
       if (!(*dir)->snapshot(source).ok()) ::_exit(5);
     }
@@ -140,10 +141,13 @@ void expect_recovered(const std::string& path, const ChildPlan& plan, const Roun
   const uint64_t last = (*dir)->recovery().last_sequence;
   EXPECT_GE(last, round.last_acked) << "an acknowledged batch was lost";
   EXPECT_LE(last, round.last_acked + 1) << "more than the one batch in flight";
-  EXPECT_EQ(sink.state, testing::model_after(plan.seed, last)) << "the state after batch " << last;
+  testing::ByteModel byte_model;
+  EXPECT_EQ(sink.state, testing::model_after(plan.seed, last, plan.keys, &byte_model))
+      << "the state after batch " << last;
+  EXPECT_EQ(sink.byte_state, byte_model) << "the byte keys after batch " << last;
 }
 
-void kill_rounds(FsyncPolicy fsync, int rounds, bool in_snapshot) {
+void kill_rounds(FsyncPolicy fsync, int rounds, bool in_snapshot, testing::Keys keys = testing::Keys::kUint64) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed << " fsync=" << fsync_policy_name(fsync));
   std::mt19937_64 rng(seed);
@@ -153,6 +157,7 @@ void kill_rounds(FsyncPolicy fsync, int rounds, bool in_snapshot) {
   plan.seed = seed;
   plan.snapshot_every = in_snapshot ? 25 : 40;
   plan.slow_snapshots = in_snapshot;
+  plan.keys = keys;
   int killed_in_snapshot = 0;
   for (int round = 0; round < rounds; ++round) {
     const auto after =
@@ -179,6 +184,13 @@ TEST(Crash, KillNineWithFsyncEverysecLosesNoAcknowledgedBatch) { kill_rounds(Fsy
 TEST(Crash, KillNineWithFsyncNeverLosesNoAcknowledgedBatch) { kill_rounds(FsyncPolicy::kNever, 3, false); }
 
 TEST(Crash, KillNineDuringASnapshotKeepsThePreviousOne) { kill_rounds(FsyncPolicy::kAlways, 6, true); }
+
+// Byte keys (issue 26) in the log and the snapshots, both kinds of kill.
+TEST(Crash, KillNineWithByteKeysLosesNoAcknowledgedBatch) {
+  kill_rounds(FsyncPolicy::kAlways, 4, false, testing::Keys::kBoth);
+  if (::testing::Test::HasFailure()) return;
+  kill_rounds(FsyncPolicy::kAlways, 4, true, testing::Keys::kBoth);
+}
 
 // A write error (here the file size limit, EFBIG, part way into a record)
 // breaks the writer for good: the failed append and every one after it

@@ -207,6 +207,48 @@ void two_snapshots_then_restore_the_first(const std::string& path, uint64_t seed
   ASSERT_TRUE(std::filesystem::exists(snapshot_path(path, 30)));
 }
 
+// Byte keys through the log and two snapshots (issue 26): each start
+// recovers both kinds of key as the stream left them, from the log alone,
+// then from a snapshot and the log after it.
+TEST(DataDir, ByteKeysSurviveTheLogAndSnapshots) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  ScratchDir tmp;
+  auto expect_state_after = [&](uint64_t last) {
+    ModelSink sink;
+    auto dir = open_ok(tmp.path(), small_files(), &sink);
+    ASSERT_NE(dir, nullptr);
+    ASSERT_EQ(dir->recovery().last_sequence, last);
+    testing::ByteModel byte_model;
+    EXPECT_EQ(sink.state, model_after(seed, last, testing::Keys::kBoth, &byte_model));
+    EXPECT_EQ(sink.byte_state, byte_model);
+    EXPECT_GT(byte_model.size(), 10u);
+  };
+  auto snapshot_at = [&](DataDir& dir, uint64_t last) {
+    testing::ByteModel byte_model;
+    const Model m = model_after(seed, last, testing::Keys::kBoth, &byte_model);
+    ModelSource source(&m, 64, &byte_model);
+    ASSERT_TRUE(dir.snapshot(source).ok());
+  };
+  {
+    ModelSink sink;
+    auto dir = open_ok(tmp.path(), small_files(), &sink);
+    ASSERT_NE(dir, nullptr);
+    append_batches(*dir, seed, 1, 40, testing::Keys::kBoth);
+  }
+  expect_state_after(40);
+  {
+    ModelSink sink;
+    auto dir = open_ok(tmp.path(), small_files(), &sink);
+    ASSERT_NE(dir, nullptr);
+    snapshot_at(*dir, 40);
+    append_batches(*dir, seed, 41, 70, testing::Keys::kBoth);
+    snapshot_at(*dir, 70);
+    append_batches(*dir, seed, 71, 90, testing::Keys::kBoth);
+  }
+  expect_state_after(90);
+}
+
 // A crash after the new snapshot was renamed in but before what it covers
 // was removed: the new one is used and the rest removed at start.
 TEST(DataDir, ACrashBeforeCleanupIsFinishedAtStart) {

@@ -22,12 +22,21 @@ absl::Status ModelSink::on_snapshot_begin(uint64_t pairs, uint64_t value_bytes) 
 }
 
 absl::Status ModelSink::on_puts(const Pairs& pairs) {
+  if (!pairs.keys.empty() && pairs.has_byte_keys()) return absl::InternalError("a run of both kinds of key");
   for (size_t i = 0; i < pairs.keys.size(); ++i) state[pairs.keys[i]] = std::string(pairs.values[i]);
+  for (size_t i = 0; i < pairs.byte_keys.size(); ++i) {
+    byte_state[std::string(pairs.byte_keys[i])] = std::string(pairs.values[i]);
+  }
   return absl::OkStatus();
 }
 
 absl::Status ModelSink::on_deletes(absl::Span<const uint64_t> keys) {
   for (uint64_t k : keys) state.erase(k);
+  return absl::OkStatus();
+}
+
+absl::Status ModelSink::on_byte_deletes(absl::Span<const std::string_view> keys) {
+  for (std::string_view k : keys) byte_state.erase(std::string(k));
   return absl::OkStatus();
 }
 
@@ -38,11 +47,12 @@ absl::Status ModelSink::on_snapshot_loaded(uint64_t sequence) {
 
 absl::Status ModelSink::on_reset() {
   state.clear();
+  byte_state.clear();
   ++resets;
   return absl::OkStatus();
 }
 
-WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model) {
+WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model, Keys kinds, ByteModel* byte_model) {
   std::mt19937_64 rng(seed ^ (sequence * 0x9E3779B97F4A7C15ull));
   auto key = [&]() -> uint64_t {
     switch (rng() % 16) {
@@ -51,10 +61,47 @@ WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model) {
       default: return rng() % 512;
     }
   };
+  auto byte_key = [&]() -> std::string {
+    const uint64_t id = rng() % 256;
+    switch (rng() % 16) {
+      case 0: return std::string(4096, static_cast<char>('a' + id % 4));  // the longest key
+      case 1:
+      case 2: return std::string("\0\xff", 2) + static_cast<char>(id % 16);  // binary, NUL first
+      default: return "user:" + std::to_string(id) + ":profile";
+    }
+  };
+  auto value = [&](std::string* bytes) -> uint32_t {
+    const uint32_t n = static_cast<uint32_t>(rng() % 64 == 0 ? rng() % 65536 : rng() % 301);
+    const size_t at = bytes->size();
+    bytes->resize(at + n);
+    for (size_t j = at; j < bytes->size(); ++j) (*bytes)[j] = static_cast<char>(rng());
+    return n;
+  };
   WriteBatch batch;
   const int runs = 1 + static_cast<int>(rng() % 3);
   for (int r = 0; r < runs; ++r) {
     const size_t n = 1 + rng() % 12;
+    if (kinds == Keys::kBoth && rng() % 2 == 0) {
+      std::vector<std::string> keys(n);
+      for (auto& k : keys) k = byte_key();
+      const std::vector<std::string_view> views(keys.begin(), keys.end());
+      if (rng() % 4 == 0) {
+        batch.add_byte_deletes(views);
+        if (byte_model) {
+          for (const std::string& k : keys) byte_model->erase(k);
+        }
+        continue;
+      }
+      std::vector<uint32_t> lengths(n);
+      std::string bytes;
+      for (size_t i = 0; i < n; ++i) {
+        const size_t at = bytes.size();
+        lengths[i] = value(&bytes);
+        if (byte_model) (*byte_model)[keys[i]] = bytes.substr(at);
+      }
+      batch.add_byte_puts(views, lengths, bytes);
+      continue;
+    }
     std::vector<uint64_t> keys(n);
     for (auto& k : keys) k = key();
     if (rng() % 4 == 0) {
@@ -67,10 +114,8 @@ WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model) {
     std::vector<uint32_t> lengths(n);
     std::string bytes;
     for (size_t i = 0; i < n; ++i) {
-      lengths[i] = static_cast<uint32_t>(rng() % 64 == 0 ? rng() % 65536 : rng() % 301);
       const size_t at = bytes.size();
-      bytes.resize(at + lengths[i]);
-      for (size_t j = at; j < bytes.size(); ++j) bytes[j] = static_cast<char>(rng());
+      lengths[i] = value(&bytes);
       if (model) (*model)[keys[i]] = bytes.substr(at);
     }
     batch.add_puts(keys, lengths, bytes);
@@ -78,15 +123,15 @@ WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model) {
   return batch;
 }
 
-Model model_after(uint64_t seed, uint64_t last) {
+Model model_after(uint64_t seed, uint64_t last, Keys keys, ByteModel* byte_model) {
   Model m;
-  for (uint64_t s = 1; s <= last; ++s) random_batch(seed, s, &m);
+  for (uint64_t s = 1; s <= last; ++s) random_batch(seed, s, &m, keys, byte_model);
   return m;
 }
 
-void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to) {
+void append_batches(DataDir& dir, uint64_t seed, uint64_t from, uint64_t to, Keys keys) {
   for (uint64_t seq = from; seq <= to; ++seq) {
-    WriteBatch b = random_batch(seed, seq, nullptr);
+    WriteBatch b = random_batch(seed, seq, nullptr, keys);
     auto got = dir.append(b);
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(*got, seq);
@@ -99,6 +144,7 @@ absl::StatusOr<bool> ModelSource::next(Pairs* out) {
   if (before_chunk) before_chunk();
   keys_.clear();
   bytes_.clear();
+  byte_key_copies_.clear();
   if (!done_) {
     auto it = started_ ? model_->lower_bound(next_key_) : model_->begin();
     started_ = true;
@@ -112,10 +158,23 @@ absl::StatusOr<bool> ModelSource::next(Pairs* out) {
       next_key_ = it->first;
     }
   }
-  if (keys_.empty()) return false;
+  if (keys_.empty() && !byte_done_ && byte_model_ != nullptr) {
+    auto it = byte_started_ ? byte_model_->lower_bound(next_byte_key_) : byte_model_->begin();
+    byte_started_ = true;
+    for (; it != byte_model_->end() && byte_key_copies_.size() < chunk_; ++it) {
+      byte_key_copies_.push_back(it->first);
+      bytes_.push_back(it->second);
+    }
+    if (it == byte_model_->end()) {
+      byte_done_ = true;
+    } else {
+      next_byte_key_ = it->first;
+    }
+  }
+  if (bytes_.empty()) return false;
   values_.assign(bytes_.begin(), bytes_.end());
-  out->keys = keys_;
-  out->values = values_;
+  byte_keys_.assign(byte_key_copies_.begin(), byte_key_copies_.end());
+  *out = Pairs{keys_, values_, byte_keys_};
   return true;
 }
 

@@ -1,0 +1,252 @@
+// Byte keys through the data directory (issue 26), driven as the executor
+// drives StoreDurability: runs of puts and deletes mixing uint64 keys and byte
+// keys (binary ones, the longest, and "42" beside the uint64 key 42), each
+// batch committed, a fuzzy snapshot's chunk exported between batches. With
+// 4-bit table keys every byte key collides with others and with the uint64
+// keys 0..15, so CollidedKeys and the records in the table both go through
+// the log, the snapshots and recovery. The directory is copied at random
+// moments and recovered into a fresh store, which must hold exactly the
+// model: by its export (each key once), and by a get of every key.
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gphkv/engine/table.h"
+#include "gtest/gtest.h"
+#include "server/byte_key.h"
+#include "server/snapshot_export.h"
+#include "server/store_durability.h"
+#include "tests/loadgen/test_seed.h"
+#include "tests/server/byte_key_calls.h"
+#include "tests/server/owned_calls.h"
+
+namespace gphkv::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Keys of both kinds by name: "u:<id>" or "b:<bytes>".
+using NamedModel = std::map<std::string, std::string>;
+
+std::string u64_name(uint64_t k) { return absl::StrCat("u:", k); }
+std::string bytes_name(std::string_view k) { return "b:" + std::string(k); }
+
+struct Param {
+  engine::Backend backend;
+  int hash_bits;
+};
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return absl::StrCat(info.param.backend == engine::Backend::kCuda ? "Cuda" : "Cpu", info.param.hash_bits, "Bits");
+}
+
+class ByteKeyDurability : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == engine::Backend::kCuda && engine::cuda_device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device visible";
+    }
+    seed_ = loadgen::testing::TestSeed();
+    dir_ = (fs::temp_directory_path() / absl::StrCat("gphkv-byte-key-durability-", getpid())).string();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Store> make_store() const {
+    StoreOptions o;
+    o.backend = GetParam().backend;
+    o.initial_capacity = 64;
+    o.memory_limit_bytes = 256 << 20;
+    o.max_value_bytes = 4096 + byte_key::kRecordHeaderBytes + byte_key::kMaxKeyBytesLimit;
+    o.table.cpu_threads = 2;
+    o.byte_key_hash_bits = GetParam().hash_bits;
+    auto s = Store::create(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  static DataDirConfig config_of(const std::string& dir) {
+    DataDirConfig c;
+    c.dir = dir;
+    c.options.log.fsync = durability::FsyncPolicy::kNever;  // a process crash keeps what was written
+    c.options.log.segment_bytes = 16 << 10;
+    c.options.snapshot_log_bytes = 48 << 10;  // a snapshot every few dozen batches
+    c.options.snapshot_interval_seconds = 0;
+    c.options.snapshot_block_bytes = 4 << 10;
+    return c;
+  }
+
+  std::string byte_key(std::mt19937_64& rng) const {
+    const uint64_t id = rng() % 300;
+    switch (rng() % 20) {
+      case 0: return std::string(byte_key::kMaxKeyBytesLimit, static_cast<char>('a' + id % 3));
+      case 1:
+      case 2: return std::string("\0\xff", 2) + static_cast<char>(id % 8);
+      case 3: return std::to_string(id % 64);  // reads as a uint64 key stored beside it
+      default: return absl::StrCat("user:", id, ":profile");
+    }
+  }
+  static uint64_t u64_key(std::mt19937_64& rng) { return rng() % 4 == 0 ? rng() % 64 : rng() % 5000; }
+
+  // The store's contents by its snapshot export, each key exactly once.
+  NamedModel exported(Store& store) const {
+    NamedModel m;
+    auto e = StoreExport::start(store);
+    EXPECT_TRUE(e.ok()) << e.status();
+    if (!e.ok()) return m;
+    durability::PairChunk ids, byte_pairs;
+    std::vector<std::string_view> values, keys;
+    while (!e->done()) {
+      EXPECT_TRUE(e->next_chunk(store, &ids, &byte_pairs).ok());
+      for (const durability::PairChunk* c : {&ids, &byte_pairs}) {
+        const durability::Pairs p = c->as_pairs(&values, &keys);
+        for (size_t i = 0; i < p.size(); ++i) {
+          const std::string name = p.has_byte_keys() ? bytes_name(p.byte_keys[i]) : u64_name(p.keys[i]);
+          EXPECT_TRUE(m.emplace(name, std::string(p.values[i])).second) << "exported twice: " << name;
+        }
+      }
+    }
+    return m;
+  }
+
+  // Gets of every key of the model, and of some it lacks, answer as the model says.
+  void expect_gets(Store& store, const NamedModel& model) const {
+    std::vector<uint64_t> ids;
+    std::vector<std::string> bytes;
+    for (const auto& [name, value] : model) {
+      if (name[0] == 'u') {
+        ids.push_back(std::stoull(name.substr(2)));
+      } else {
+        bytes.push_back(name.substr(2));
+      }
+    }
+    ids.push_back(5000 + 1);          // never stored
+    bytes.push_back("never stored");  // likewise
+    auto u = make_get(ids);
+    auto b = make_byte_get(bytes, GetParam().hash_bits);
+    std::vector<absl::Status> st;
+    Call* run[] = {&u->call, &b->call};
+    store.apply_gets(run, &st);
+    ASSERT_TRUE(st[0].ok() && st[1].ok()) << st[0] << " " << st[1];
+    size_t off = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto it = model.find(u64_name(ids[i]));
+      ASSERT_EQ(u->get_out.found(static_cast<int>(i)), it != model.end()) << u64_name(ids[i]);
+      if (it == model.end()) continue;
+      EXPECT_EQ(u->get_out.values().substr(off, u->get_out.value_lengths(static_cast<int>(i))), it->second);
+      off += u->get_out.value_lengths(static_cast<int>(i));
+    }
+    off = 0;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      const auto it = model.find(bytes_name(bytes[i]));
+      ASSERT_EQ(b->get_out.found(static_cast<int>(i)), it != model.end()) << bytes_name(bytes[i]).substr(0, 40);
+      if (it == model.end()) continue;
+      EXPECT_EQ(b->get_out.values().substr(off, b->get_out.value_lengths(static_cast<int>(i))), it->second);
+      off += b->get_out.value_lengths(static_cast<int>(i));
+    }
+  }
+
+  // A fresh store recovered from `dir`, checked against the model.
+  void expect_recovered(const std::string& dir, const NamedModel& model, const std::string& when) const {
+    SCOPED_TRACE(when);
+    auto store = make_store();
+    ASSERT_NE(store, nullptr);
+    auto d = StoreDurability::open(config_of(dir), *store, nullptr, nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(exported(*store), model);
+    expect_gets(*store, model);
+  }
+
+  uint64_t seed_ = 0;
+  std::string dir_;
+};
+
+TEST_P(ByteKeyDurability, TheLogSnapshotsAndRecoveryKeepBothKindsOfKey) {
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed_);
+  std::mt19937_64 rng(seed_);
+  auto store = make_store();
+  ASSERT_NE(store, nullptr);
+  auto durable = StoreDurability::open(config_of(dir_), *store, nullptr, nullptr);
+  ASSERT_TRUE(durable.ok()) << durable.status();
+  StoreDurability& d = **durable;
+  NamedModel model;
+  int copies = 0;
+  uint64_t most_collided = 0;
+  for (int batch = 0; batch < 300; ++batch) {
+    std::vector<std::unique_ptr<OwnedCall>> puts;
+    for (int c = 1 + static_cast<int>(rng() % 3); c > 0; --c) {
+      const bool bytes = rng() % 2 == 0;
+      std::vector<uint64_t> ids;
+      std::vector<std::string> keys, values;
+      for (int i = 1 + static_cast<int>(rng() % 20); i > 0; --i) {
+        values.push_back(absl::StrCat(batch, ":", std::string(rng() % 100, 'v')));
+        if (bytes) {
+          keys.push_back(byte_key(rng));
+          model[bytes_name(keys.back())] = values.back();
+        } else {
+          ids.push_back(u64_key(rng));
+          model[u64_name(ids.back())] = values.back();
+        }
+      }
+      puts.push_back(bytes ? make_byte_put(keys, values, GetParam().hash_bits) : make_put(ids, values));
+    }
+    std::vector<Call*> run;
+    for (auto& c : puts) run.push_back(&c->call);
+    std::vector<absl::Status> statuses;
+    store->apply_puts(run, &statuses);
+    for (const absl::Status& s : statuses) ASSERT_TRUE(s.ok()) << s;
+    d.add_puts(run, statuses);
+    if (rng() % 3 == 0) {
+      std::vector<uint64_t> ids;
+      std::vector<std::string> keys;
+      for (int i = 1 + static_cast<int>(rng() % 15); i > 0; --i) {
+        keys.push_back(byte_key(rng));
+        model.erase(bytes_name(keys.back()));
+        ids.push_back(u64_key(rng));
+        model.erase(u64_name(ids.back()));
+      }
+      auto by_bytes = make_byte_del(keys, GetParam().hash_bits);
+      auto by_id = make_del(ids);
+      Call* dels[] = {&by_bytes->call, &by_id->call};
+      store->apply_deletes(dels, &statuses);
+      ASSERT_TRUE(statuses[0].ok() && statuses[1].ok());
+      d.add_deletes(dels, statuses);
+    }
+    ASSERT_TRUE(d.commit().ok());
+    d.snapshot_step(*store);
+    most_collided = std::max(most_collided, store->collided_keys());
+    if (batch % 30 == 29 || (d.exporting() && rng() % 25 == 0)) {
+      while (!d.exporting() && d.status().state.snapshot_running) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      const std::string copy = dir_ + "-copy";
+      fs::remove_all(copy);
+      fs::copy(dir_, copy);
+      expect_recovered(copy, model, absl::StrCat("a copy after batch ", batch));
+      fs::remove_all(copy);
+      ++copies;
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_EQ(exported(*store), model) << "the serving store's own export";
+  EXPECT_GT(d.status().state.snapshots_taken, 2u);
+  EXPECT_GE(copies, 10);
+  if (GetParam().hash_bits < 64) EXPECT_GT(most_collided, 0u) << "the 4-bit table keys collided nowhere";
+  d.close(*store);
+  durable->reset();
+  expect_recovered(dir_, model, "after close (its final snapshot)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ByteKeyDurability,
+                         ::testing::Values(Param{engine::Backend::kCpu, 64}, Param{engine::Backend::kCpu, 4},
+                                           Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4}),
+                         param_name);
+
+}  // namespace
+}  // namespace gphkv::server

@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, memcached_address, "",
 ABSL_FLAG(uint32_t, memcached_max_connections, 1024,
           "open memcached connections at most (memcached's -c); a connection past it is told \"ERROR Too many open "
           "connections\" and closed");
+ABSL_FLAG(uint32_t, memcached_threads, 4,
+          "event loops serving the memcached port, each on a thread of its own that owns the connections handed to "
+          "it round robin (memcached's -t, and its default)");
 ABSL_FLAG(absl::Duration, memcached_idle_timeout, absl::ZeroDuration(),
           "close a memcached connection that sends nothing while it has nothing to answer, or reads none of its "
           "replies, this long (whole seconds, such as 300s; 0 = never, memcached's default)");
@@ -178,6 +181,8 @@ int main(int argc, char** argv) {
   o.memcached.address = absl::GetFlag(FLAGS_memcached_address);
   o.memcached.max_connections = absl::GetFlag(FLAGS_memcached_max_connections);
   if (o.memcached.max_connections == 0) return fail("--memcached_max_connections must be at least 1");
+  o.memcached.threads = absl::GetFlag(FLAGS_memcached_threads);
+  if (o.memcached.threads == 0 || o.memcached.threads > 256) return fail("--memcached_threads must be 1 to 256");
   const absl::Duration idle = absl::GetFlag(FLAGS_memcached_idle_timeout);
   if (idle < absl::ZeroDuration()) return fail("--memcached_idle_timeout must not be negative");
   o.memcached.idle_timeout = std::chrono::seconds(absl::ToInt64Seconds(idle));

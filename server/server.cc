@@ -275,6 +275,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     memcache::ListenerOptions mc;
     mc.address = options.memcached.address;
     mc.max_connections = options.memcached.max_connections;
+    mc.threads = options.memcached.threads;
     mc.connection.idle_timeout = options.memcached.idle_timeout;
     // One limit per idea for both protocols: --max_key_bytes and --max_value_bytes.
     mc.connection.parser.max_key_length = options.limits.max_key_bytes;
@@ -288,8 +289,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
       return listener.status();
     }
     impl->memcached = std::move(*listener);
-    spdlog::info("serving memcached's text protocol on {} (port {})", options.memcached.address,
-                 impl->memcached->port());
+    spdlog::info("serving memcached's text protocol on {} (port {}), {} loop threads", options.memcached.address,
+                 impl->memcached->port(), options.memcached.threads);
   }
   impl->set_health(true, false);
 

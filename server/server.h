@@ -38,6 +38,8 @@ struct ServerTls {
 struct MemcachedOptions {
   std::string address;
   uint32_t max_connections = 1024;  // memcached's -c default
+  // Event loops, each on a thread of its own (memcached's -t and its default).
+  uint32_t threads = 4;
   // Closes a connection idle (or not reading its replies) this long; 0: never,
   // memcached's default.
   std::chrono::seconds idle_timeout{0};

@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -13,10 +15,40 @@ namespace gphkv::server::memcache {
 Connection::Connection(ConnectionHost* host, bufferevent* bev)
     : host_(host), bev_(bev), parser_(host->limits().parser) {}
 
+namespace {
+
+// A free slot keeps its buffers' capacity for the next command, unless they
+// grew past this (a big value or reply): those are given back.
+constexpr size_t kKeptBufferBytes = 16 << 10;
+// Free slots kept per connection; a pipelining burst deeper than this
+// allocates the rest once more next time.
+constexpr size_t kKeptFreeSlots = 64;
+
+}  // namespace
+
+void Connection::SlotQueue::push_back(Slot* s) {
+  if (size_ == ring_.size()) {
+    std::vector<Slot*> bigger(std::max<size_t>(16, ring_.size() * 2));
+    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    ring_.swap(bigger);
+    head_ = 0;
+  }
+  ring_[(head_ + size_) & (ring_.size() - 1)] = s;
+  ++size_;
+}
+
+Connection::Slot* Connection::SlotQueue::pop_front() {
+  Slot* s = ring_[head_];
+  head_ = (head_ + 1) & (ring_.size() - 1);
+  --size_;
+  return s;
+}
+
 Connection::~Connection() {
   // close() runs on the loop thread first; a Connection kept alive only by
   // a late answer may end on another thread, and touches no libevent then.
   if (bev_ != nullptr) bufferevent_free(bev_);
+  while (!slots_.empty()) delete slots_.pop_front();
 }
 
 void Connection::start() {
@@ -103,10 +135,10 @@ void Connection::close() {
 void Connection::answered(void* slot) {
   auto* s = static_cast<Slot*>(slot);
   s->ready = true;
-  s->command.reset();
+  s->in_store = false;
   if (closed_) {
     // Nobody to write to: drop the answered slots at the head.
-    while (!slots_.empty() && slots_.front().ready) slots_.pop_front();
+    while (!slots_.empty() && slots_.front().ready) retire_front();
     return;
   }
   pump();
@@ -192,29 +224,51 @@ void Connection::handle(const ParseResult& result) {
 
 void Connection::submit(bool noreply) {
   Slot& s = new_slot();
-  s.command = std::make_unique<IntakeCommand>();
   Slot* slot = &s;
-  ConnectionHost* host = host_;
-  std::shared_ptr<Connection> self = shared_from_this();
+  s.in_store = true;
+  s.keep = shared_from_this();
   // The reply is written where the store answered (a completion thread), so
-  // the loop only copies it out.
-  Call call = s.command->make_call(command_, noreply, [host, self, slot](absl::Status status) mutable {
-    slot->command->append_reply(status, &slot->reply);
-    host->post_answer(std::move(self), slot);
+  // the loop only copies it out. One pointer captured: no allocation.
+  Call call = s.command.make_call(command_, noreply, [slot](absl::Status status) {
+    slot->command.append_reply(status, &slot->reply);
+    slot->owner->host_->post_answer(std::move(slot->keep), slot);
   });
   host_->count_command(command_.kind, command_.keys.size());
-  if (absl::Status st = host_->intake().submit(std::move(call)); !st.ok()) {
+  if (absl::Status st = host_->sink().submit(std::move(call)); !st.ok()) {
     // Refused whole by the intake (a limit, a full queue): nothing changed
     // and `done` will not run.
-    s.command->append_reply(st, &s.reply);
-    s.command.reset();
+    s.command.append_reply(st, &s.reply);
+    s.keep.reset();
+    s.in_store = false;
     s.ready = true;
   }
 }
 
 Connection::Slot& Connection::new_slot() {
-  slots_.emplace_back();
-  return slots_.back();
+  Slot* s;
+  if (free_.empty()) {
+    s = new Slot;
+    s->owner = this;
+  } else {
+    s = free_.back().release();
+    free_.pop_back();
+  }
+  slots_.push_back(s);
+  return *s;
+}
+
+void Connection::retire_front() {
+  std::unique_ptr<Slot> s(slots_.pop_front());
+  if (free_.size() >= kKeptFreeSlots) return;
+  s->ready = false;
+  s->close_after = false;
+  if (s->reply.capacity() > kKeptBufferBytes) {
+    std::string().swap(s->reply);
+  } else {
+    s->reply.clear();
+  }
+  s->command.recycle(kKeptBufferBytes);
+  free_.push_back(std::move(s));
 }
 
 void Connection::flush() {
@@ -222,7 +276,7 @@ void Connection::flush() {
     Slot& s = slots_.front();
     if (!s.reply.empty()) bufferevent_write(bev_, s.reply.data(), s.reply.size());
     const bool close_after = s.close_after;
-    slots_.pop_front();
+    retire_front();
     if (close_after) close_when_written();
   }
 }

@@ -12,17 +12,24 @@
 // Everything here runs on the loop thread, except a call's `done`, which
 // writes its reply into its slot on whatever thread answered it and posts
 // the slot back to the loop (ConnectionHost::post_answer).
+//
+// No heap allocation per command once a connection is warm: a command's
+// slot (its reply buffer, the copies of its keys and value, the response the
+// store fills) comes from the connection's free list and goes back to it
+// with its buffers' capacity (slots whose buffers grew large are trimmed),
+// and the call's `done` captures one pointer, which std::function keeps
+// inline.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "server/intake.h"
+#include "server/memcache/call_sink.h"
 #include "server/memcache/intake_commands.h"
 #include "server/memcache/parser.h"
 
@@ -49,14 +56,16 @@ class Connection;
 class ConnectionHost {
  public:
   virtual ~ConnectionHost() = default;
-  virtual const Intake& intake() const = 0;
+  // Where the connection's gets, sets and deletes go.
+  virtual const CallSink& sink() const = 0;
   virtual const ConnectionLimits& limits() const = 0;
   virtual std::string_view version() const = 0;
   // "STAT ..." lines of the stats command (without END).
   virtual void append_stats(std::string* out) const = 0;
   // Counts a command of `keys` keys for stats (get keys, sets, deletes).
   virtual void count_command(CommandKind kind, size_t keys) = 0;
-  // Any thread: runs connection->answered(slot) on the loop thread.
+  // Any thread: runs connection->answered(slot) on the loop thread (at once
+  // when called there).
   virtual void post_answer(std::shared_ptr<Connection> connection, void* slot) = 0;
   // Loop thread: the connection closed its socket; the host drops it.
   virtual void closed(Connection* connection) = 0;
@@ -85,7 +94,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string reply;
     bool ready = false;
     bool close_after = false;  // quit, or an error memcached closes on
-    std::unique_ptr<IntakeCommand> command;
+    bool in_store = false;     // `command` is a call the store has not answered yet
+    IntakeCommand command;
+    Connection* owner = nullptr;
+    // Keeps the connection alive while the store holds the call; handed to
+    // post_answer with the answer.
+    std::shared_ptr<Connection> keep;
+  };
+
+  // The slots of the commands parsed and not yet written, oldest first: a
+  // ring of pointers that grows by doubling and never shrinks (its size is
+  // bounded by max_pending_commands).
+  class SlotQueue {
+   public:
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    Slot& front() const { return *ring_[head_]; }
+    Slot& at(size_t i) const { return *ring_[(head_ + i) & (ring_.size() - 1)]; }
+    void push_back(Slot* s);
+    Slot* pop_front();
+
+   private:
+    std::vector<Slot*> ring_;
+    size_t head_ = 0;
+    size_t size_ = 0;
   };
 
   static void on_read(bufferevent* bev, void* self);
@@ -101,6 +133,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void handle(const ParseResult& result);
   void submit(bool noreply);
   Slot& new_slot();
+  // Pops the head slot into the free list.
+  void retire_front();
   // Writes the ready replies at the head of the queue, in order.
   void flush();
   bool over_limits() const;
@@ -114,9 +148,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Command command_;
   std::string input_;  // bytes read and not yet consumed by the parser, from input_pos_
   size_t input_pos_ = 0;
-  std::deque<Slot> slots_;        // one per parsed command, oldest first (stable addresses)
-  bool reading_stopped_ = false;  // quit, a fatal error, end of input, or shutdown
-  bool closing_ = false;          // close once the output is written
+  SlotQueue slots_;                          // one per parsed command, oldest first
+  std::vector<std::unique_ptr<Slot>> free_;  // slots to reuse
+  bool reading_stopped_ = false;             // quit, a fatal error, end of input, or shutdown
+  bool closing_ = false;                     // close once the output is written
   bool closed_ = false;
   bool pumping_ = false;
 };

@@ -83,29 +83,50 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
   noreply_ = noreply;
   size_t total = 0;
   for (std::string_view k : command.keys) total += k.size();
+  key_bytes_.clear();
+  key_lengths_.clear();
+  table_keys_.clear();
   key_bytes_.reserve(total);
   key_lengths_.reserve(command.keys.size());
+  table_keys_.reserve(command.keys.size());
   Call call;
-  call.table_keys.reserve(command.keys.size());
   for (std::string_view k : command.keys) {
     key_bytes_.append(k);
     key_lengths_.push_back(static_cast<uint32_t>(k.size()));
-    call.table_keys.push_back(byte_key::table_key(k));
+    table_keys_.push_back(byte_key::table_key(k));
   }
   const ByteKeys keys{key_bytes_, key_lengths_};
-  const KeySpan table_keys(call.table_keys);
+  const KeySpan table_keys(table_keys_);
   switch (command.kind) {
     case CommandKind::kSet:
       value_.assign(command.value);
       value_length_ = static_cast<uint32_t>(value_.size());
+      put_.Clear();
       call.op = PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys};
       break;
-    case CommandKind::kDelete: call.op = DeleteOp{table_keys, &delete_, keys}; break;
-    default: call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys}; break;
+    case CommandKind::kDelete:
+      delete_.Clear();
+      call.op = DeleteOp{table_keys, &delete_, keys};
+      break;
+    default:
+      // Clear keeps the repeated fields' and the values' capacity.
+      get_.Clear();
+      call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys};
+      break;
   }
   call.received = Clock::now();
   call.done = std::move(done);
   return call;
+}
+
+void IntakeCommand::recycle(size_t max_bytes) {
+  if (key_bytes_.capacity() > max_bytes) std::string().swap(key_bytes_);
+  if (key_lengths_.capacity() * sizeof(uint32_t) > max_bytes) std::vector<uint32_t>().swap(key_lengths_);
+  if (table_keys_.capacity() * sizeof(uint64_t) > max_bytes) std::vector<uint64_t>().swap(table_keys_);
+  if (value_.capacity() > max_bytes) std::string().swap(value_);
+  if (get_.values().capacity() > max_bytes || get_.value_lengths().Capacity() * sizeof(uint32_t) > max_bytes) {
+    get_ = v1::GetResponse();
+  }
 }
 
 void IntakeCommand::append_reply(const absl::Status& status, std::string* out) const {

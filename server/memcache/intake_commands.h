@@ -43,15 +43,22 @@ void append_local_reply(const Command& command, std::string_view version, std::s
 
 // One get, gets, set or delete between the intake and its reply: it owns
 // the key and value bytes its Call views (the connection's read buffer is
-// reused as soon as the command is parsed) and the response the store
-// fills. Built on the connection's thread; its Call's `done` may run on any.
+// reused as soon as the command is parsed), the table keys, and the
+// response the store fills. Built on the connection's thread; its Call's
+// `done` may run on any. Reusable: the next make_call keeps the buffers'
+// capacity, so a warm connection's commands allocate nothing here.
 class IntakeCommand {
  public:
   // Copies the command's keys (and value) and builds the Call: byte keys,
   // hashed to their table keys here, as the gRPC front end does
   // (server/wire_calls.cc). `done` is the Call's; route_command(command)
-  // must be kIntake.
+  // must be kIntake. The last call made from this object must have been
+  // answered.
   Call make_call(const Command& command, bool noreply, std::function<void(absl::Status)> done);
+
+  // Between calls: gives back any buffer whose capacity passed `max_bytes`
+  // (a big value, a big answer), so a pooled command holds little.
+  void recycle(size_t max_bytes);
 
   // Writes memcached's reply to the finished call (status as its `done` got
   // it, or the intake's refusal) to *out. Nothing for noreply, unless the
@@ -66,6 +73,7 @@ class IntakeCommand {
   bool noreply_ = false;
   std::string key_bytes_;
   std::vector<uint32_t> key_lengths_;
+  std::vector<uint64_t> table_keys_;  // the Call's op views them
   std::string value_;
   uint32_t value_length_ = 0;
   v1::GetResponse get_;

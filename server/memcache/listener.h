@@ -1,13 +1,15 @@
 // memcached's text protocol on a port of its own (--memcached_address,
-// issue 28): one libevent loop on a thread of its own accepts connections
-// and runs them (connection.h); their gets, sets and deletes go to the same
-// Intake as gRPC's calls, so both protocols share batches and per-key order.
-// libevent is what memcached itself runs on (Debian's libevent-dev).
-//
-// One loop thread: the front end parses, hashes keys and copies bytes; the
-// replies are formatted on the threads that answer the calls. More loops
-// (a thread per core group, as memcached's -t) are the next step once
-// measured. docs/memcached.md.
+// issue 28): an acceptor thread (a libevent loop of its own, as memcached's
+// dispatcher) hands each accepted connection to the next of N event loops
+// (loop.h) in turn, each on a thread of its own; their gets, sets and deletes go to a CallSink (the same Intake as
+// gRPC's calls, so both protocols share batches and per-key order). libevent
+// is what memcached itself runs on (Debian's libevent-dev), and this is
+// memcached's own thread model (-t): a connection stays on the loop it was
+// given. One acceptor handing sockets round robin, rather than a listener
+// per loop with SO_REUSEPORT, because the kernel's hash of the 4-tuple
+// spreads a few dozen connections unevenly (a loop with twice its share
+// bounds the whole port), and because the connection limit is then counted
+// where connections are accepted. docs/memcached.md, "Threads".
 #pragma once
 
 #include <atomic>
@@ -18,14 +20,14 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/intake.h"
+#include "server/memcache/call_sink.h"
 #include "server/memcache/connection.h"
+#include "server/memcache/loop.h"
 
-struct event;
 struct sockaddr;
 struct event_base;
 struct evconnlistener;
@@ -42,77 +44,73 @@ struct ListenerOptions {
   // Past this many open connections a new one is told "ERROR Too many open
   // connections" and closed, as memcached does (its -c, 1024 by default).
   uint32_t max_connections = 1024;
+  // Event loops, each on a thread of its own (memcached's -t, 4 by default).
+  uint32_t threads = 4;
   ConnectionLimits connection;
   std::string version;  // what `version` answers: kProtocolVersion, then ours
 };
 
-class Listener final : public ConnectionHost {
+class Listener final {
  public:
-  // Binds, listens and starts the loop thread. `intake` outlives the
+  // Binds, listens and starts the loop threads. `sink` outlives the
   // listener, and every call the listener queued is answered before the
   // listener is destroyed (the server stops its partitions first).
+  static absl::StatusOr<std::unique_ptr<Listener>> start(const CallSink* sink, ListenerOptions options);
+  // The same over the server's intake.
   static absl::StatusOr<std::unique_ptr<Listener>> start(const Intake* intake, ListenerOptions options);
-  ~Listener() override;
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
 
   int port() const { return port_; }
 
   // Accepts no more connections and reads no more commands; waits up to
   // `grace` for the commands already read to be answered and their replies
-  // written, then closes every connection and stops the loop. Idempotent.
+  // written, then closes every connection and stops the loops. Idempotent.
   void stop(std::chrono::milliseconds grace);
 
-  // ConnectionHost.
-  const Intake& intake() const override { return *intake_; }
-  const ConnectionLimits& limits() const override { return options_.connection; }
-  std::string_view version() const override { return options_.version; }
-  void append_stats(std::string* out) const override;
-  void count_command(CommandKind kind, size_t keys) override;
-  void post_answer(std::shared_ptr<Connection> connection, void* slot) override;
-  void closed(Connection* connection) override;
+  // Open connections, on every loop.
+  size_t open_connections() const;
+
+  // For the loops.
+  const CallSink& sink() const { return *sink_; }
+  const ListenerOptions& options() const { return options_; }
+  // "STAT ..." lines of the stats command, summed over the loops.
+  void append_stats(std::string* out) const;
+  // A connection counted open closed, or a socket handed to a loop was
+  // dropped; any loop thread.
+  void connection_gone();
 
  private:
-  Listener(const Intake* intake, ListenerOptions options);
+  Listener(const CallSink* sink, ListenerOptions options);
 
   static void on_accept(evconnlistener* listener, int fd, sockaddr* address, int length, void* self);
-  static void on_inbox(int, short, void* self);
-  static void on_stop(int, short, void* self);
   void accept(int fd);
-  void close_all();
 
-  const Intake* intake_;
+  std::unique_ptr<CallSink> owned_sink_;  // start(const Intake*)
+  const CallSink* sink_;
   const ListenerOptions options_;
   const std::chrono::steady_clock::time_point started_;
-  event_base* base_ = nullptr;
+  std::vector<std::unique_ptr<Loop>> loops_;
+  // The acceptor: its own base and thread, so a busy loop delays no accept.
+  event_base* accept_base_ = nullptr;
   evconnlistener* listener_ = nullptr;
-  event* inbox_event_ = nullptr;
-  event* stop_event_ = nullptr;
-  std::thread thread_;
+  std::thread accept_thread_;
   int port_ = 0;
-
-  // Answers posted from the threads that answered calls, for the loop.
-  struct Answer {
-    std::shared_ptr<Connection> connection;
-    void* slot;
-  };
-  std::mutex inbox_mu_;
-  std::vector<Answer> inbox_;  // under inbox_mu_
-
-  // Loop thread only (and stop(), once the loop has ended).
-  std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
-  bool stopping_ = false;
-
-  // stop() waits on these for the last connection to close.
-  std::mutex open_mu_;
-  std::condition_variable all_closed_;
-  size_t open_ = 0;  // under open_mu_
   bool stopped_ = false;
 
-  // For stats.
+  // The acceptor thread's: the loop the next connection goes to.
+  size_t next_loop_ = 0;
+  std::atomic<bool> accepting_{true};
+
+  // Connections accepted and not yet closed, on every loop: the limit is
+  // checked against it, and stop() waits on it.
+  mutable std::mutex open_mu_;
+  std::condition_variable all_closed_;
+  size_t open_ = 0;  // under open_mu_
+
   std::atomic<uint64_t> total_connections_{0};
   std::atomic<uint64_t> rejected_connections_{0};
-  std::atomic<uint64_t> get_keys_{0};
-  std::atomic<uint64_t> sets_{0};
-  std::atomic<uint64_t> deletes_{0};
 };
 
 }  // namespace gphkv::server::memcache

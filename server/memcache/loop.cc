@@ -1,0 +1,187 @@
+#include "server/memcache/loop.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/memcache/listener.h"
+#include "server/thread_name.h"
+
+namespace gphkv::server::memcache {
+namespace {
+
+// The loop whose thread this is (null on every other thread): an answer
+// posted from its own loop (a sink that answers inline) is handled at once.
+thread_local const Loop* t_current_loop = nullptr;
+
+}  // namespace
+
+Loop::Loop(Listener* listener, size_t index) : listener_(listener), index_(index) {}
+
+Loop::~Loop() {
+  if (inbox_event_ != nullptr) event_free(inbox_event_);
+  if (stop_event_ != nullptr) event_free(stop_event_);
+  if (base_ != nullptr) event_base_free(base_);
+}
+
+absl::Status Loop::init() {
+  base_ = event_base_new();
+  if (base_ == nullptr) return absl::InternalError("libevent: event_base_new failed");
+  inbox_event_ = event_new(base_, -1, 0, &Loop::on_inbox, this);
+  stop_event_ = event_new(base_, -1, 0, &Loop::on_stop, this);
+  if (inbox_event_ == nullptr || stop_event_ == nullptr) return absl::InternalError("libevent: event_new failed");
+  return absl::OkStatus();
+}
+
+void Loop::start() {
+  thread_ = std::thread([this] {
+    name_this_thread(absl::StrCat("gphkv-memc-", index_));
+    t_current_loop = this;
+    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    t_current_loop = nullptr;
+  });
+}
+
+void Loop::adopt(int fd) {
+  if (t_current_loop == this) {
+    open_connection(fd);
+    return;
+  }
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    sockets_.push_back(fd);
+    wake = !inbox_pending_;
+    inbox_pending_ = true;
+  }
+  if (wake) event_active(inbox_event_, 0, 0);
+}
+
+void Loop::open_connection(int fd) {
+  if (stopping_) {
+    ::close(fd);
+    listener_->connection_gone();
+    return;
+  }
+  // Replies are whole when written: send them at once.
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  bufferevent* bev = bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE);
+  if (bev == nullptr) {
+    ::close(fd);
+    listener_->connection_gone();
+    return;
+  }
+  auto connection = std::make_shared<Connection>(this, bev);
+  connections_.emplace(connection.get(), connection);
+  connection->start();
+}
+
+void Loop::post_answer(std::shared_ptr<Connection> connection, void* slot) {
+  if (t_current_loop == this) {
+    // Answered inline while the loop submitted it: the connection is
+    // pumping, and writes the reply when the submit returns.
+    connection->answered(slot);
+    return;
+  }
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    answers_.push_back(Answer{std::move(connection), slot});
+    wake = !inbox_pending_;
+    inbox_pending_ = true;
+  }
+  // One wake-up per batch of answers: the loop takes them all.
+  if (wake) event_active(inbox_event_, 0, 0);
+}
+
+void Loop::on_inbox(int, short, void* self) {
+  auto* l = static_cast<Loop*>(self);
+  {
+    std::lock_guard<std::mutex> lock(l->inbox_mu_);
+    l->answers_taken_.swap(l->answers_);
+    l->sockets_taken_.swap(l->sockets_);
+    l->inbox_pending_ = false;
+  }
+  for (int fd : l->sockets_taken_) l->open_connection(fd);
+  l->sockets_taken_.clear();
+  for (Answer& a : l->answers_taken_) a.connection->answered(a.slot);
+  l->answers_taken_.clear();
+}
+
+void Loop::closed(Connection* connection) {
+  // The last reference may be an answer in flight; the connection ends with it.
+  connections_.erase(connection);
+  listener_->connection_gone();
+}
+
+void Loop::begin_stop() { event_active(stop_event_, 0, 0); }
+
+void Loop::on_stop(int, short, void* self) {
+  auto* l = static_cast<Loop*>(self);
+  l->stopping_ = true;
+  // drain() may close a connection, which erases it from the map.
+  std::vector<std::shared_ptr<Connection>> open;
+  for (auto& [ptr, c] : l->connections_) open.push_back(c);
+  for (auto& c : open) c->drain();
+}
+
+void Loop::break_and_join() {
+  if (base_ != nullptr) event_base_loopbreak(base_);
+  if (thread_.joinable()) thread_.join();
+}
+
+void Loop::close_all() {
+  stopping_ = true;
+  // Sockets the acceptor handed over that the loop never took.
+  std::vector<int> sockets;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    sockets.swap(sockets_);
+  }
+  for (int fd : sockets) {
+    ::close(fd);
+    listener_->connection_gone();
+  }
+  // What is still open (a client that did not read its replies within the
+  // grace) closes here, on this thread. libevent closes a freed
+  // bufferevent's socket in a finalizer the loop runs (a chain of
+  // callbacks, each activated by the one before): run the loop a few times
+  // more; event_base_free runs what is left.
+  std::vector<std::shared_ptr<Connection>> open;
+  for (auto& [ptr, c] : connections_) open.push_back(c);
+  for (auto& c : open) c->close();
+  for (int i = 0; i < 4; ++i) event_base_loop(base_, EVLOOP_NONBLOCK);
+}
+
+void Loop::drop_inbox() {
+  std::lock_guard<std::mutex> lock(inbox_mu_);
+  answers_.clear();
+  answers_taken_.clear();
+}
+
+const CallSink& Loop::sink() const { return listener_->sink(); }
+const ConnectionLimits& Loop::limits() const { return listener_->options().connection; }
+std::string_view Loop::version() const { return listener_->options().version; }
+void Loop::append_stats(std::string* out) const { listener_->append_stats(out); }
+
+void Loop::count_command(CommandKind kind, size_t keys) {
+  switch (kind) {
+    case CommandKind::kGet:
+    case CommandKind::kGets:
+      get_keys_.store(get_keys_.load(std::memory_order_relaxed) + keys, std::memory_order_relaxed);
+      break;
+    case CommandKind::kSet: sets_.store(sets_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); break;
+    case CommandKind::kDelete:
+      deletes_.store(deletes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      break;
+    default: break;
+  }
+}
+
+}  // namespace gphkv::server::memcache

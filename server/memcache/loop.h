@@ -1,0 +1,102 @@
+// One of the memcached listener's event loops: a libevent base on a thread
+// of its own that runs the connections the acceptor hands it (round robin,
+// listener.h) and the answers the store posts back to them. A connection
+// lives on one loop from accept to close; nothing of it is touched by
+// another loop, so the loops share no lock on the fast path (only the
+// inbox's, between a loop and the threads that answer its calls).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/memcache/connection.h"
+
+struct event;
+struct event_base;
+
+namespace gphkv::server::memcache {
+
+class Listener;
+
+class Loop final : public ConnectionHost {
+ public:
+  // Creates the base and its events; start() runs it.
+  Loop(Listener* listener, size_t index);
+  ~Loop() override;
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  absl::Status init();
+  void start();
+  event_base* base() const { return base_; }
+
+  // Any thread: the loop opens a connection on the accepted socket (at once
+  // on the loop's own thread). Counted open by the listener already.
+  void adopt(int fd);
+  // Any thread: read no more; answer and write what was read, then close.
+  void begin_stop();
+  // Breaks the loop and joins its thread.
+  void break_and_join();
+  // After break_and_join, on the stopping thread: closes what is still open
+  // (connections, sockets not yet adopted) and runs libevent's finalizers.
+  void close_all();
+  // Before the base is freed: drops answers that came after the loop ended.
+  void drop_inbox();
+
+  // Commands counted on this loop (only its thread writes them).
+  uint64_t get_keys() const { return get_keys_.load(std::memory_order_relaxed); }
+  uint64_t sets() const { return sets_.load(std::memory_order_relaxed); }
+  uint64_t deletes() const { return deletes_.load(std::memory_order_relaxed); }
+
+  // ConnectionHost.
+  const CallSink& sink() const override;
+  const ConnectionLimits& limits() const override;
+  std::string_view version() const override;
+  void append_stats(std::string* out) const override;
+  void count_command(CommandKind kind, size_t keys) override;
+  void post_answer(std::shared_ptr<Connection> connection, void* slot) override;
+  void closed(Connection* connection) override;
+
+ private:
+  static void on_inbox(int, short, void* self);
+  static void on_stop(int, short, void* self);
+  void open_connection(int fd);
+
+  Listener* const listener_;
+  const size_t index_;
+  event_base* base_ = nullptr;
+  event* inbox_event_ = nullptr;
+  event* stop_event_ = nullptr;
+  std::thread thread_;
+
+  // Posted from other threads: answers of the store, and sockets from the
+  // acceptor. The loop swaps them with the *_taken_ vectors, which keep
+  // their capacity: no allocation per wake-up.
+  struct Answer {
+    std::shared_ptr<Connection> connection;
+    void* slot;
+  };
+  std::mutex inbox_mu_;
+  std::vector<Answer> answers_;  // under inbox_mu_
+  std::vector<int> sockets_;     // under inbox_mu_
+  bool inbox_pending_ = false;   // under inbox_mu_: an event_active is on its way
+  std::vector<Answer> answers_taken_;
+  std::vector<int> sockets_taken_;
+
+  // Loop thread only (and close_all(), once the loop has ended).
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
+  bool stopping_ = false;
+
+  std::atomic<uint64_t> get_keys_{0};
+  std::atomic<uint64_t> sets_{0};
+  std::atomic<uint64_t> deletes_{0};
+};
+
+}  // namespace gphkv::server::memcache

@@ -1,0 +1,286 @@
+// The memcached listener's loops (--memcached_threads): connections spread
+// round robin over the loops and served on them at once (a loop held up
+// holds up its own connections only), the connection limit counted over
+// every loop, stats summed over the loops, and shutdown answering and
+// closing the connections of every loop. The listener runs over a test
+// sink, not a store: it answers inline on the loop thread (the null
+// server's path), or later from the test's thread (the store's path: its
+// answers come from other threads), and it records which thread submitted
+// each call.
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/memcache/listener.h"
+#include "tests/server/memcache_socket.h"
+
+namespace gphkv {
+namespace {
+
+using server::Call;
+using server::memcache::CallSink;
+using server::memcache::Listener;
+using server::memcache::ListenerOptions;
+using testing::MemcacheSocket;
+
+// Gets only (what these tests send): every key is found, its value "v-" and
+// the key. A call whose first key is "block" holds the submitting loop
+// thread until unblock(); one whose first key starts with "later" waits in
+// a list until answer_later(), which answers it from the calling thread.
+class TestSink final : public CallSink {
+ public:
+  absl::Status submit(Call call) const override {
+    std::string first;
+    call.byte_keys().for_each([&](size_t i, std::string_view k) {
+      if (i == 0) first = std::string(k);
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    thread_of_[first] = std::this_thread::get_id();
+    if (first == "block") {
+      ++blocked_;
+      changed_.notify_all();
+      changed_.wait(lock, [this] { return unblocked_; });
+    }
+    if (absl::StartsWith(first, "later")) {
+      later_.push_back(std::move(call));
+      changed_.notify_all();
+      return absl::OkStatus();
+    }
+    lock.unlock();
+    answer(call);
+    return absl::OkStatus();
+  }
+
+  std::thread::id thread_of(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = thread_of_.find(key);
+    return it == thread_of_.end() ? std::thread::id() : it->second;
+  }
+  // Waits until a loop thread is held in submit.
+  bool wait_blocked() const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [this] { return blocked_ > 0; });
+  }
+  void unblock() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    unblocked_ = true;
+    changed_.notify_all();
+  }
+  bool wait_later(size_t n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return later_.size() >= n; });
+  }
+  void answer_later() const {
+    std::vector<Call> calls;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls.swap(later_);
+    }
+    for (Call& c : calls) answer(c);
+  }
+
+  static std::string value_of(std::string_view key) { return "v-" + std::string(key); }
+
+ private:
+  static void answer(Call& call) {
+    const server::GetOp& get = call.get();
+    v1::GetResponse* r = get.response;
+    get.byte_keys.for_each([&](size_t, std::string_view k) {
+      const std::string v = value_of(k);
+      r->add_found(true);
+      r->add_value_lengths(static_cast<uint32_t>(v.size()));
+      r->mutable_values()->append(v);
+    });
+    call.done(absl::OkStatus());
+  }
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  mutable std::map<std::string, std::thread::id> thread_of_;
+  mutable int blocked_ = 0;
+  mutable bool unblocked_ = false;
+  mutable std::vector<Call> later_;
+};
+
+std::string get_reply(const std::string& key) {
+  const std::string v = TestSink::value_of(key);
+  return absl::StrCat("VALUE ", key, " 0 ", v.size(), "\r\n", v, "\r\nEND\r\n");
+}
+
+std::unique_ptr<Listener> start(const TestSink* sink, uint32_t threads, uint32_t max_connections = 1024) {
+  ListenerOptions o;
+  o.address = "127.0.0.1:0";
+  o.threads = threads;
+  o.max_connections = max_connections;
+  o.version = "1.6.0 test";
+  auto l = Listener::start(sink, std::move(o));
+  EXPECT_TRUE(l.ok()) << l.status();
+  return l.ok() ? std::move(*l) : nullptr;
+}
+
+// The value of one STAT line of a stats reply.
+std::string stat(MemcacheSocket& s, const std::string& name) {
+  EXPECT_TRUE(s.send("stats\r\n"));
+  std::string all;
+  while (!absl::EndsWith(all, "END\r\n")) {
+    const std::string more = s.read(1, std::chrono::seconds(5));
+    if (more.empty()) break;
+    all += more + s.read_available(std::chrono::milliseconds(10));
+  }
+  const std::string line = absl::StrCat("STAT ", name, " ");
+  const size_t at = all.find(line);
+  if (at == std::string::npos) return "";
+  const size_t end = all.find("\r\n", at);
+  return all.substr(at + line.size(), end - at - line.size());
+}
+
+TEST(MemcachedLoopsTest, ConnectionsAreSpreadRoundRobinOverTheLoops) {
+  TestSink sink;
+  auto l = start(&sink, 4);
+  ASSERT_NE(l, nullptr);
+  std::vector<std::unique_ptr<MemcacheSocket>> sockets;
+  for (int i = 0; i < 8; ++i) {
+    sockets.push_back(std::make_unique<MemcacheSocket>(l->port()));
+    const std::string key = absl::StrCat("k", i);
+    ASSERT_EQ(sockets.back()->round_trip("get " + key + "\r\n", get_reply(key)), get_reply(key));
+  }
+  // Connection i went to loop i % 4: four threads, each with two connections.
+  std::set<std::thread::id> threads;
+  for (int i = 0; i < 8; ++i) {
+    const std::thread::id t = sink.thread_of(absl::StrCat("k", i));
+    ASSERT_NE(t, std::thread::id());
+    EXPECT_NE(t, std::this_thread::get_id());
+    threads.insert(t);
+    if (i >= 4) EXPECT_EQ(t, sink.thread_of(absl::StrCat("k", i - 4))) << i;
+  }
+  EXPECT_EQ(threads.size(), 4u);
+  // Each connection goes on being served on its loop, in any order.
+  for (int i = 7; i >= 0; --i) {
+    const std::string key = absl::StrCat("again", i);
+    ASSERT_EQ(sockets[i]->round_trip("get " + key + "\r\n", get_reply(key)), get_reply(key));
+    EXPECT_EQ(sink.thread_of(key), sink.thread_of(absl::StrCat("k", i)));
+  }
+  // stats counts every loop's commands and connections.
+  EXPECT_EQ(stat(*sockets[1], "threads"), "4");
+  EXPECT_EQ(stat(*sockets[2], "cmd_get"), "16");
+  EXPECT_EQ(stat(*sockets[3], "curr_connections"), "8");
+  EXPECT_EQ(stat(*sockets[0], "total_connections"), "8");
+}
+
+TEST(MemcachedLoopsTest, ALoopHeldUpHoldsUpOnlyItsOwnConnections) {
+  TestSink sink;
+  auto l = start(&sink, 2);
+  ASSERT_NE(l, nullptr);
+  MemcacheSocket first(l->port());  // loop 0
+  ASSERT_EQ(first.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  MemcacheSocket second(l->port());  // loop 1
+  ASSERT_EQ(second.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  MemcacheSocket third(l->port());  // loop 0 again
+  ASSERT_EQ(third.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  // The first loop's thread is held in the sink.
+  ASSERT_TRUE(first.send("get block\r\n"));
+  ASSERT_TRUE(sink.wait_blocked());
+  // The other loop serves its connection, and the acceptor new ones.
+  const auto start_time = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = absl::StrCat("s", i);
+    ASSERT_EQ(second.round_trip("get " + key + "\r\n", get_reply(key)), get_reply(key));
+  }
+  MemcacheSocket fourth(l->port());  // loop 1
+  ASSERT_EQ(fourth.round_trip("get f\r\n", get_reply("f")), get_reply("f"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start_time, std::chrono::seconds(5));
+  // The held loop's other connection waits for it.
+  ASSERT_TRUE(third.send("get t\r\n"));
+  EXPECT_EQ(third.read_available(std::chrono::milliseconds(200)), "");
+  sink.unblock();
+  EXPECT_EQ(first.read(get_reply("block").size()), get_reply("block"));
+  EXPECT_EQ(third.read(get_reply("t").size()), get_reply("t"));
+  EXPECT_NE(sink.thread_of("s0"), sink.thread_of("block"));
+  EXPECT_EQ(sink.thread_of("t"), sink.thread_of("block"));
+}
+
+TEST(MemcachedLoopsTest, TheConnectionLimitCountsEveryLoop) {
+  TestSink sink;
+  auto l = start(&sink, 4, /*max_connections=*/6);
+  ASSERT_NE(l, nullptr);
+  std::vector<std::unique_ptr<MemcacheSocket>> open;
+  for (int i = 0; i < 6; ++i) {
+    open.push_back(std::make_unique<MemcacheSocket>(l->port()));
+    ASSERT_EQ(open.back()->round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  }
+  // Six open over four loops (two have two): the seventh is turned away,
+  // whichever loop would have been next.
+  const std::string refusal = "ERROR Too many open connections\r\n";
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    MemcacheSocket extra(l->port());
+    EXPECT_EQ(extra.read(refusal.size()), refusal);
+    EXPECT_TRUE(extra.closed_by_peer());
+  }
+  EXPECT_EQ(l->open_connections(), 6u);
+  EXPECT_EQ(stat(*open[5], "rejected_connections"), "4");
+  // One closes (on the third loop): a new one is served once it is seen.
+  open.erase(open.begin() + 2);
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    MemcacheSocket again(l->port());
+    served = again.round_trip("mn\r\n", "MN\r\n") == "MN\r\n";
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+  for (auto& s : open) EXPECT_EQ(s->round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+}
+
+TEST(MemcachedLoopsTest, ShutdownAnswersAndClosesTheConnectionsOfEveryLoop) {
+  TestSink sink;
+  auto l = start(&sink, 4);
+  ASSERT_NE(l, nullptr);
+  std::vector<std::unique_ptr<MemcacheSocket>> sockets;
+  for (int i = 0; i < 8; ++i) {
+    sockets.push_back(std::make_unique<MemcacheSocket>(l->port()));
+    ASSERT_EQ(sockets.back()->round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  }
+  // Every connection has a get the sink holds, and more commands behind it.
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(sockets[i]->send(absl::StrCat("get later", i, "\r\nmn\r\n")));
+  ASSERT_TRUE(sink.wait_later(8));
+  const int port = l->port();
+  std::thread stopper([&] { l->stop(std::chrono::seconds(10)); });
+  // Shutdown waits for the answers, which come from another thread.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  MemcacheSocket late(port);
+  EXPECT_EQ(late.read_available(std::chrono::milliseconds(100)), "");
+  sink.answer_later();
+  const auto start_time = std::chrono::steady_clock::now();
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start_time, std::chrono::seconds(5));
+  for (int i = 0; i < 8; ++i) {
+    const std::string key = absl::StrCat("later", i);
+    const std::string expected = get_reply(key) + "MN\r\n";
+    EXPECT_EQ(sockets[i]->read(expected.size()), expected) << i;
+    EXPECT_TRUE(sockets[i]->closed_by_peer()) << i;
+  }
+  EXPECT_EQ(l->open_connections(), 0u);
+  // Distinct loops held them.
+  std::set<std::thread::id> threads;
+  for (int i = 0; i < 8; ++i) threads.insert(sink.thread_of(absl::StrCat("later", i)));
+  EXPECT_EQ(threads.size(), 4u);
+}
+
+TEST(MemcachedLoopsTest, ZeroThreadsIsRefused) {
+  TestSink sink;
+  ListenerOptions o;
+  o.address = "127.0.0.1:0";
+  o.threads = 0;
+  EXPECT_EQ(Listener::start(&sink, o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gphkv

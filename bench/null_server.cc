@@ -11,6 +11,13 @@
 // front end (server/grpc/unary_front_end.h), the same code the store runs;
 // --api=callback through gRPC's callback API, for comparison. Streams are on
 // the callback API in both, as in gphkv-server. SIGTERM/SIGINT stop it.
+//
+// --memcached_address adds memcached's text protocol on gphkv-server's own
+// listener (its loops, parser and replies) over no table: every get key
+// found with a value from a fixed set (bench/null_memcached.h), the
+// transport's ceiling beside gphkv's memcached port and memcached itself.
+//
+//   null_server --address=127.0.0.1:50061 --memcached_address=127.0.0.1:21411 --memcached_threads=4
 #include <signal.h>
 
 #include <cstdio>
@@ -22,15 +29,20 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "bench/null_memcached.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 #include "server/grpc/message_stream.h"
 #include "server/grpc/unary_front_end.h"
 #include "server/grpc/wire.h"
+#include "server/memcache/listener.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50061", "host:port to serve on");
 ABSL_FLAG(std::string, api, "async", "unary calls on: async (gphkv-server's completion-queue front end) or callback");
 ABSL_FLAG(int32_t, threads, 4, "--api=async: completion queues, each with its own thread");
 ABSL_FLAG(int32_t, posted, 64, "--api=async: calls of each method asked for ahead, per queue");
+ABSL_FLAG(std::string, memcached_address, "",
+          "IP:PORT to answer memcached's text protocol on too (gphkv-server's listener over no table); empty: off");
+ABSL_FLAG(uint32_t, memcached_threads, 4, "event loops of the memcached port (gphkv-server's --memcached_threads)");
 ABSL_FLAG(uint32_t, value_bytes, 0,
           "0: every get finds nothing; N: every key is found with an N-byte value (the transport's ceiling "
           "for gets that carry values, which a server with nothing found does not measure)");
@@ -253,9 +265,26 @@ int main(int argc, char** argv) {
   }
   if (api == "async") front_end.start();
   std::printf("null_server: %s API (%d threads) on port %d\n", api.c_str(), api == "async" ? fe.threads : 0, port);
+  gphkv::bench::NullMemcachedSink memcached_sink;
+  std::unique_ptr<gphkv::server::memcache::Listener> memcached;
+  if (const std::string mc_address = absl::GetFlag(FLAGS_memcached_address); !mc_address.empty()) {
+    gphkv::server::memcache::ListenerOptions mc;
+    mc.address = mc_address;
+    mc.threads = absl::GetFlag(FLAGS_memcached_threads);
+    mc.version = std::string(gphkv::server::memcache::kProtocolVersion) + " gphkv-null";
+    auto listener = gphkv::server::memcache::Listener::start(&memcached_sink, std::move(mc));
+    if (!listener.ok()) {
+      std::fprintf(stderr, "null_server: %s\n", listener.status().ToString().c_str());
+      return 1;
+    }
+    memcached = std::move(*listener);
+    std::printf("null_server: memcached's text protocol (%u loops) on port %d\n",
+                absl::GetFlag(FLAGS_memcached_threads), memcached->port());
+  }
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);
+  if (memcached) memcached->stop(std::chrono::milliseconds(1000));
   server->Shutdown();
   front_end.stop();
   return 0;

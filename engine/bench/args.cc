@@ -45,10 +45,13 @@ Args parse_args(int argc, char** argv) {
       a.sweep = true;
     } else if (s == "--bulk_variants") {
       a.bulk_variants = true;
+    } else if (s == "--refinement_variants") {
+      a.refinement_variants = true;
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH] "
-                   "[--sections=table,build,burst,rebuild_lookup] [--shape=M/C] [--bulk_variants]\n");
+                   "[--sections=table,build,burst,rebuild_lookup] [--shape=M/C] [--bulk_variants]\n"
+                   "                    [--refinement_variants]\n");
       std::exit(1);
     }
   }

@@ -17,6 +17,9 @@ struct Args {
   // --bulk_variants: the build section also measures the bulk build with
   // BulkBuildConfig::pair_records, between two runs of the default.
   bool bulk_variants = false;
+  // --refinement_variants: the table section also measures inserts and
+  // bursts with each Refinement kernel, interleaved (warp, lanes, warp, lanes).
+  bool refinement_variants = false;
   std::string json;
   std::string sections = "table,build,burst,rebuild_lookup";
   // --shape=M/C: M slots per bucket and C cells per bucket for every table

@@ -42,6 +42,12 @@ struct BurstRates {
 };
 BurstRates burst_insert_erase(Context& c, CudaTable& table, uint64_t n, uint64_t stored, TableBuffers& b);
 
+// refinement_variants_bench.cu (--refinement_variants): Refinement's warp
+// and lanes kernels, interleaved on `table` (warp, lanes, warp, lanes): each an
+// insert build (as insert_build) and 1% bursts (as burst_insert_erase). Leaves
+// the table built, with the kernel it had.
+std::vector<Report::RefinementVariant> refinement_variants(Context& c, CudaTable& table, uint64_t n, TableBuffers& b);
+
 // baseline_bench.cu: bucketed linear probing with num_slots slots (the same
 // load as the GPH table) in buckets of 16 keys:
 // the build of keys [0, n) and G finds/s at each case.

@@ -23,6 +23,10 @@ void Report::print_size(const Size& s) const {
   std::printf("  insert, 1%% burst into the full table: %.3f G/s\n", s.insert_burst);
   std::printf("  erase, 1%% burst: %.3f G/s\n", s.erase_burst);
   for (const Variant& v : s.variants) std::printf("  tuning: %-58s %.2f G/s\n", v.name.c_str(), v.find50);
+  for (const RefinementVariant& v : s.refinement_variants) {
+    std::printf("  refinement %-6s insert build %.3f G/s, 1%% bursts %.3f G/s, erase %.3f G/s\n", v.kernel.c_str(),
+                v.insert_build, v.insert_burst, v.erase_burst);
+  }
   std::fflush(stdout);
 }
 
@@ -130,6 +134,15 @@ bool Report::write_json(const std::string& path) const {
     for (size_t j = 0; j < s.variants.size(); ++j) {
       std::fprintf(f, "%s{\"variant\": %s, \"gops\": %.4f}", j ? ", " : "", quote(s.variants[j].name).c_str(),
                    s.variants[j].find50);
+    }
+    std::fprintf(f, "],\n     \"refinement_variants\": [");
+    for (size_t j = 0; j < s.refinement_variants.size(); ++j) {
+      const RefinementVariant& v = s.refinement_variants[j];
+      std::fprintf(f,
+                   "%s{\"kernel\": %s, \"insert_build\": %.4f, \"insert_burst_1pct\": %.4f, \"erase_burst_1pct\": "
+                   "%.4f, \"build_no_room_keys\": %llu}",
+                   j ? ", " : "", quote(v.kernel).c_str(), v.insert_build, v.insert_burst, v.erase_burst,
+                   static_cast<unsigned long long>(v.build_no_room));
     }
     std::fprintf(f, "]}%s\n", i + 1 < sizes.size() ? "," : "");
   }

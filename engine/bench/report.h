@@ -17,6 +17,12 @@ struct Report {
     std::string name;
     double find50;  // G finds/s, 50% hits, uniform
   };
+  // Refinement's transaction (engine/cuda/refinement.h, --refinement_variants).
+  struct RefinementVariant {
+    std::string kernel;                                          // "warp" or "lanes"
+    double insert_build = 0, insert_burst = 0, erase_burst = 0;  // G/s
+    uint64_t build_no_room = 0;
+  };
   struct CellVariant {
     std::string name;
     double find50, find0, build;
@@ -35,6 +41,7 @@ struct Report {
     double insert_build = 0, insert_burst = 0, erase_burst = 0, baseline_build = 0;
     std::vector<Find> finds;
     std::vector<Variant> variants;
+    std::vector<RefinementVariant> refinement_variants;
   };
 
   // GPU bulk build (engine/cuda/bulk_build.h): input pairs per second.

@@ -98,6 +98,8 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   std::vector<double> finds;
   for (const FindCase& fc : kFindCases) finds.push_back(find_rate(c, table, n, nq, fc, b));
   const BurstRates burst = burst_insert_erase(c, table, n, n - build_no_room, b);
+  std::vector<Report::RefinementVariant> refinement_rows;
+  if (c.args.refinement_variants) refinement_rows = refinement_variants(c, table, n, b);
   std::vector<Report::Variant> variants;
   if (sweep) variants = lookup_tuning(c, table, n, nq, kFindCases, b);
   made->reset();  // free the GPH table before the baseline takes as much
@@ -125,6 +127,7 @@ void table_section(Context& c, uint64_t n, bool sweep) {
     rs.finds.push_back({fc.hit_pct, fc.distribution == Distribution::kZipf, finds[i], base.finds[i]});
   }
   rs.variants = variants;
+  rs.refinement_variants = refinement_rows;
   c.report.sizes.push_back(rs);
   c.report.print_size(rs);
 }

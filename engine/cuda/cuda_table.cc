@@ -8,6 +8,7 @@
 #include "engine/cuda/insert.h"
 #include "engine/cuda/key_export.h"
 #include "engine/cuda/lookup.h"
+#include "engine/cuda/refinement_lanes.h"
 #include "engine/cuda/slot_clear.h"
 #include "engine/cuda/spill_marks.h"
 #include "gphkv/cuda/status.h"
@@ -128,7 +129,7 @@ absl::Status CudaTable::init() {
   GPHKV_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   int sms = 0;
   GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
-  GPHKV_CUDA_TRY(prepare_refinement(geo_, sms, &refinement_shape_));
+  GPHKV_CUDA_TRY(prepare_refinement(geo_, sms, default_refinement_kernel(geo_), &refinement_shape_));
 
   uint64_t locks = 1;
   while (locks < std::min<uint64_t>(geo_.num_buckets, kMaxLocks)) locks <<= 1;
@@ -316,6 +317,19 @@ absl::Status CudaTable::erase(absl::Span<const uint64_t> keys, absl::Span<uint8_
     GPHKV_CUDA_TRY(cudaMemcpyAsync(erased.data(), d_out, n, cudaMemcpyDeviceToHost, stream_));
     return absl::OkStatus();
   });
+}
+
+absl::Status CudaTable::set_refinement_kernel(RefinementKernel kernel) {
+  if (kernel == RefinementKernel::kLanes && !lanes_refinement_fits(geo_)) {
+    return absl::InvalidArgumentError("the lanes Refinement kernel needs R = 8 and M = 8 or 16");
+  }
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  int sms = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+  RefinementShape shape;
+  GPHKV_CUDA_TRY(prepare_refinement(geo_, sms, kernel, &shape));
+  refinement_shape_ = shape;
+  return absl::OkStatus();
 }
 
 absl::Status CudaTable::clear() {

@@ -88,6 +88,13 @@ class CudaTable final : public StreamOrderedTable {
   // the least priority; the table's own stream is at the greatest.
   absl::Status bulk_load(absl::Span<const KeyValue> base, absl::Span<const WriteOp> burst, BuildStats* stats);
 
+  // Which transaction Refinement runs (refinement.h): a table starts with
+  // default_refinement_kernel(geometry()); engine_bench and the tests run one
+  // against the other. INVALID_ARGUMENT for kLanes on a geometry it does not
+  // fit. Not while an insert of this table runs.
+  absl::Status set_refinement_kernel(RefinementKernel kernel);
+  RefinementKernel refinement_kernel() const { return refinement_shape_.kernel; }
+
   // Refinement's counters as of the last synchronous operation or synchronize().
   const RefinementStats& refinement_stats() const { return stats_; }
 

@@ -9,16 +9,33 @@
 
 namespace gphkv::engine::cuda {
 
+// Which transaction Refinement runs (docs/gph.md, "Insert kernel").
+enum class RefinementKernel : uint8_t {
+  // Every lane runs the shared planner in lock step; warp-wide passes over
+  // the cell's buckets, each hashing every slot's key (refinement.cu). Any geometry.
+  kWarp,
+  // The planner's candidates across lanes (a group of 8 lanes a mapping, a
+  // lane an offset) and one pass over the cell's buckets, each slot's key
+  // hashed once a transaction (refinement_lanes.cu). R = 8, M = 8 or 16.
+  kLanes,
+};
+
 // Launch shape of the Refinement kernel, fixed per table (it depends on R*M).
 struct RefinementShape {
+  RefinementKernel kernel = RefinementKernel::kWarp;
   int warps_per_block = 4;
   int blocks = 0;           // grid: warps loop over the overflow list
   size_t shared_bytes = 0;  // dynamic shared memory per block (the Workspaces)
 };
 
-// Computes the shape for a geometry on a device with `sms` multiprocessors and
-// raises the kernel's shared-memory limit when a Workspace needs it.
-cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementShape* shape);
+// The kernel a table of this geometry runs unless told otherwise: kLanes
+// where it fits, kWarp elsewhere.
+RefinementKernel default_refinement_kernel(const gph::Geometry& g);
+
+// Computes the shape of `kernel` for a geometry on a device with `sms`
+// multiprocessors and raises the kernel's shared-memory limit when a
+// Workspace needs it. cudaErrorInvalidValue: kLanes for a geometry it does not fit.
+cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementKernel kernel, RefinementShape* shape);
 
 // One warp per overflowed key: lock the cell's buckets (wait-die), retry the
 // direct insert, else plan an Extended Move with the shared planner, lock the

@@ -151,7 +151,7 @@ class CoalescedSession final : public Session {
   }
 
  private:
-  const std::optional<ByteKeyNames> byte_keys_;  // --key_format=bytes
+  const std::optional<ByteKeyNames> byte_keys_;  // --key_format=bytes|tao
   const size_t connections_;
   const ValuePool* values_;
   const ValuePool* inspect_;  // null: gets' values are not read back

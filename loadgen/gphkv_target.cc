@@ -50,7 +50,7 @@ class GphkvTarget : public Target {
           if (options_.shared_client) shared_client_ = client;
         }
         std::optional<ByteKeyNames> byte_keys;
-        if (options_.byte_key_length > 0) byte_keys.emplace(options_.byte_key_length);
+        if (options_.key_format != KeyFormat::kU64) byte_keys.emplace(options_.byte_key_length, options_.key_format);
         return MakeGphkvCoalescedSession(std::move(client), connections, values_, inspect, byte_keys);
       }
     }
@@ -102,10 +102,10 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
         absl::StrCat("--api=pipeline talks to one server, and --address names ", shards->shards.size(),
                      " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
   }
-  if (options.byte_key_length > 0 && api != GphkvApi::kCoalesced) {
-    return absl::InvalidArgumentError(
-        "--key_format=bytes is for --api=coalesced (the unary and pipeline "
-        "sessions send uint64 keys)");
+  if (options.key_format != KeyFormat::kU64 && api != GphkvApi::kCoalesced) {
+    return absl::InvalidArgumentError(absl::StrCat("--key_format=", KeyFormatName(options.key_format),
+                                                   " is for --api=coalesced (the unary and pipeline "
+                                                   "sessions send uint64 keys)"));
   }
   if (options.shared_client && api != GphkvApi::kCoalesced) {
     return absl::InvalidArgumentError("--clients=shared is for --api=coalesced (one gphkv::Client for every thread)");

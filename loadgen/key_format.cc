@@ -10,10 +10,18 @@ namespace gphkv::loadgen {
 absl::StatusOr<KeyFormat> ParseKeyFormat(const std::string& name) {
   if (name == "u64") return KeyFormat::kU64;
   if (name == "bytes") return KeyFormat::kBytes;
-  return absl::InvalidArgumentError(absl::StrCat("unknown --key_format '", name, "' (want u64 or bytes)"));
+  if (name == "tao") return KeyFormat::kTao;
+  return absl::InvalidArgumentError(absl::StrCat("unknown --key_format '", name, "' (want u64, bytes or tao)"));
 }
 
-const char* KeyFormatName(KeyFormat format) { return format == KeyFormat::kBytes ? "bytes" : "u64"; }
+const char* KeyFormatName(KeyFormat format) {
+  switch (format) {
+    case KeyFormat::kU64: return "u64";
+    case KeyFormat::kBytes: return "bytes";
+    case KeyFormat::kTao: return "tao";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -26,11 +34,43 @@ void AppendName(uint64_t id, uint32_t length, std::string* out) {
   out->append(digits, n);
 }
 
+void AppendDigits(uint64_t v, std::string* out) {
+  char digits[20];
+  out->append(digits, static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), v).ptr - digits));
+}
+
+// Appends TaoBench's name of `id`: an object for an even id, an association
+// of 8 types for an odd one, its two ends the high and the low digits of
+// what is left (a bijection: the name gives back the id).
+void AppendTaoName(uint64_t id, std::string* out) {
+  const uint64_t x = id >> 1;
+  if ((id & 1) == 0) {
+    out->append("o:", 2);
+    AppendDigits(x, out);
+    return;
+  }
+  const uint64_t rest = x >> 3;
+  out->append("a:", 2);
+  AppendDigits(rest / 1000, out);
+  out->push_back(':');
+  AppendDigits(x & 7, out);
+  out->push_back(':');
+  AppendDigits(rest % 1000, out);
+}
+
 }  // namespace
+
+void ByteKeyNames::Append(uint64_t id, std::string* out) const {
+  if (format_ == KeyFormat::kTao) {
+    AppendTaoName(id, out);
+  } else {
+    AppendName(id, length_, out);
+  }
+}
 
 std::string ByteKeyNames::Name(uint64_t id) const {
   std::string key;
-  AppendName(id, length_, &key);
+  Append(id, &key);
   return key;
 }
 
@@ -41,10 +81,10 @@ void ByteKeyNames::Name(absl::Span<const uint64_t> ids, std::string* storage,
                         std::vector<std::string_view>* views) const {
   storage->clear();
   views->clear();
-  storage->reserve(ids.size() * std::max<size_t>(length_, 2 + 20));
+  storage->reserve(ids.size() * std::max<size_t>({length_, 2 + 20, kMaxTaoLength}));
   for (uint64_t id : ids) {
     const size_t begin = storage->size();
-    AppendName(id, length_, storage);
+    Append(id, storage);
     views->emplace_back(storage->data() + begin, storage->size() - begin);
   }
 }

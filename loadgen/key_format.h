@@ -1,8 +1,10 @@
 // How the load generator names a key on the wire (--key_format): the key
-// space's uint64 id itself, or a byte key made from it ("k:" and the id,
-// zero-padded to --key_length bytes), so one workload drives either path of
-// the store (docs/byte-keys.md) and the same ids stay checkable by the read
-// check.
+// space's uint64 id itself, or a byte key made from it, so one workload
+// drives either path of the store (docs/byte-keys.md) and the same ids stay
+// checkable by the read check. Byte keys are "k:" and the id, zero-padded to
+// --key_length bytes (bytes), or TaoBench's shapes (tao): an even id names an
+// object, "o:<id/2>", an odd one an association, "a:<id1>:<type>:<id2>",
+// 3 to 24 bytes, as a social graph's cache keys them.
 #pragma once
 
 #include <cstdint>
@@ -15,25 +17,33 @@
 
 namespace gphkv::loadgen {
 
-enum class KeyFormat { kU64, kBytes };
+enum class KeyFormat { kU64, kBytes, kTao };
 
 absl::StatusOr<KeyFormat> ParseKeyFormat(const std::string& name);
 const char* KeyFormatName(KeyFormat format);
 
-// The byte keys of ids, `length` bytes each (longer where an id needs more digits).
+// The byte keys of ids: `length` bytes each (longer where an id needs more
+// digits) for kBytes; TaoBench's shapes for kTao (length unused). Each id
+// has a name of its own.
 class ByteKeyNames {
  public:
   // At least "k:" and one digit; at most 250 bytes (the server's default --max_key_bytes).
   static constexpr uint32_t kMinLength = 3, kMaxLength = 250;
-  explicit ByteKeyNames(uint32_t length) : length_(length) {}
+  // The longest name kTao gives: "a:", 16 digits (2^60 / 1000), ":", the type, ":", 3 digits.
+  static constexpr uint32_t kMaxTaoLength = 2 + 16 + 1 + 1 + 1 + 3;
+  explicit ByteKeyNames(uint32_t length, KeyFormat format = KeyFormat::kBytes) : length_(length), format_(format) {}
   uint32_t length() const { return length_; }
+  KeyFormat format() const { return format_; }
   // The keys of `ids`, their bytes in *storage and views of them in *views
   // (both cleared first; the views live as long as *storage is unchanged).
   void Name(absl::Span<const uint64_t> ids, std::string* storage, std::vector<std::string_view>* views) const;
   std::string Name(uint64_t id) const;
 
  private:
+  void Append(uint64_t id, std::string* out) const;
+
   uint32_t length_;
+  KeyFormat format_;
 };
 
 }  // namespace gphkv::loadgen

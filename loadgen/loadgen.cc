@@ -136,14 +136,17 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   target_options.inspect_reads = *check_mode != ReadCheckMode::kOff;
   auto key_format = ParseKeyFormat(config.key_format);
   if (!key_format.ok()) return key_format.status();
-  if (*key_format == KeyFormat::kBytes) {
+  if (*key_format != KeyFormat::kU64) {
     if (config.target != "gphkv") {
-      return absl::InvalidArgumentError("--key_format=bytes is for --target=gphkv (memcached's keys are text already)");
+      return absl::InvalidArgumentError(absl::StrCat("--key_format=", KeyFormatName(*key_format),
+                                                     " is for --target=gphkv (memcached's keys are text already)"));
     }
-    if (config.key_length < ByteKeyNames::kMinLength || config.key_length > ByteKeyNames::kMaxLength) {
+    if (*key_format == KeyFormat::kBytes &&
+        (config.key_length < ByteKeyNames::kMinLength || config.key_length > ByteKeyNames::kMaxLength)) {
       return absl::InvalidArgumentError(absl::StrCat("--key_length=", config.key_length, " is outside ",
                                                      ByteKeyNames::kMinLength, " .. ", ByteKeyNames::kMaxLength));
     }
+    target_options.key_format = *key_format;
     target_options.byte_key_length = config.key_length;
   }
   auto target_or = MakeTarget(config.target, config.address, &values, target_options);

@@ -8,6 +8,8 @@
 // generator); the session only moves bytes and parses answers.
 #pragma once
 
+#include "loadgen/key_format.h"
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -78,8 +80,10 @@ struct TargetOptions {
   bool shared_client = false;
   // Gets read their values back into OpResult::seen (read_check.h).
   bool inspect_reads = false;
-  // gphkv --api=coalesced: keys go out as byte keys of this many bytes
-  // (--key_format=bytes, loadgen/key_format.h); 0: as uint64 ids.
+  // gphkv --api=coalesced: keys go out as uint64 ids (kU64) or as byte keys
+  // named after them (--key_format=bytes|tao, loadgen/key_format.h), of
+  // byte_key_length bytes for kBytes.
+  KeyFormat key_format = KeyFormat::kU64;
   uint32_t byte_key_length = 0;
 };
 

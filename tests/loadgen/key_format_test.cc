@@ -1,6 +1,7 @@
 // --key_format: the names the load generator gives byte keys.
 #include "loadgen/key_format.h"
 
+#include <random>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -8,11 +9,39 @@
 namespace gphkv::loadgen {
 namespace {
 
-TEST(KeyFormat, ParsesBothFormatsAndRefusesOthers) {
+TEST(KeyFormat, ParsesEveryFormatAndRefusesOthers) {
   EXPECT_EQ(*ParseKeyFormat("u64"), KeyFormat::kU64);
   EXPECT_EQ(*ParseKeyFormat("bytes"), KeyFormat::kBytes);
+  EXPECT_EQ(*ParseKeyFormat("tao"), KeyFormat::kTao);
   EXPECT_FALSE(ParseKeyFormat("string").ok());
   EXPECT_STREQ(KeyFormatName(KeyFormat::kBytes), "bytes");
+  EXPECT_STREQ(KeyFormatName(KeyFormat::kTao), "tao");
+}
+
+// TaoBench's shapes: objects for even ids, associations for odd ones, every
+// id its own name, none longer than kMaxTaoLength.
+TEST(KeyFormat, TaoNamesAreObjectsAndAssociationsOneForEachId) {
+  const ByteKeyNames names(24, KeyFormat::kTao);
+  EXPECT_EQ(names.Name(0), "o:0");
+  EXPECT_EQ(names.Name(84), "o:42");
+  // 2 * (8 * 12345 + 3) + 1: type 3, rest 12345 = 12 * 1000 + 345.
+  EXPECT_EQ(names.Name(2 * (8 * 12345 + 3) + 1), "a:12:3:345");
+  EXPECT_EQ(names.Name(~uint64_t{0}).size(), size_t{ByteKeyNames::kMaxTaoLength});
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 20000; ++i) ids.push_back(i);
+  for (int i = 0; i < 20000; ++i) ids.push_back(rng());
+  std::string storage;
+  std::vector<std::string_view> views;
+  names.Name(ids, &storage, &views);
+  std::set<uint64_t> distinct_ids(ids.begin(), ids.end());
+  std::set<std::string_view> distinct(views.begin(), views.end());
+  EXPECT_EQ(distinct.size(), distinct_ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_LE(views[i].size(), ByteKeyNames::kMaxTaoLength);
+    ASSERT_EQ(views[i].substr(0, 2), ids[i] % 2 == 0 ? "o:" : "a:") << ids[i];
+    ASSERT_EQ(views[i], names.Name(ids[i]));
+  }
 }
 
 TEST(KeyFormat, ByteKeysHaveTheirLengthAndNameTheirIdOnly) {

@@ -78,6 +78,24 @@ WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model, Keys kin
     return n;
   };
   WriteBatch batch;
+  // A run of either kind of key: deletes one time in four, else puts; the model follows.
+  auto add_run = [&](const auto& keys, auto* m, auto&& add_deletes, auto&& add_puts) {
+    if (rng() % 4 == 0) {
+      add_deletes();
+      if (m) {
+        for (const auto& k : keys) m->erase(k);
+      }
+      return;
+    }
+    std::vector<uint32_t> lengths(keys.size());
+    std::string bytes;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const size_t at = bytes.size();
+      lengths[i] = value(&bytes);
+      if (m) (*m)[keys[i]] = bytes.substr(at);
+    }
+    add_puts(lengths, bytes);
+  };
   const int runs = 1 + static_cast<int>(rng() % 3);
   for (int r = 0; r < runs; ++r) {
     const size_t n = 1 + rng() % 12;
@@ -85,40 +103,18 @@ WriteBatch random_batch(uint64_t seed, uint64_t sequence, Model* model, Keys kin
       std::vector<std::string> keys(n);
       for (auto& k : keys) k = byte_key();
       const std::vector<std::string_view> views(keys.begin(), keys.end());
-      if (rng() % 4 == 0) {
-        batch.add_byte_deletes(views);
-        if (byte_model) {
-          for (const std::string& k : keys) byte_model->erase(k);
-        }
-        continue;
-      }
-      std::vector<uint32_t> lengths(n);
-      std::string bytes;
-      for (size_t i = 0; i < n; ++i) {
-        const size_t at = bytes.size();
-        lengths[i] = value(&bytes);
-        if (byte_model) (*byte_model)[keys[i]] = bytes.substr(at);
-      }
-      batch.add_byte_puts(views, lengths, bytes);
+      add_run(
+          keys, byte_model, [&] { batch.add_byte_deletes(views); },
+          [&](const std::vector<uint32_t>& lengths, const std::string& bytes) {
+            batch.add_byte_puts(views, lengths, bytes);
+          });
       continue;
     }
     std::vector<uint64_t> keys(n);
     for (auto& k : keys) k = key();
-    if (rng() % 4 == 0) {
-      batch.add_deletes(keys);
-      if (model) {
-        for (uint64_t k : keys) model->erase(k);
-      }
-      continue;
-    }
-    std::vector<uint32_t> lengths(n);
-    std::string bytes;
-    for (size_t i = 0; i < n; ++i) {
-      const size_t at = bytes.size();
-      lengths[i] = value(&bytes);
-      if (model) (*model)[keys[i]] = bytes.substr(at);
-    }
-    batch.add_puts(keys, lengths, bytes);
+    add_run(
+        keys, model, [&] { batch.add_deletes(keys); },
+        [&](const std::vector<uint32_t>& lengths, const std::string& bytes) { batch.add_puts(keys, lengths, bytes); });
   }
   return batch;
 }

@@ -18,7 +18,11 @@ bench/results/; the ladder script itself writes it beside its runs):
                 "server_cores", "client_cores", "errors", "dropped", "read_violations", "keys_per_s",
                 "server_stages_us": {STAGE: mean us} (gphkv, from its metrics: intake, queue, execute,
                 answer_wait, respond; absent for the other stores and for runs before it existed)}],
-     "light_load": [same shape]}
+     "light_load": [same shape], "peak": [same shape, closed loop: offered 0] (with PEAK_DEPTH)}
+
+--benchmark and --prefix name another ladder (the memcached protocol's:
+latency-ladder-memcached, memcached_port_ladder), so that it is not taken
+for the headline's.
 
 served: calls answered without error per second of the measured window (its
 drain included, so a saturated rung's figure is conservative); latencies
@@ -81,18 +85,20 @@ def main():
     ap.add_argument("--command", default=None)
     ap.add_argument("--elapsed-s", type=float, default=None)
     ap.add_argument("--gphkv-flags", default=None)
+    ap.add_argument("--benchmark", default="latency-ladder")
+    ap.add_argument("--prefix", default="latency_ladder")
     a = ap.parse_args()
     index = os.path.join(a.folder, "runs.jsonl")
     if not os.path.exists(index):
         sys.exit(f"latency-ladder-results: no {index}")
-    rungs, light, first = [], [], None
+    rungs, light, peak, first = [], [], [], None
     with open(index) as f:
         entries = [json.loads(line) for line in f if line.strip()]
     for e in entries:
         with open(os.path.join(a.folder, "runs", e["name"] + ".json")) as f:
             report = json.load(f)
         first = first or report
-        (rungs if e["phase"] == "rung" else light).append(row_of(e, report))
+        {"rung": rungs, "peak": peak}.get(e["phase"], light).append(row_of(e, report))
     if first is None:
         sys.exit("latency-ladder-results: no runs")
     device = read_text(a.folder, "device.txt", "cpu")
@@ -105,7 +111,7 @@ def main():
             variants[name] = flags
     commit = a.commit or read_text(a.folder, "COMMIT", "unknown")
     elapsed = a.elapsed_s if a.elapsed_s is not None else float(read_text(a.folder, "elapsed_s.txt", "nan"))
-    result = {"benchmark": "latency-ladder", "device": device, "machine": read_text(a.folder, "machine.txt", ""),
+    result = {"benchmark": a.benchmark, "device": device, "machine": read_text(a.folder, "machine.txt", ""),
               "date": first["started_at"], "commit": commit,
               "command": a.command or read_text(a.folder, "command.txt", ""),
               "elapsed_s": None if elapsed != elapsed else elapsed,
@@ -115,8 +121,10 @@ def main():
                          "clients": drive.get("clients", "per_thread"),
                          "connections_total": drive.get("connections_total"), "depth": drive["depth"]},
               "rungs": rungs, "light_load": light}
+    if peak:
+        result["peak"] = peak
     os.makedirs(a.out, exist_ok=True)
-    out = os.path.join(a.out, f"latency_ladder_{short_device(device)}_{commit}.json")
+    out = os.path.join(a.out, f"{a.prefix}_{short_device(device)}_{commit}.json")
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")

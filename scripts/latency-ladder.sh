@@ -26,7 +26,17 @@
 #
 # Stores: gphkv-coalesced, gphkv-unary (gphkv-server; --api=coalesced,
 # unary), null-coalesced, null-unary (bench/null_server, no table: the
-# client and transport's own cost), memcached. GPHKV_VARIANTS runs several
+# client and transport's own cost), memcached; and over memcached's
+# protocol (gphkv-loadgen --target=memcached, issue 28): gphkv-memcached
+# (gphkv-server's memcached port, MC_THREADS loops, loaded through it: its
+# keys are byte keys) and null-memcached (null_server's memcached port over
+# no table, MC_THREADS loops).
+#
+# PEAK_DEPTH (empty: none) adds a closed-loop phase after the rungs: each
+# store, REPS times interleaved, with PEAK_DEPTH calls outstanding a
+# connection (phase "peak"). BENCHMARK and RESULT_PREFIX name the summary
+# (defaults: latency-ladder, latency_ladder): a ladder of other stores than
+# the headline's is written under its own name. GPHKV_VARIANTS runs several
 # gphkv-servers side by side, "NAME:FLAGS;NAME:FLAGS" (e.g.
 # "default:;spin:--spin_us=50"): each variant's stores are named
 # gphkv-coalesced@NAME and gphkv-unary@NAME ("default" keeps the plain names),
@@ -71,6 +81,11 @@ LIGHT_S=${LIGHT_S:-3}
 CHECK_READS=${CHECK_READS:-auto}
 BACKEND=${BACKEND:-auto}
 GPHKV_ARGS=${GPHKV_ARGS:-}      # flags for every gphkv-server variant
+MC_THREADS=${MC_THREADS:-4}     # loops of gphkv's and the null server's memcached ports
+PEAK_DEPTH=${PEAK_DEPTH:-}
+PEAK_S=${PEAK_S:-$STEP_S}
+BENCHMARK=${BENCHMARK:-latency-ladder}
+RESULT_PREFIX=${RESULT_PREFIX:-latency_ladder}
 NULL_THREADS=${NULL_THREADS:-4}
 MEMCACHED_THREADS=${MEMCACHED_THREADS:-4}
 MEMCACHED_MB=${MEMCACHED_MB:-2048}
@@ -100,7 +115,7 @@ stores=()
 for s in $STORES; do
   case "$s" in
     gphkv-*) for v in "${variant_names[@]}"; do stores+=("$s$([ "$v" = default ] || echo "@$v")"); done ;;
-    null-coalesced | null-unary | memcached) stores+=("$s") ;;
+    null-coalesced | null-unary | null-memcached | memcached) stores+=("$s") ;;
     *) echo "latency-ladder: unknown store $s" >&2; exit 2 ;;
   esac
 done
@@ -108,8 +123,10 @@ done
 n_rates=$(wc -w <<<"$RATES")
 plan=$(python3 -c "
 runs, light = $n_rates * $REPS * ${#stores[@]}, $REPS * ${#stores[@]}
+peaks = light if '$PEAK_DEPTH' else 0
 per = $WARMUP_S + $STEP_S + $RUN_OVERHEAD_S
-total = runs * per + light * ($WARMUP_S + $LIGHT_S + $RUN_OVERHEAD_S) + 15
+total = runs * per + light * ($WARMUP_S + $LIGHT_S + $RUN_OVERHEAD_S) + peaks * ($WARMUP_S + $PEAK_S + $RUN_OVERHEAD_S) + 15
+runs += peaks
 print(f'{runs + light} runs: about {total:.0f} s ({total / 60:.1f} min), at most {total + runs * $DRAIN_S:.0f} s if every drain times out')")
 echo "latency-ladder: plan: $plan"
 echo "   stores: ${stores[*]}; rates: $RATES calls/s, $REPS reps, then $LIGHT_RATE calls/s"
@@ -123,7 +140,7 @@ if [ "$BACKEND" = auto ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then BACKEND=cuda; else BACKEND=cpu; fi
 fi
 mkdir -p "$OUT/runs"
-rm -f "$OUT"/runs/* "$OUT/runs.jsonl" "$OUT"/latency_ladder_*.json
+rm -f "$OUT"/runs/* "$OUT/runs.jsonl" "$OUT"/"$RESULT_PREFIX"_*.json
 # What ran where, for the summary (the device's copy of the tree has no git, and back here no GPU).
 { nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep . || echo cpu; } >"$OUT/device.txt"
 echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $cores CPUs" >"$OUT/machine.txt"
@@ -133,7 +150,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 pids=()
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done; pids=(); }
 trap stop_all EXIT
-declare -A addr pid metrics
+declare -A addr pid metrics mc_addr
 start() {  # store-name port command...
   local name=$1 port=$2
   shift 2
@@ -149,11 +166,17 @@ for i in "${!variant_names[@]}"; do
   mport=$(free_port)
   # Its metrics endpoint: each run's report gives the server's time per call by stage (--server_metrics).
   metrics[gphkv@$v]=127.0.0.1:$mport
+  mc_port=$(free_port)
+  mc_addr[gphkv@$v]=127.0.0.1:$mc_port
   start "gphkv@$v" "$port" "$GPHKV_SERVER" --backend="$BACKEND" --listen_address=127.0.0.1:"$port" \
-    --metrics_address=127.0.0.1:"$mport" "${gphkv_args[@]}" "${vflags[@]}"
+    --metrics_address=127.0.0.1:"$mport" --memcached_address=127.0.0.1:"$mc_port" --memcached_threads="$MC_THREADS" \
+    --memcached_max_connections=4096 "${gphkv_args[@]}" "${vflags[@]}"
 done
 port=$(free_port)
-start null "$port" "$NULL_SERVER" --address=127.0.0.1:"$port" --threads="$NULL_THREADS"
+mc_port=$(free_port)
+mc_addr[null]=127.0.0.1:$mc_port
+start null "$port" "$NULL_SERVER" --address=127.0.0.1:"$port" --threads="$NULL_THREADS" \
+  --memcached_address=127.0.0.1:"$mc_port" --memcached_threads="$MC_THREADS"
 if [[ " ${stores[*]} " == *" memcached "* ]]; then
   command -v "$MEMCACHED" >/dev/null || { echo "latency-ladder: $MEMCACHED not installed" >&2; exit 1; }
   user=()
@@ -176,19 +199,25 @@ run() {
   shift 4
   local server
   server=$(server_of "$store")
-  local args=(--address="${addr[$server]}" --keys="$KEYS" --threads="$THREADS" --connections="$CONNECTIONS"
+  local address=${addr[$server]}
+  case "$store" in *-memcached*) address=${mc_addr[$server]} ;; esac
+  local args=(--address="$address" --keys="$KEYS" --threads="$THREADS" --connections="$CONNECTIONS"
               --depth="$DEPTH" --progress=false --wait_ready=60 --server_pid="${pid[$server]}"
               --json="$OUT/runs/$name.json")
   case "$store" in
     gphkv-coalesced* | null-coalesced) args+=(--target=gphkv --api=coalesced --clients="$CLIENTS") ;;&
     gphkv-*) args+=(--server_metrics="${metrics[$server]}") ;;&
     gphkv-unary* | null-unary) args+=(--target=gphkv --api=unary) ;;
-    memcached) args+=(--target=memcached) ;;
+    memcached | *-memcached*) args+=(--target=memcached) ;;
   esac
   # The null server stores nothing: a read check would only say so.
   case "$store" in null-*) args+=(--check_reads=off) ;; *) args+=(--check_reads="$CHECK_READS") ;; esac
-  [ "$rate" = load ] || args+=(--mode=open --rate="$rate" --warmup="$WARMUP_S" --duration="$duration"
-                               --drain_timeout="$DRAIN_S" --load=false)
+  case "$rate" in
+    load) ;;
+    closed) args+=(--mode=closed --warmup="$WARMUP_S" --duration="$duration" --load=false) ;;
+    *) args+=(--mode=open --rate="$rate" --warmup="$WARMUP_S" --duration="$duration" --drain_timeout="$DRAIN_S"
+              --load=false) ;;
+  esac
   local bound
   bound=$(python3 -c "print(int($WARMUP_S + $duration + $DRAIN_S + 90))")
   timeout "$bound" "${client_pin[@]}" "$LOADGEN" "${args[@]}" "$@" >"$OUT/runs/$name.txt" 2>&1
@@ -214,14 +243,27 @@ EOF
 }
 
 # The load: every storing server once (the null server keeps nothing).
+# A gphkv-server is loaded through gRPC for its gRPC stores and through its
+# memcached port for gphkv-memcached (byte keys: the two key spaces differ).
+loads=()
 for server in "${!addr[@]}"; do
   case "$server" in
-    gphkv@*) store=gphkv-unary; [ "$server" = gphkv@default ] || store="gphkv-unary@${server#*@}" ;;
-    memcached) store=memcached ;;
-    *) continue ;;
+    gphkv@*)
+      suffix=""; [ "$server" = gphkv@default ] || suffix="@${server#*@}"
+      for s in "${stores[@]}"; do
+        case "$s" in gphkv-memcached*) loads+=("$server gphkv-memcached$suffix mc") ;; esac
+      done
+      grpc_store=' gphkv-(coalesced|unary)'
+      [[ " ${stores[*]} " =~ $grpc_store ]] && loads+=("$server gphkv-unary$suffix grpc")
+      ;;
+    memcached) [[ " ${stores[*]} " == *" memcached "* ]] && loads+=("memcached memcached mc") ;;
   esac
-  if run "load-${server/@/-}" "$store" load 0 --load=true --mode=closed --warmup=0 --duration=0.2 --depth=4; then
-    echo "   loaded $server: $(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['load']; print(f\"{r['keys']} keys in {r['seconds']:.1f} s, {r['errors']} errors\")" "$OUT/runs/load-${server/@/-}.json")"
+done
+for l in "${loads[@]}"; do
+  read -r server store via <<<"$l"
+  name="load-${server/@/-}-$via"
+  if run "$name" "$store" load 0 --load=true --mode=closed --warmup=0 --duration=0.2 --depth=4; then
+    echo "   loaded $server ($via): $(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['load']; print(f\"{r['keys']} keys in {r['seconds']:.1f} s, {r['errors']} errors\")" "$OUT/runs/$name.json")"
   fi
 done
 
@@ -259,16 +301,31 @@ for rate in $RATES; do
   done
 done
 echo "   rungs: $((SECONDS - started)) s for $(grep -c '"rung"' "$OUT/runs.jsonl" 2>/dev/null || true) runs"
+peak_s=$(python3 -c "print(int(${#stores[@]} * $REPS * ($WARMUP_S + $PEAK_S + $RUN_OVERHEAD_S)))")
+if [ -n "$PEAK_DEPTH" ] && [ $((SECONDS - t0 + peak_s)) -gt "$MAX_S" ]; then
+  echo "== closed loop: left out, $((SECONDS - t0)) s gone of MAX_S=$MAX_S (it takes about $peak_s s)"
+elif [ -n "$PEAK_DEPTH" ]; then
+  echo "== closed loop, depth $PEAK_DEPTH"
+  for rep in $(seq 1 "$REPS"); do
+    for store in "${stores[@]}"; do
+      name="peak-${store/@/-}-r$rep"
+      if run "$name" "$store" closed "$PEAK_S" --depth="$PEAK_DEPTH"; then
+        index peak 0 "$store" "$rep" "$name"
+        echo "   $store rep $rep: $(summary "$name")"
+      fi
+    done
+  done
+fi
 stop_all
 elapsed=$((SECONDS - t0))
 echo "latency-ladder: took $elapsed s (plan: $plan)"
 
-settings="RATES=\"$RATES\" REPS=$REPS STORES=\"$STORES\" GPHKV_VARIANTS=\"$GPHKV_VARIANTS\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS CLIENTS=$CLIENTS DEPTH=$DEPTH KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S DRAIN_S=$DRAIN_S LIGHT_RATE=$LIGHT_RATE LIGHT_S=$LIGHT_S CHECK_READS=$CHECK_READS BACKEND=$BACKEND SERVER_CPUS=${SERVER_CPUS:-any} CLIENT_CPUS=${CLIENT_CPUS:-any} NULL_THREADS=$NULL_THREADS MEMCACHED_THREADS=$MEMCACHED_THREADS${GPHKV_ARGS:+ GPHKV_ARGS=\"$GPHKV_ARGS\"}"
+settings="RATES=\"$RATES\" REPS=$REPS STORES=\"$STORES\" GPHKV_VARIANTS=\"$GPHKV_VARIANTS\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS CLIENTS=$CLIENTS DEPTH=$DEPTH KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S DRAIN_S=$DRAIN_S LIGHT_RATE=$LIGHT_RATE LIGHT_S=$LIGHT_S CHECK_READS=$CHECK_READS BACKEND=$BACKEND MC_THREADS=$MC_THREADS${PEAK_DEPTH:+ PEAK_DEPTH=$PEAK_DEPTH PEAK_S=$PEAK_S} BENCHMARK=$BENCHMARK RESULT_PREFIX=$RESULT_PREFIX SERVER_CPUS=${SERVER_CPUS:-any} CLIENT_CPUS=${CLIENT_CPUS:-any} NULL_THREADS=$NULL_THREADS MEMCACHED_THREADS=$MEMCACHED_THREADS${GPHKV_ARGS:+ GPHKV_ARGS=\"$GPHKV_ARGS\"}"
 # Beside the runs, so that the summary can be made again from OUT alone.
 echo "$COMMIT" >"$OUT/COMMIT"
 echo "$settings bash scripts/latency-ladder.sh" >"$OUT/command.txt"
 echo "$elapsed" >"$OUT/elapsed_s.txt"
 echo "$GPHKV_VARIANTS" >"$OUT/variants.txt"
-python3 scripts/latency-ladder-results.py "$OUT" --out "$OUT" || exit 1
+python3 scripts/latency-ladder-results.py "$OUT" --out "$OUT" --benchmark "$BENCHMARK" --prefix "$RESULT_PREFIX" || exit 1
 tar czf "$OUT.tgz" -C "$OUT" . && mv "$OUT.tgz" "$OUT/ladder.tgz"
-[ -z "${COPY_TO:-}" ] || cp "$OUT/ladder.tgz" "$OUT"/latency_ladder_*.json "$COPY_TO/"
+[ -z "${COPY_TO:-}" ] || cp "$OUT/ladder.tgz" "$OUT"/"$RESULT_PREFIX"_*.json "$COPY_TO/"

@@ -1,18 +1,36 @@
 #include "loadgen/gphkv_messages.h"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "loadgen/gphkv_target.h"
 
 namespace gphkv::loadgen {
 
-void FillGetRequest(const Op& op, v1::GetRequest* request) {
-  request->mutable_keys()->Add(op.keys.begin(), op.keys.end());
+namespace {
+
+// The op's keys into the request: its ids, or the byte keys they name.
+template <class Request>
+void SetKeys(const Op& op, const ByteKeyNames* names, Request* request) {
+  if (names == nullptr) {
+    request->mutable_keys()->Add(op.keys.begin(), op.keys.end());
+    return;
+  }
+  std::vector<std::string_view> views;
+  names->Name(op.keys, request->mutable_key_bytes(), &views);
+  for (std::string_view k : views) request->add_key_lengths(static_cast<uint32_t>(k.size()));
+}
+
+}  // namespace
+
+void FillGetRequest(const Op& op, v1::GetRequest* request, const ByteKeyNames* names) {
+  SetKeys(op, names, request);
   request->set_value_mode(v1::VALUE_MODE_VALUES);
 }
 
-uint64_t FillPutRequest(const Op& op, const ValuePool& values, v1::PutRequest* request) {
-  request->mutable_keys()->Add(op.keys.begin(), op.keys.end());
+uint64_t FillPutRequest(const Op& op, const ValuePool& values, v1::PutRequest* request, const ByteKeyNames* names) {
+  SetKeys(op, names, request);
   request->mutable_value_lengths()->Add(op.value_sizes.begin(), op.value_sizes.end());
   uint64_t total = 0;
   for (uint32_t s : op.value_sizes) total += s;
@@ -22,8 +40,8 @@ uint64_t FillPutRequest(const Op& op, const ValuePool& values, v1::PutRequest* r
   return total;
 }
 
-void FillDeleteRequest(const Op& op, v1::DeleteRequest* request) {
-  request->mutable_keys()->Add(op.keys.begin(), op.keys.end());
+void FillDeleteRequest(const Op& op, v1::DeleteRequest* request, const ByteKeyNames* names) {
+  SetKeys(op, names, request);
 }
 
 OpResult GetResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect) {

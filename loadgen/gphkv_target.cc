@@ -34,8 +34,10 @@ class GphkvTarget : public Target {
   // The factory: one session per driver thread, of the kind --api names.
   absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) override {
     const bool inspect = options_.inspect_reads;
+    std::optional<ByteKeyNames> byte_keys;
+    if (options_.key_format != KeyFormat::kU64) byte_keys.emplace(options_.byte_key_length, options_.key_format);
     switch (api_) {
-      case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_, inspect);
+      case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_, inspect, byte_keys);
       case GphkvApi::kPipeline:
         return MakeGphkvPipelineSession(servers_.shards.shards[0], servers_.tls, connections, values_,
                                         std::chrono::seconds(10), inspect);
@@ -49,8 +51,6 @@ class GphkvTarget : public Target {
           // load phase's and the run's): one client for the whole process.
           if (options_.shared_client) shared_client_ = client;
         }
-        std::optional<ByteKeyNames> byte_keys;
-        if (options_.key_format != KeyFormat::kU64) byte_keys.emplace(options_.byte_key_length, options_.key_format);
         return MakeGphkvCoalescedSession(std::move(client), connections, values_, inspect, byte_keys);
       }
     }
@@ -102,10 +102,10 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
         absl::StrCat("--api=pipeline talks to one server, and --address names ", shards->shards.size(),
                      " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
   }
-  if (options.key_format != KeyFormat::kU64 && api != GphkvApi::kCoalesced) {
+  if (options.key_format != KeyFormat::kU64 && api == GphkvApi::kPipeline) {
     return absl::InvalidArgumentError(absl::StrCat("--key_format=", KeyFormatName(options.key_format),
-                                                   " is for --api=coalesced (the unary and pipeline "
-                                                   "sessions send uint64 keys)"));
+                                                   " is for --api=unary or --api=coalesced (the pipeline "
+                                                   "session sends uint64 keys)"));
   }
   if (options.shared_client && api != GphkvApi::kCoalesced) {
     return absl::InvalidArgumentError("--clients=shared is for --api=coalesced (one gphkv::Client for every thread)");

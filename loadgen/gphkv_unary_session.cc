@@ -1,5 +1,7 @@
 #include "loadgen/gphkv_unary_session.h"
 
+#include <optional>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct Call {
   uint64_t tag = 0;
   SplitOp* split = nullptr;  // the op this call is a part of, if it was split
   OpType type = OpType::kGet;
+  std::vector<uint64_t> ids;  // a get's keys as ids (its request may name them by bytes)
   uint64_t sent_bytes = 0;
   grpc::ClientContext context;
   grpc::Status status;
@@ -43,11 +46,13 @@ struct Call {
 
 class UnarySession final : public Session {
  public:
-  UnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values, bool inspect_reads)
+  UnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values, bool inspect_reads,
+               std::optional<ByteKeyNames> byte_keys)
       : values_(values),
         inspect_(inspect_reads ? values : nullptr),
         connections_(connections),
-        router_(servers.shards.shards) {
+        router_(servers.shards.shards),
+        byte_keys_(byte_keys) {
     for (const std::string& shard : servers.shards.shards) {
       for (size_t i = 0; i < connections; ++i) {
         stubs_.push_back(v1::KeyValue::NewStub(MakeGphkvChannel(shard, servers.tls)));
@@ -78,14 +83,14 @@ class UnarySession final : public Session {
     parts_.assign(router_.shards(), Op{});
     size_t used = 0;
     for (size_t i = 0; i < op.keys.size(); ++i) {
-      Op& part = parts_[router_.shard_of(op.keys[i])];
+      Op& part = parts_[shard_of(op.keys[i])];
       used += part.keys.empty();
       part.type = op.type;
       part.keys.push_back(op.keys[i]);
       if (op.type == OpType::kPut) part.value_sizes.push_back(op.value_sizes[i]);
     }
     if (used <= 1) {
-      const size_t shard = op.keys.empty() ? 0 : router_.shard_of(op.keys[0]);
+      const size_t shard = op.keys.empty() ? 0 : shard_of(op.keys[0]);
       return StartCall(shard, connection, op, tag, nullptr);
     }
     auto* split = new SplitOp{tag, used, OpResult{}};
@@ -117,6 +122,12 @@ class UnarySession final : public Session {
   }
 
  private:
+  // The shard of a key: by its id, or by the byte key it names, as the
+  // sharded client routes it.
+  size_t shard_of(uint64_t id) const {
+    return byte_keys_ ? router_.shard_of(std::string_view(byte_keys_->Name(id))) : router_.shard_of(id);
+  }
+
   // Sends `op` (or the part of an op) to `shard` on the driver's connection.
   void StartCall(size_t shard, size_t connection, const Op& op, uint64_t tag, SplitOp* split) {
     auto* c = new Call;
@@ -126,21 +137,22 @@ class UnarySession final : public Session {
     v1::KeyValue::Stub& stub = *stubs_[shard * connections_ + connection];
     switch (op.type) {
       case OpType::kGet: {
-        FillGetRequest(op, &c->get_request);
+        FillGetRequest(op, &c->get_request, names());
+        c->ids = op.keys;
         c->get_reader = stub.PrepareAsyncGet(&c->context, c->get_request, queue_.cq());
         c->get_reader->StartCall();
         c->get_reader->Finish(&c->get_response, &c->status, c);
         break;
       }
       case OpType::kPut: {
-        c->sent_bytes = FillPutRequest(op, *values_, &c->put_request);
+        c->sent_bytes = FillPutRequest(op, *values_, &c->put_request, names());
         c->put_reader = stub.PrepareAsyncPut(&c->context, c->put_request, queue_.cq());
         c->put_reader->StartCall();
         c->put_reader->Finish(&c->put_response, &c->status, c);
         break;
       }
       case OpType::kDelete: {
-        FillDeleteRequest(op, &c->delete_request);
+        FillDeleteRequest(op, &c->delete_request, names());
         c->delete_reader = stub.PrepareAsyncDelete(&c->context, c->delete_request, queue_.cq());
         c->delete_reader->StartCall();
         c->delete_reader->Finish(&c->delete_response, &c->status, c);
@@ -166,9 +178,7 @@ class UnarySession final : public Session {
   OpResult ResultOf(const Call& c) const {
     if (!c.status.ok()) return FailedOp(c.status.error_code());
     switch (c.type) {
-      case OpType::kGet:
-        return GetResult(c.get_response, {c.get_request.keys().data(), static_cast<size_t>(c.get_request.keys_size())},
-                         inspect_);
+      case OpType::kGet: return GetResult(c.get_response, c.ids, inspect_);
       case OpType::kPut: return PutResult(c.put_response, c.sent_bytes);
       case OpType::kDelete: return DeleteResult(c.delete_response);
     }
@@ -181,7 +191,10 @@ class UnarySession final : public Session {
   const ShardRouter router_;
   // stubs_[shard * connections_ + connection]
   std::vector<std::unique_ptr<v1::KeyValue::Stub>> stubs_;
-  std::vector<Op> parts_;  // Start's scratch: an op's keys by shard
+  const ByteKeyNames* names() const { return byte_keys_ ? &*byte_keys_ : nullptr; }
+
+  const std::optional<ByteKeyNames> byte_keys_;  // --key_format=bytes|tao
+  std::vector<Op> parts_;                        // Start's scratch: an op's keys by shard
   TimedCompletionQueue queue_;
   std::unordered_set<Call*> in_flight_;
 };
@@ -189,8 +202,8 @@ class UnarySession final : public Session {
 }  // namespace
 
 std::unique_ptr<Session> MakeGphkvUnarySession(const GphkvServers& servers, size_t connections, const ValuePool* values,
-                                               bool inspect_reads) {
-  return std::make_unique<UnarySession>(servers, connections, values, inspect_reads);
+                                               bool inspect_reads, std::optional<ByteKeyNames> byte_keys) {
+  return std::make_unique<UnarySession>(servers, connections, values, inspect_reads, byte_keys);
 }
 
 }  // namespace gphkv::loadgen

@@ -82,8 +82,13 @@ TEST_P(GphkvSharedClientE2e, ManyThreadsOverOneClient) {
 INSTANTIATE_TEST_SUITE_P(BothLoops, GphkvSharedClientE2e, ::testing::Values("closed", "open"));
 
 // --key_format=bytes|tao (issue 26): the same workload as byte keys, its
-// reads checked.
-class GphkvByteKeysE2e : public ::testing::TestWithParam<std::string> {};
+// reads checked, through the coalescing client and the unary stubs.
+struct ByteKeysRun {
+  std::string format, api;
+};
+void PrintTo(const ByteKeysRun& r, std::ostream* os) { *os << r.format << " over " << r.api; }
+
+class GphkvByteKeysE2e : public ::testing::TestWithParam<ByteKeysRun> {};
 
 TEST_P(GphkvByteKeysE2e, ALoadOfByteKeysIsServedAndChecked) {
   const std::string dir = TempDir("gphkv-byte-keys");
@@ -92,22 +97,28 @@ TEST_P(GphkvByteKeysE2e, ALoadOfByteKeysIsServedAndChecked) {
                       dir + "/server.log");
   ASSERT_GT(server.pid(), 0);
   const std::string json = dir + "/report.json";
-  const int rc = RunLoadgenBinary(
-      dir, "run",
-      {"--target=gphkv", "--api=coalesced", "--key_format=" + GetParam(), "--key_length=16", "--address=" + address,
-       "--keys=20000", "--threads=2", "--connections=2", "--depth=4", "--warmup=0.5", "--duration=1.5",
-       "--write_fraction=0.05", "--delete_fraction=0", "--json=" + json, "--progress=false", "--wait_ready=30"});
+  const int rc =
+      RunLoadgenBinary(dir, "run",
+                       {"--target=gphkv", "--api=" + GetParam().api, "--key_format=" + GetParam().format,
+                        "--key_length=16", "--address=" + address, "--keys=20000", "--threads=2", "--connections=2",
+                        "--depth=4", "--warmup=0.5", "--duration=1.5", "--write_fraction=0.05", "--delete_fraction=0",
+                        "--json=" + json, "--progress=false", "--wait_ready=30"});
   if (rc != 0) std::fprintf(stderr, "server log:\n%s\n", ReadFile(dir + "/server.log").c_str());
   ASSERT_EQ(rc, 0);
   const auto j = nlohmann::json::parse(ReadFile(json));
   ExpectHealthyReport(j, "gphkv", 20000);
-  EXPECT_EQ(j["config"]["key_format"], GetParam());
-  EXPECT_EQ(j["config"]["key_length"], GetParam() == "bytes" ? 16 : 0);
+  EXPECT_EQ(j["config"]["key_format"], GetParam().format);
+  EXPECT_EQ(j["config"]["key_length"], GetParam().format == "bytes" ? 16 : 0);
   EXPECT_GT(j["results"]["read_check"]["keys_checked"].get<double>(), 0.0) << j["results"]["read_check"].dump();
   EXPECT_EQ(j["results"]["read_check"]["violations"], 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, GphkvByteKeysE2e, ::testing::Values("bytes", "tao"));
+INSTANTIATE_TEST_SUITE_P(Formats, GphkvByteKeysE2e,
+                         ::testing::Values(ByteKeysRun{"bytes", "coalesced"}, ByteKeysRun{"tao", "coalesced"},
+                                           ByteKeysRun{"bytes", "unary"}, ByteKeysRun{"tao", "unary"}),
+                         [](const ::testing::TestParamInfo<ByteKeysRun>& info) {
+                           return info.param.format + "_" + info.param.api;
+                         });
 
 }  // namespace
 }  // namespace gphkv::loadgen::testing

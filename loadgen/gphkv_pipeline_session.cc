@@ -1,5 +1,7 @@
 #include "loadgen/gphkv_pipeline_session.h"
 
+#include <optional>
+
 #include <deque>
 #include <unordered_map>
 #include <vector>
@@ -18,8 +20,8 @@ namespace v1 = ::gphkv::v1;
 class PipelineSession final : public Session {
  public:
   PipelineSession(const std::string& address, const TlsOptions& tls, size_t connections, const ValuePool* values,
-                  bool inspect_reads)
-      : values_(values), inspect_(inspect_reads ? values : nullptr) {
+                  bool inspect_reads, std::optional<ByteKeyNames> byte_keys)
+      : values_(values), inspect_(inspect_reads ? values : nullptr), byte_keys_(byte_keys) {
     for (size_t i = 0; i < connections; ++i) {
       streams_.push_back(std::make_unique<Stream>(MakeGphkvChannel(address, tls)));
       Stream& s = *streams_.back();
@@ -225,9 +227,9 @@ class PipelineSession final : public Session {
     request_.Clear();
     request_.set_id(tag);
     switch (f.op->type) {
-      case OpType::kGet: FillGetRequest(*f.op, request_.mutable_get()); break;
-      case OpType::kPut: f.sent_bytes = FillPutRequest(*f.op, *values_, request_.mutable_put()); break;
-      case OpType::kDelete: FillDeleteRequest(*f.op, request_.mutable_delete_()); break;
+      case OpType::kGet: FillGetRequest(*f.op, request_.mutable_get(), names()); break;
+      case OpType::kPut: f.sent_bytes = FillPutRequest(*f.op, *values_, request_.mutable_put(), names()); break;
+      case OpType::kDelete: FillDeleteRequest(*f.op, request_.mutable_delete_(), names()); break;
     }
     grpc::WriteOptions options;
     // More are waiting: gRPC may hold this one to send them together; the
@@ -268,7 +270,9 @@ class PipelineSession final : public Session {
   }
 
   const ValuePool* values_;
-  const ValuePool* inspect_;    // null: gets' values are not read back
+  const ValuePool* inspect_;                     // null: gets' values are not read back
+  const std::optional<ByteKeyNames> byte_keys_;  // --key_format=bytes|tao
+  const ByteKeyNames* names() const { return byte_keys_ ? &*byte_keys_ : nullptr; }
   TimedCompletionQueue queue_;  // declared before the streams: outlives their calls
   std::vector<std::unique_ptr<Stream>> streams_;
   std::unordered_map<uint64_t, InFlight> in_flight_;
@@ -281,8 +285,9 @@ class PipelineSession final : public Session {
 
 absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, const TlsOptions& tls,
                                                                   size_t connections, const ValuePool* values,
-                                                                  Clock::duration open_timeout, bool inspect_reads) {
-  auto session = std::make_unique<PipelineSession>(address, tls, connections, values, inspect_reads);
+                                                                  Clock::duration open_timeout, bool inspect_reads,
+                                                                  std::optional<ByteKeyNames> byte_keys) {
+  auto session = std::make_unique<PipelineSession>(address, tls, connections, values, inspect_reads, byte_keys);
   if (absl::Status st = session->AwaitStarts(open_timeout); !st.ok()) return st;
   return std::unique_ptr<Session>(std::move(session));
 }

@@ -12,20 +12,24 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "gphkv/client/tls.h"
+#include "loadgen/key_format.h"
 #include "loadgen/target.h"
 
 namespace gphkv::loadgen {
 
 // Opens the `connections` streams and waits (up to `open_timeout`) until
 // each has started; UNAVAILABLE when one does not.
-// `inspect_reads`: fill OpResult::seen for gets.
+// `inspect_reads`: fill OpResult::seen for gets. `byte_keys`: the ops' ids
+// go out as the byte keys they name (--key_format=bytes|tao).
 absl::StatusOr<std::unique_ptr<Session>> MakeGphkvPipelineSession(const std::string& address, const TlsOptions& tls,
                                                                   size_t connections, const ValuePool* values,
                                                                   Clock::duration open_timeout,
-                                                                  bool inspect_reads = false);
+                                                                  bool inspect_reads = false,
+                                                                  std::optional<ByteKeyNames> byte_keys = std::nullopt);
 
 }  // namespace gphkv::loadgen

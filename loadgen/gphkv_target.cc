@@ -40,7 +40,7 @@ class GphkvTarget : public Target {
       case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_, inspect, byte_keys);
       case GphkvApi::kPipeline:
         return MakeGphkvPipelineSession(servers_.shards.shards[0], servers_.tls, connections, values_,
-                                        std::chrono::seconds(10), inspect);
+                                        std::chrono::seconds(10), inspect, byte_keys);
       case GphkvApi::kCoalesced: {
         std::shared_ptr<ShardedClient> client = shared_client_;
         if (client == nullptr) {
@@ -101,11 +101,6 @@ absl::StatusOr<std::unique_ptr<Target>> MakeGphkvTarget(const std::string& serve
     return absl::InvalidArgumentError(
         absl::StrCat("--api=pipeline talks to one server, and --address names ", shards->shards.size(),
                      " shards: use --api=unary or --api=coalesced, which send each key to its shard"));
-  }
-  if (options.key_format != KeyFormat::kU64 && api == GphkvApi::kPipeline) {
-    return absl::InvalidArgumentError(absl::StrCat("--key_format=", KeyFormatName(options.key_format),
-                                                   " is for --api=unary or --api=coalesced (the pipeline "
-                                                   "session sends uint64 keys)"));
   }
   if (options.shared_client && api != GphkvApi::kCoalesced) {
     return absl::InvalidArgumentError("--clients=shared is for --api=coalesced (one gphkv::Client for every thread)");

@@ -39,11 +39,10 @@ ABSL_FLAG(std::string, check_reads, "auto",
           "gphkv::Client's promise), completed (every write answered before the get was sent), auto (issued for "
           "--api=coalesced, else completed) or off (e.g. for bench/null_server, which stores nothing); a violation "
           "makes the exit status 4");
-ABSL_FLAG(
-    std::string, key_format, "u64",
-    "gphkv --api=coalesced or unary: u64 sends the key space's ids as uint64 keys; bytes sends byte keys named after "
-    "them (\"k:\" and the id, zero-padded to --key_length bytes; docs/byte-keys.md); tao names them as "
-    "TaoBench's objects and associations (\"o:<id>\", \"a:<id1>:<type>:<id2>\")");
+ABSL_FLAG(std::string, key_format, "u64",
+          "gphkv: u64 sends the key space's ids as uint64 keys; bytes sends byte keys named after "
+          "them (\"k:\" and the id, zero-padded to --key_length bytes; docs/byte-keys.md); tao names them as "
+          "TaoBench's objects and associations (\"o:<id>\", \"a:<id1>:<type>:<id2>\")");
 ABSL_FLAG(uint32_t, key_length, 24, "--key_format=bytes: each key's length in bytes (3 to 250)");
 ABSL_FLAG(int32_t, coalesce_in_flight, 2,
           "gphkv --api=coalesced: messages of a stream awaiting their answer before requests wait and ride "

@@ -82,7 +82,7 @@ TEST_P(GphkvSharedClientE2e, ManyThreadsOverOneClient) {
 INSTANTIATE_TEST_SUITE_P(BothLoops, GphkvSharedClientE2e, ::testing::Values("closed", "open"));
 
 // --key_format=bytes|tao (issue 26): the same workload as byte keys, its
-// reads checked, through the coalescing client and the unary stubs.
+// reads checked, through the coalescing client, the unary stubs and the Pipeline stream.
 struct ByteKeysRun {
   std::string format, api;
 };
@@ -115,7 +115,8 @@ TEST_P(GphkvByteKeysE2e, ALoadOfByteKeysIsServedAndChecked) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, GphkvByteKeysE2e,
                          ::testing::Values(ByteKeysRun{"bytes", "coalesced"}, ByteKeysRun{"tao", "coalesced"},
-                                           ByteKeysRun{"bytes", "unary"}, ByteKeysRun{"tao", "unary"}),
+                                           ByteKeysRun{"bytes", "unary"}, ByteKeysRun{"tao", "unary"},
+                                           ByteKeysRun{"bytes", "pipeline"}),
                          [](const ::testing::TestParamInfo<ByteKeysRun>& info) {
                            return info.param.format + "_" + info.param.api;
                          });

@@ -12,15 +12,23 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "server/batcher.h"
+#include "server/executor.h"
+#include "server/intake.h"
 #include "server/memcache/listener.h"
+#include "server/service_metrics.h"
+#include "server/store.h"
+#include "tests/engine/table_checks.h"
 #include "tests/server/memcache_socket.h"
 
 namespace gphkv {
@@ -272,6 +280,87 @@ TEST(MemcachedLoopsTest, ShutdownAnswersAndClosesTheConnectionsOfEveryLoop) {
   std::set<std::thread::id> threads;
   for (int i = 0; i < 8; ++i) threads.insert(sink.thread_of(absl::StrCat("later", i)));
   EXPECT_EQ(threads.size(), 4u);
+}
+
+// Eight connections at once, two a loop, over a CPU store's pipeline (no
+// gRPC): each writes, reads back and deletes keys of its own, with random
+// multi-gets that also name other connections' keys (whose values it does
+// not check), against a model of its own keys. Answers come from the
+// completion threads to four loops.
+TEST(MemcachedLoopsTest, ConnectionsOnEveryLoopReadTheirWritesThroughAStore) {
+  const uint64_t seed = engine::testing::test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  server::StoreOptions so;
+  so.initial_capacity = 256;  // grows while the connections run
+  so.max_value_bytes = 4096;
+  auto store = server::Store::create(so);
+  ASSERT_TRUE(store.ok()) << store.status();
+  server::BatcherOptions bo;
+  bo.max_batch_keys = 64;
+  bo.max_delay = std::chrono::microseconds(50);
+  server::Batcher batcher(bo);
+  server::ServiceMetrics metrics;
+  server::Executor executor(std::move(*store), &batcher, &metrics, /*completion_threads=*/2);
+  ASSERT_TRUE(executor.start().ok());
+  const server::Intake intake(&batcher, server::RequestLimits{});
+  ListenerOptions o;
+  o.address = "127.0.0.1:0";
+  o.threads = 4;
+  auto listener = Listener::start(&intake, o);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  constexpr int kConnections = 8;
+  std::vector<std::string> failures(kConnections);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kConnections; ++c) {
+    threads.emplace_back([&, c] {
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(c));
+      MemcacheSocket s((*listener)->port());
+      std::unordered_map<std::string, std::string> mine;
+      for (int round = 0; round < 150 && failures[c].empty(); ++round) {
+        const std::string key = absl::StrCat("c", c, ":", rng() % 40);
+        std::string request, expected;
+        switch (rng() % 3) {
+          case 0: {
+            const std::string value = absl::StrCat(key, "@", round, std::string(rng() % 300, 'v'));
+            absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), "\r\n", value, "\r\n");
+            expected = "STORED\r\n";
+            mine[key] = value;
+            break;
+          }
+          case 1:
+            absl::StrAppend(&request, "delete ", key, "\r\n");
+            expected = mine.erase(key) ? "DELETED\r\n" : "NOT_FOUND\r\n";
+            break;
+          default: {
+            // Its own keys only, so the whole reply is known.
+            request = "get";
+            for (int n = 1 + static_cast<int>(rng() % 6); n > 0; --n) {
+              const std::string k = absl::StrCat("c", c, ":", rng() % 40);
+              absl::StrAppend(&request, " ", k);
+              if (auto it = mine.find(k); it != mine.end()) {
+                absl::StrAppend(&expected, "VALUE ", k, " 0 ", it->second.size(), "\r\n", it->second, "\r\n");
+              }
+            }
+            request += "\r\n";
+            expected += "END\r\n";
+          }
+        }
+        if (!s.send(request)) {
+          failures[c] = "send failed";
+          break;
+        }
+        const std::string got = s.read(expected.size());
+        if (got != expected) failures[c] = absl::StrCat("round ", round, ": sent ", request, " got ", got);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int c = 0; c < kConnections; ++c) EXPECT_EQ(failures[c], "") << "connection " << c;
+  // Every call answered before the pipeline stops, as the server orders it.
+  (*listener)->stop(std::chrono::seconds(5));
+  listener->reset();
+  batcher.close();
+  executor.join();
 }
 
 TEST(MemcachedLoopsTest, ZeroThreadsIsRefused) {

@@ -19,10 +19,11 @@ struct LoadgenConfig {
   // --connections streams each) or shared (one for all threads,
   // --connections streams in all).
   std::string clients = "per_thread";
-  // gphkv --api=coalesced: u64 (the key space's ids) or bytes (byte keys of
-  // key_length bytes named after them, loadgen/key_format.h).
+  // gphkv: u64 (the key space's ids), bytes (byte keys named after them,
+  // their lengths drawn from the size spec key_length) or tao (TaoBench's
+  // names), loadgen/key_format.h.
   std::string key_format = "u64";
-  uint32_t key_length = 24;
+  std::string key_length = "24";
   // What a thread's gets must show of its own writes (read_check.h): auto
   // (issued for gphkv --api=coalesced, whose client keeps a thread's order;
   // completed otherwise), issued, completed or off.

@@ -34,8 +34,7 @@ class GphkvTarget : public Target {
   // The factory: one session per driver thread, of the kind --api names.
   absl::StatusOr<std::unique_ptr<Session>> Connect(size_t connections) override {
     const bool inspect = options_.inspect_reads;
-    std::optional<ByteKeyNames> byte_keys;
-    if (options_.key_format != KeyFormat::kU64) byte_keys.emplace(options_.byte_key_length, options_.key_format);
+    const std::optional<ByteKeyNames>& byte_keys = options_.byte_keys;
     switch (api_) {
       case GphkvApi::kUnary: return MakeGphkvUnarySession(servers_, connections, values_, inspect, byte_keys);
       case GphkvApi::kPipeline:

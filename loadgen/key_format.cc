@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "absl/strings/str_cat.h"
+#include "loadgen/rng.h"
 
 namespace gphkv::loadgen {
 
@@ -60,11 +61,16 @@ void AppendTaoName(uint64_t id, std::string* out) {
 
 }  // namespace
 
+uint32_t ByteKeyNames::LengthOf(uint64_t id) const {
+  if (lengths_ == nullptr) return length_;
+  return lengths_->Quantile(UnitFromHash(Mix64(id ^ 0x6b65796c656eULL)));
+}
+
 void ByteKeyNames::Append(uint64_t id, std::string* out) const {
   if (format_ == KeyFormat::kTao) {
     AppendTaoName(id, out);
   } else {
-    AppendName(id, length_, out);
+    AppendName(id, LengthOf(id), out);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "loadgen/key_format.h"
 #include "loadgen/memcached_target.h"
 #include "loadgen/plot.h"
+#include "loadgen/size_distribution.h"
 
 namespace gphkv::loadgen {
 
@@ -141,13 +142,19 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
       return absl::InvalidArgumentError(absl::StrCat("--key_format=", KeyFormatName(*key_format),
                                                      " is for --target=gphkv (memcached's keys are text already)"));
     }
-    if (*key_format == KeyFormat::kBytes &&
-        (config.key_length < ByteKeyNames::kMinLength || config.key_length > ByteKeyNames::kMaxLength)) {
-      return absl::InvalidArgumentError(absl::StrCat("--key_length=", config.key_length, " is outside ",
-                                                     ByteKeyNames::kMinLength, " .. ", ByteKeyNames::kMaxLength));
+    if (*key_format == KeyFormat::kTao) {
+      target_options.byte_keys.emplace(0, KeyFormat::kTao);
+    } else {
+      auto lengths = ParseSizeDistribution(config.key_length);
+      if (!lengths.ok()) return absl::InvalidArgumentError(absl::StrCat("--key_length: ", lengths.status().message()));
+      const uint32_t shortest = (*lengths)->Quantile(0), longest = (*lengths)->Max();
+      if (shortest < ByteKeyNames::kMinLength || longest > ByteKeyNames::kMaxLength) {
+        return absl::InvalidArgumentError(absl::StrCat("--key_length=", config.key_length, " gives lengths ", shortest,
+                                                       " to ", longest, "; keys take ", ByteKeyNames::kMinLength,
+                                                       " to ", ByteKeyNames::kMaxLength, " bytes"));
+      }
+      target_options.byte_keys.emplace(std::shared_ptr<const SizeDistribution>(std::move(*lengths)));
     }
-    target_options.key_format = *key_format;
-    target_options.byte_key_length = config.key_length;
   }
   auto target_or = MakeTarget(config.target, config.address, &values, target_options);
   if (!target_or.ok()) return target_or.status();

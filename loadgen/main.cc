@@ -43,7 +43,9 @@ ABSL_FLAG(std::string, key_format, "u64",
           "gphkv: u64 sends the key space's ids as uint64 keys; bytes sends byte keys named after "
           "them (\"k:\" and the id, zero-padded to --key_length bytes; docs/byte-keys.md); tao names them as "
           "TaoBench's objects and associations (\"o:<id>\", \"a:<id1>:<type>:<id2>\")");
-ABSL_FLAG(uint32_t, key_length, 24, "--key_format=bytes: each key's length in bytes (3 to 250)");
+ABSL_FLAG(std::string, key_length, "24",
+          "--key_format=bytes: the keys' lengths in bytes, 3 to 250, as a size spec: \"24\", or ranges with weights "
+          "such as \"16-40\" or \"16-24:3,25-64:1\" (each id its own length, the same in every phase)");
 ABSL_FLAG(int32_t, coalesce_in_flight, 2,
           "gphkv --api=coalesced: messages of a stream awaiting their answer before requests wait and ride "
           "together in the next one (gphkv::CoalesceOptions::max_in_flight)");

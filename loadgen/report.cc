@@ -88,10 +88,10 @@ json ReportToJson(const Report& r) {
       {"api", c.api},
       {"coalesce_in_flight", c.coalesce_in_flight},
       {"key_format", c.key_format},
-      // uint64 keys are 8 bytes; tao's names vary (3 to 24 bytes): 0.
+      // The byte keys' length spec; uint64 keys are 8 bytes; tao's names 3 to 24.
       {"key_length", c.key_format == "bytes" ? c.key_length
-                     : c.key_format == "tao" ? 0
-                                             : 8},
+                     : c.key_format == "tao" ? "3-24"
+                                             : "8"},
       {"check_reads", c.check_reads},
       {"label", c.label},
       {"workload",

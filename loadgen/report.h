@@ -26,7 +26,8 @@ namespace gphkv::loadgen {
 // thread's writes), config.drive.clients and config.drive.connections_total.
 // 4: config.drive.server_metrics and results.server_stages.
 // 5: config.key_format and config.key_length (--key_format=bytes).
-constexpr int kReportSchemaVersion = 5;
+// 6: config.key_length is a string, the keys' length spec (--key_length).
+constexpr int kReportSchemaVersion = 6;
 
 struct Report {
   LoadgenConfig config;

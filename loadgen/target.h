@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,11 +81,9 @@ struct TargetOptions {
   bool shared_client = false;
   // Gets read their values back into OpResult::seen (read_check.h).
   bool inspect_reads = false;
-  // gphkv --api=coalesced: keys go out as uint64 ids (kU64) or as byte keys
-  // named after them (--key_format=bytes|tao, loadgen/key_format.h), of
-  // byte_key_length bytes for kBytes.
-  KeyFormat key_format = KeyFormat::kU64;
-  uint32_t byte_key_length = 0;
+  // gphkv: keys go out as uint64 ids (none) or as the byte keys these name
+  // (--key_format=bytes|tao, loadgen/key_format.h).
+  std::optional<ByteKeyNames> byte_keys;
 };
 
 // Makes the target named by `name` ("gphkv" or "memcached") for `address`

@@ -1,10 +1,12 @@
 // --key_format: the names the load generator gives byte keys.
 #include "loadgen/key_format.h"
 
+#include <memory>
 #include <random>
 #include <set>
 
 #include "gtest/gtest.h"
+#include "loadgen/size_distribution.h"
 
 namespace gphkv::loadgen {
 namespace {
@@ -16,6 +18,30 @@ TEST(KeyFormat, ParsesEveryFormatAndRefusesOthers) {
   EXPECT_FALSE(ParseKeyFormat("string").ok());
   EXPECT_STREQ(KeyFormatName(KeyFormat::kBytes), "bytes");
   EXPECT_STREQ(KeyFormatName(KeyFormat::kTao), "tao");
+}
+
+// --key_length as a size spec: each id its own length within the spec, the
+// same every time it is named, every length of the range used, names distinct.
+TEST(KeyFormat, ByteKeyLengthsFollowTheirSpecPerId) {
+  auto spec = ParseSizeDistribution("16-40");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const ByteKeyNames names(std::shared_ptr<const SizeDistribution>(std::move(*spec)));
+  EXPECT_EQ(names.length(), 40u);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 5000; ++i) ids.push_back(i * 7919);
+  std::string storage;
+  std::vector<std::string_view> views;
+  names.Name(ids, &storage, &views);
+  std::set<size_t> lengths;
+  std::set<std::string_view> distinct(views.begin(), views.end());
+  EXPECT_EQ(distinct.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_GE(views[i].size(), 16u);
+    ASSERT_LE(views[i].size(), 40u);
+    ASSERT_EQ(views[i], names.Name(ids[i])) << "an id is named the same every time";
+    lengths.insert(views[i].size());
+  }
+  EXPECT_EQ(lengths.size(), 25u) << "every length of 16-40";
 }
 
 // TaoBench's shapes: objects for even ids, associations for odd ones, every

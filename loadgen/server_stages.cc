@@ -16,18 +16,21 @@ namespace gphkv::loadgen {
 namespace {
 
 constexpr char kStage[] = "gphkv_call_stage_seconds_";
+constexpr char kBatchStage[] = "gphkv_get_stage_seconds_";
 constexpr char kQueue[] = "gphkv_queue_wait_seconds_";
 
 // "NAME{stage="X"} V" or "NAME V": records V under the stage as its sum or count.
 void Take(const std::string& line, StageSample* out) {
   std::string stage, rest;
-  if (line.rfind(kStage, 0) == 0) {
-    rest = line.substr(sizeof(kStage) - 1);
+  // A call's stages by name; a pipelined get batch's as "batch_NAME".
+  const bool batch = line.rfind(kBatchStage, 0) == 0;
+  if (batch || line.rfind(kStage, 0) == 0) {
+    rest = line.substr(batch ? sizeof(kBatchStage) - 1 : sizeof(kStage) - 1);
     const size_t open = rest.find("{stage=\"");
     if (open == std::string::npos) return;
     const size_t close = rest.find("\"}", open);
     if (close == std::string::npos) return;
-    stage = rest.substr(open + 8, close - open - 8);
+    stage = (batch ? "batch_" : "") + rest.substr(open + 8, close - open - 8);
     rest = rest.substr(0, open) + rest.substr(close + 2);
   } else if (line.rfind(kQueue, 0) == 0) {
     stage = "queue";

@@ -33,7 +33,8 @@ struct ServerStages {
 };
 
 // The stage sums and counts of a Prometheus text page (only the series named
-// above; the queue wait as stage "queue").
+// above; the queue wait as stage "queue"; the pipelined CUDA get batches'
+// stages, gphkv_get_stage_seconds, as "batch_NAME", per batch).
 StageSample ParseStageSample(const std::string& page);
 // What happened between two scrapes.
 std::map<std::string, StageMean> StagesBetween(const StageSample& from, const StageSample& to);

@@ -6,7 +6,9 @@
 # round (ROUNDS), each server's cores and the load generator's beside every
 # figure (server cores from /proc over the load generator's run), and the
 # servers' eight busiest threads of each run in OUT/threads.txt (cores, name/tid), and for
-# one-server shapes the server's time per call by stage in each report. BACKEND=cpu
+# one-server shapes the server's time per call by stage in each report, and
+# each server's /metrics page before and after each run (OUT/TAG-metrics-PORT,
+# -before and -after: the per-GPU executor waits and queues). BACKEND=cpu
 # runs the same shapes with CPU partitions in place of GPUs.
 #
 #   BUNDLE=.device-svc OUT=build/gpus-scaling bash scripts/gpus-scaling.sh
@@ -34,11 +36,11 @@ server=$B/bin/gphkv-server loadgen=$B/bin/gphkv-loadgen
 } >"$OUT/config.txt"
 cat "$OUT/config.txt"
 
-pids=()
+pids=() ports=()
 stop() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  pids=()
+  pids=() ports=()
 }
 trap stop EXIT
 cpu_ticks() {  # the servers' user + system clock ticks, all together
@@ -54,6 +56,7 @@ start() {  # start NAME GPUS PORT: one server in the background
   env ${SERVER_ENV:-} "$server" "${where[@]}" --listen_address=127.0.0.1:"$3" --metrics_address=127.0.0.1:$(($3 + 1000)) \
     --initial_capacity=$((KEYS * 3 / 2)) --memory=32GiB $SERVER_ARGS >"$OUT/$1-server-$3.log" 2>&1 &
   pids+=($!)
+  ports+=($(($3 + 1000)))
 }
 thread_ticks() {  # every server thread: PID TID NAME TICKS (user + system)
   for p in "${pids[@]}"; do
@@ -68,6 +71,17 @@ busiest_threads() {  # busiest_threads BEFORE AFTER SECONDS: the 8 busiest threa
     { d = ($4 - before[$1 " " $2]) / hz / s; if (d > 0.01) printf "%.2f %s/%s\n", d, $3, $2 }' "$1" "$2" |
     sort -rn | head -8 | tr '\n' ' '
 }
+scrape() {  # scrape TAG: each server's /metrics page into OUT/TAG-metrics-PORT.txt (python3 or curl)
+  local port
+  for port in "${ports[@]}"; do
+    if command -v python3 >/dev/null; then
+      python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())" \
+        >"$OUT/$1-metrics-$port.txt" 2>/dev/null
+    else
+      curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$OUT/$1-metrics-$port.txt"
+    fi
+  done
+}
 run() {  # run TAG ADDRESS LOAD SIZE
   local t0 c0 c1 t1 stages=()
   # One server: its stages (--server_metrics; two servers would need one scrape each).
@@ -75,6 +89,7 @@ run() {  # run TAG ADDRESS LOAD SIZE
   t0=$(date +%s.%N)
   c0=$(cpu_ticks)
   thread_ticks >"$OUT/.threads-before"
+  scrape "$1-before"
   "$loadgen" --address="$2" --api=coalesced --keys="$KEYS" --load="$3" --wait_ready=60 --mode=closed \
     --threads="$THREADS" --connections="$CONNECTIONS" --depth="$DEPTH" --read_batch="$4" --write_fraction=0 \
     --warmup="$WARMUP_S" --duration="$STEP_S" --progress=false --check_reads=off --json="$OUT/$1.json" \
@@ -83,6 +98,7 @@ run() {  # run TAG ADDRESS LOAD SIZE
   c1=$(cpu_ticks)
   t1=$(date +%s.%N)
   thread_ticks >"$OUT/.threads-after"
+  scrape "$1-after"
   echo "$1 $(busiest_threads "$OUT/.threads-before" "$OUT/.threads-after" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")" \
     >>"$OUT/threads.txt"
   awk -v tag="$1" -v rc=$rc -v t0="$t0" -v t1="$t1" -v c0="$c0" -v c1="$c1" -v hz="$(getconf CLK_TCK)" \

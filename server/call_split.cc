@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "prometheus/histogram.h"
 
 namespace gphkv::server {
 int64_t single_partition(const Call& call, const KeyPlacement& placement) {
@@ -19,10 +20,10 @@ int64_t single_partition(const Call& call, const KeyPlacement& placement) {
 
 SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
                             std::shared_ptr<const std::vector<std::string>> partition_names,
-                            uint64_t max_response_bytes) {
+                            uint64_t max_response_bytes, const CallStageHistograms* stages) {
   const OpKind kind = call.kind();
   const uint32_t n = placement.partitions();
-  auto state = std::make_shared<SplitCall>(std::move(call), std::move(partition_names), max_response_bytes);
+  auto state = std::make_shared<SplitCall>(std::move(call), std::move(partition_names), max_response_bytes, stages);
   const Call& original = state->original_;
 
   // The parts, in partition order, before any Call points into them.
@@ -118,7 +119,10 @@ void SplitCall::release(bool answer) {
 void SplitCall::settle(size_t part, absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (part < parts_.size()) parts_[part].status = std::move(status);
+    if (part < parts_.size()) {
+      parts_[part].status = std::move(status);
+      if (stages_ != nullptr && first_settled_ == Clock::time_point{}) first_settled_ = Clock::now();
+    }
     if (--unsettled_ != 0) return;
   }
   // The last one: every part is final, and no other thread touches them.
@@ -127,6 +131,7 @@ void SplitCall::settle(size_t part, absl::Status status) {
 
 void SplitCall::finish() {
   if (!answer_) return;  // refused whole by the submitter; `done` must not run
+  const Clock::time_point t0 = stages_ != nullptr ? Clock::now() : Clock::time_point{};
   absl::Status s = failure();
   if (s.ok()) {
     switch (original_.kind()) {
@@ -135,6 +140,10 @@ void SplitCall::finish() {
       case OpKind::kDelete: merge_deletes(); break;
       case OpKind::kShrink: merge_shrinks(); break;
     }
+  }
+  if (stages_ != nullptr && first_settled_ != Clock::time_point{}) {
+    (*stages_)[kCallSplitWait]->Observe(std::chrono::duration<double>(t0 - first_settled_).count());
+    (*stages_)[kCallMerge]->Observe(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   auto done = std::move(original_.done);
   done(std::move(s));

@@ -12,6 +12,7 @@
 // partition and, for a write, the partitions whose parts were applied.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -20,7 +21,12 @@
 
 #include "absl/status/status.h"
 #include "server/call.h"
+#include "server/call_stages.h"
 #include "server/key_placement.h"
+
+namespace prometheus {
+class Histogram;
+}
 
 namespace gphkv::server {
 
@@ -30,6 +36,10 @@ struct CallPart {
   uint32_t partition;
   Call call;  // its `done` settles the part in the SplitCall
 };
+
+// The call stage histograms a split call observes its split_wait and merge
+// in (server/call_stages.h); null: not timed.
+using CallStageHistograms = std::array<prometheus::Histogram*, kNumCallStages>;
 
 // What split() returns: the parts, and the call they answer.
 struct SplitParts {
@@ -47,9 +57,11 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
   // Cuts `call` into its parts, in partition order. partition_names[p] is
   // how errors name partition p ("gpu 1", "partition 3").
   // max_response_bytes: the merged get response's bound (each part is also
-  // bounded alone by its store).
+  // bounded alone by its store). stages (may be null): where the wait for
+  // the last part and the merge are observed.
   static SplitParts split(Call call, const KeyPlacement& placement,
-                          std::shared_ptr<const std::vector<std::string>> partition_names, uint64_t max_response_bytes);
+                          std::shared_ptr<const std::vector<std::string>> partition_names, uint64_t max_response_bytes,
+                          const CallStageHistograms* stages = nullptr);
 
   // The submitter's side, once it tried to queue every part (and ran the
   // `done` of each part refused, which settles it): drops the submitter's
@@ -75,8 +87,12 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
   };
 
   // Public for std::make_shared; split() is the way in.
-  SplitCall(Call call, std::shared_ptr<const std::vector<std::string>> partition_names, uint64_t max_response_bytes)
-      : original_(std::move(call)), names_(std::move(partition_names)), max_response_bytes_(max_response_bytes) {}
+  SplitCall(Call call, std::shared_ptr<const std::vector<std::string>> partition_names, uint64_t max_response_bytes,
+            const CallStageHistograms* stages)
+      : original_(std::move(call)),
+        names_(std::move(partition_names)),
+        max_response_bytes_(max_response_bytes),
+        stages_(stages) {}
 
  private:
   // One part answered (or refused); the last of them, and the submitter's
@@ -97,10 +113,12 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
   Call original_;
   std::shared_ptr<const std::vector<std::string>> names_;
   uint64_t max_response_bytes_;
+  const CallStageHistograms* stages_;
   std::vector<Part> parts_;
   std::mutex mu_;
   size_t unsettled_ = 0;  // parts not settled, plus the submitter's hold
   bool answer_ = true;
+  Clock::time_point first_settled_{};  // when the first part was answered (stages_ only)
 };
 
 }  // namespace gphkv::server

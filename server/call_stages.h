@@ -22,10 +22,21 @@
 
 namespace gphkv::server {
 
-enum CallStage : int { kCallIntake = 0, kCallExecute, kCallAnswerWait, kCallRespond, kNumCallStages };
+enum CallStage : int {
+  kCallIntake = 0,
+  kCallExecute,
+  kCallAnswerWait,
+  kCallRespond,
+  kCallSplitWait,
+  kCallMerge,
+  kCallSerialize,
+  kCallSend,
+  kNumCallStages
+};
 
 inline const char* call_stage_name(int s) {
-  static const char* const kNames[kNumCallStages] = {"intake", "execute", "answer_wait", "respond"};
+  static const char* const kNames[kNumCallStages] = {"intake",     "execute", "answer_wait", "respond",
+                                                     "split_wait", "merge",   "serialize",   "send"};
   return kNames[s];
 }
 

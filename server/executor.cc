@@ -2,8 +2,11 @@
 
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/call_stages.h"
@@ -13,6 +16,9 @@ namespace gphkv::server {
 namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+int64_t steady_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -83,7 +89,12 @@ void Executor::loop() {
     if (durable_ != nullptr && snapshot_step()) continue;
     if (shrink_step()) continue;
     // Shared: get runs still in flight after run_batch returns point into it.
+    const Clock::time_point asked = Clock::now();
+    pub_idle_since_ns_.store(steady_ns(asked), std::memory_order_relaxed);
     auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch());
+    idle_seconds_ = seconds_since(asked);
+    pub_idle_ns_.fetch_add(static_cast<uint64_t>(idle_seconds_ * 1e9), std::memory_order_relaxed);
+    pub_idle_since_ns_.store(0, std::memory_order_relaxed);
     if (batch->empty()) {  // closed and drained
       finish_all_gets();
       while (store_->shrinking()) shrink_step();
@@ -194,6 +205,9 @@ void Executor::finish_oldest_gets() {
   // Keeps the run's batch (its Calls) alive until the answers are delivered.
   InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
+  times.seconds[kStageIdle] = f.idle_seconds;
+  pub_slot_wait_ns_.fetch_add(static_cast<uint64_t>(times.seconds[kStageSlot] * 1e9), std::memory_order_relaxed);
+  pub_device_wait_ns_.fetch_add(static_cast<uint64_t>(times.seconds[kStageWait] * 1e9), std::memory_order_relaxed);
   if (metrics_ != nullptr) {
     // Submission to answers ready: the run's time in the engine, overlap included.
     metrics_->device_seconds[static_cast<int>(OpKind::kGet)]->Observe(seconds_since(f.submitted));
@@ -219,6 +233,11 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   auto deliver = [answers, batch, ready, histograms](size_t b, size_t e) {
     const Clock::time_point begin = Clock::now();
     answers->fill(b, e);
+    // The slot goes back once every range is filled, before the calls are
+    // answered: while answers held it through their done() (a split call's
+    // merge, a message's serialization), the executor waited for a free
+    // slot 75% of its time (issue 30, gpus_scaling_diagnostics_h200x2_*.json).
+    answers->range_filled();
     CallStageTally tally;
     for (size_t i = b; i < e; ++i) {
       Call* c = answers->calls()[i];
@@ -234,6 +253,7 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   // load floor). Only when the pool is idle, so no answer overtakes one
   // handed over earlier.
   if (in_flight_.empty() && batcher_->empty() && completions_.idle()) {
+    answers->expect_ranges(1);
     deliver(0, n);
     return;
   }
@@ -242,12 +262,16 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   const uint64_t keys = answers->key_offset(n);
   const uint64_t per_range = std::max<uint64_t>(
       kMinAnswerRangeKeys, (keys + completions_.threads() - 1) / std::max<size_t>(1, completions_.threads()));
+  std::vector<std::pair<size_t, size_t>> ranges;
   for (size_t b = 0; b < n;) {
     size_t e = b + 1;
     while (e < n && answers->key_offset(e) - answers->key_offset(b) < per_range) ++e;
-    completions_.submit([deliver, b, e] { deliver(b, e); });
+    ranges.emplace_back(b, e);
     b = e;
   }
+  // Counted before any range runs: the last one filled gives the slot back.
+  answers->expect_ranges(ranges.size());
+  for (const auto& [b, e] : ranges) completions_.submit([deliver, b = b, e = e] { deliver(b, e); });
 }
 
 void Executor::finish_all_gets() {
@@ -298,7 +322,8 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
         statuses.assign(run.size(), s);
         answer(run, statuses, begin == live.size());
       } else {
-        in_flight_.push_back(InFlight{t0, keys, batch_ptr});
+        in_flight_.push_back(InFlight{t0, keys, idle_seconds_, batch_ptr});
+        idle_seconds_ = 0;
       }
       continue;
     }
@@ -385,6 +410,16 @@ ExecutorStats Executor::stats() const {
   s.batches = pub_batches_.load(std::memory_order_relaxed);
   s.batched_keys = pub_batched_keys_.load(std::memory_order_relaxed);
   s.rebuilding = pub_rebuilding_.load(std::memory_order_relaxed);
+  // A wait under way counts up to now, so a scrape between two runs splits
+  // the idle time between them (may count a wait ending meanwhile twice:
+  // the counter only moves forward, PartitionMetrics).
+  const int64_t since = pub_idle_since_ns_.load(std::memory_order_relaxed);
+  s.idle_ns = pub_idle_ns_.load(std::memory_order_relaxed);
+  if (since != 0) {
+    s.idle_ns += static_cast<uint64_t>(std::max<int64_t>(0, steady_ns(Clock::now()) - since));
+  }
+  s.slot_wait_ns = pub_slot_wait_ns_.load(std::memory_order_relaxed);
+  s.device_wait_ns = pub_device_wait_ns_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -69,6 +69,12 @@ struct ExecutorStats {
   // Of `keys`, those that lost their table slot to a collision (docs/byte-keys.md).
   uint64_t collided_keys = 0;
   bool rebuilding = false;
+  // Where the executor thread waited (nanoseconds in all): for calls, for a
+  // free get slot (answers of earlier batches still being filled), for the
+  // device to finish a get batch.
+  uint64_t idle_ns = 0;
+  uint64_t slot_wait_ns = 0;
+  uint64_t device_wait_ns = 0;
 };
 
 // The data directory the executor keeps (server/store_durability.h).
@@ -141,6 +147,7 @@ class Executor {
   struct InFlight {
     Clock::time_point submitted;
     uint64_t keys;
+    double idle_seconds;  // the executor's wait for calls before this run's batch (its first run only)
     std::shared_ptr<std::vector<Call>> batch;  // owns the run's Calls
   };
   std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(executor_thread_);
@@ -174,12 +181,16 @@ class Executor {
   std::future<absl::Status> started_;
   CompletionPool completions_;
   RunOrder run_order_ ABSL_GUARDED_BY(executor_thread_);
+  // How long the executor waited for the batch being run (the get stage
+  // "idle"), taken by its first pipelined get run.
+  double idle_seconds_ ABSL_GUARDED_BY(executor_thread_) = 0;
 
   uint64_t batches_ ABSL_GUARDED_BY(executor_thread_) = 0;
   uint64_t batched_keys_ ABSL_GUARDED_BY(executor_thread_) = 0;
   // Stats readers run on gRPC threads: they read these, never the store.
   std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0}, pub_batches_{0},
-      pub_batched_keys_{0}, pub_collided_keys_{0};
+      pub_batched_keys_{0}, pub_collided_keys_{0}, pub_idle_ns_{0}, pub_slot_wait_ns_{0}, pub_device_wait_ns_{0};
+  std::atomic<int64_t> pub_idle_since_ns_{0};  // when the wait for calls under way began (steady clock); 0: none
   std::atomic<double> pub_load_factor_{0};
   std::atomic<bool> pub_rebuilding_{false};
   uint64_t reported_relocations_ ABSL_GUARDED_BY(executor_thread_) = 0;

@@ -16,11 +16,14 @@ enum GetStage : int {
   kStageD2H,       // device: the one download (flags, lengths, values)
   kStageWait,      // host: blocked on the batch's completion event
   kStageRespond,   // host: responses filled from the pinned buffer
+  kStageSlot,      // host: the executor waited for a free slot (its answers still being filled: issue 30)
+  kStageIdle,      // host: the executor waited for calls before the batch of this run
   kNumGetStages
 };
 
 inline const char* get_stage_name(int s) {
-  static const char* const kNames[kNumGetStages] = {"pack", "h2d", "find", "gather", "d2h", "wait", "respond"};
+  static const char* const kNames[kNumGetStages] = {"pack", "h2d",     "find", "gather", "d2h",
+                                                    "wait", "respond", "slot", "idle"};
   return kNames[s];
 }
 

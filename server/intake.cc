@@ -7,12 +7,13 @@
 namespace gphkv::server {
 
 Intake::Intake(std::vector<Batcher*> batchers, RequestLimits limits, std::vector<std::string> partition_names,
-               uint64_t max_response_bytes)
+               uint64_t max_response_bytes, const CallStageHistograms* stages)
     : batchers_(std::move(batchers)),
       limits_(limits),
       placement_(static_cast<uint32_t>(batchers_.size())),
       partition_names_(std::make_shared<const std::vector<std::string>>(std::move(partition_names))),
-      max_response_bytes_(max_response_bytes) {}
+      max_response_bytes_(max_response_bytes),
+      stages_(stages) {}
 
 absl::Status Intake::check(const Call& c, Clock::time_point now) const {
   absl::Status s = validate(c, limits_);
@@ -27,7 +28,7 @@ absl::Status Intake::submit(Call call) const {
   if (absl::Status s = check(call, now); !s.ok()) return s;
   if (call.received == Clock::time_point{}) call.received = now;
   if (const int64_t p = single_partition(call, placement_); p >= 0) return batchers_[p]->enqueue(std::move(call));
-  SplitParts split = SplitCall::split(std::move(call), placement_, partition_names_, max_response_bytes_);
+  SplitParts split = SplitCall::split(std::move(call), placement_, partition_names_, max_response_bytes_, stages_);
   absl::Status first_refusal;
   bool queued = false;
   for (CallPart& part : split.parts) {
@@ -63,7 +64,7 @@ void Intake::submit_all(absl::Span<Call> calls, absl::Span<absl::Status> statuse
       origin[p].push_back(Queued{i, -1});
       continue;
     }
-    splits.push_back(SplitCall::split(std::move(calls[i]), placement_, partition_names_, max_response_bytes_));
+    splits.push_back(SplitCall::split(std::move(calls[i]), placement_, partition_names_, max_response_bytes_, stages_));
     split_index.push_back(i);
     for (CallPart& part : splits.back().parts) {
       per_partition[part.partition].push_back(std::move(part.call));

@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "server/batcher.h"
 #include "server/call.h"
+#include "server/call_split.h"
 #include "server/key_placement.h"
 #include "server/request_validation.h"
 
@@ -28,8 +29,10 @@ class Intake {
   // batchers[p] queues partition p's calls; partition_names[p] is how an
   // error names it ("gpu 1"). max_response_bytes bounds a get's response
   // merged from several partitions.
+  // stages (may be null): the call stage histograms a split call's wait
+  // for its last part and its merge are observed in.
   Intake(std::vector<Batcher*> batchers, RequestLimits limits, std::vector<std::string> partition_names,
-         uint64_t max_response_bytes);
+         uint64_t max_response_bytes, const CallStageHistograms* stages = nullptr);
   // One partition.
   Intake(Batcher* batcher, RequestLimits limits) : Intake({batcher}, limits, {"partition 0"}, UINT64_MAX) {}
 
@@ -58,6 +61,7 @@ class Intake {
   KeyPlacement placement_;
   std::shared_ptr<const std::vector<std::string>> partition_names_;
   uint64_t max_response_bytes_;
+  const CallStageHistograms* stages_;
 };
 
 }  // namespace gphkv::server

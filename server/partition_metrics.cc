@@ -1,5 +1,7 @@
 #include "server/partition_metrics.h"
 
+#include <algorithm>
+
 #include "server/metric_families.h"
 #include "server/partitions.h"
 
@@ -26,10 +28,15 @@ PartitionMetrics::PartitionMetrics(ServiceMetrics& metrics, const std::vector<st
   auto& batches = counter_family(r, "gphkv_gpu_batches_total", "Engine launches on each GPU.");
   auto& batched = counter_family(r, "gphkv_gpu_batched_keys_total", "Keys of the engine launches on each GPU.");
   auto& rebuilds = counter_family(r, "gphkv_gpu_rebuilds_total", "Table rebuilds on each GPU.");
+  auto& waits = counter_family(r, "gphkv_gpu_executor_wait_seconds_total",
+                               "Time each GPU's executor waited: for calls (idle), for a free get slot while "
+                               "earlier answers were filled (slot), for the device (device).");
   for (const std::string& label : labels) {
     const prometheus::Labels l{{"gpu", label}};
     series_.push_back(Series{&keys.Add(l), &load.Add(l), &table.Add(l), &heap.Add(l), &limit.Add(l), &queue.Add(l),
                              &rebuilding.Add(l), &batches.Add(l), &batched.Add(l), &rebuilds.Add(l)});
+    const char* const states[3] = {"idle", "slot", "device"};
+    for (int w = 0; w < 3; ++w) series_.back().waits[w] = &waits.Add({{"gpu", label}, {"state", states[w]}});
   }
 }
 
@@ -48,6 +55,12 @@ void PartitionMetrics::refresh(const std::vector<ExecutorStats>& stats, const st
     advance(s.batches, st.batches, s.reported_batches);
     advance(s.batched_keys, st.batched_keys, s.reported_batched_keys);
     advance(s.rebuilds, st.rebuilds, s.reported_rebuilds);
+    const uint64_t wait_ns[3] = {st.idle_ns, st.slot_wait_ns, st.device_wait_ns};
+    for (int w = 0; w < 3; ++w) {
+      if (wait_ns[w] > s.reported_wait_ns[w])
+        s.waits[w]->Increment(1e-9 * static_cast<double>(wait_ns[w] - s.reported_wait_ns[w]));
+      s.reported_wait_ns[w] = std::max(s.reported_wait_ns[w], wait_ns[w]);
+    }
     queued += queued_keys[k];
   }
   const ExecutorStats total = total_stats(stats);

@@ -10,6 +10,7 @@
 // it count each key twice.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ class PartitionMetrics {
     uint64_t reported_batches = 0;
     uint64_t reported_batched_keys = 0;
     uint64_t reported_rebuilds = 0;
+    // The executor's waits (ExecutorStats' *_ns): for calls, a free get slot, the device.
+    std::array<prometheus::Counter*, 3> waits{};
+    std::array<uint64_t, 3> reported_wait_ns{};
   };
   ServiceMetrics& metrics_;
   std::vector<Series> series_;

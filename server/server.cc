@@ -246,8 +246,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     if (s->data_dir_metrics != nullptr) s->data_dir_metrics->refresh(s->partitions->data_dir_status().state);
   });
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
-  impl->intake =
-      std::make_unique<Intake>(parts.batchers(), options.limits, parts.names(), options.store.max_response_bytes);
+  impl->intake = std::make_unique<Intake>(parts.batchers(), options.limits, parts.names(),
+                                          options.store.max_response_bytes, &impl->metrics.call_stage_seconds);
   spdlog::info("{} partition(s): {}", parts.size(), absl::StrJoin(parts.names(), ", "));
   impl->service = std::make_unique<grpcfe::KeyValueService>(impl->intake.get(), &parts, &impl->metrics,
                                                             grpcfe::ServiceInfo{impl->backend, device, GPHKV_VERSION});

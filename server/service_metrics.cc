@@ -100,14 +100,17 @@ ServiceMetrics::ServiceMetrics() {
                     &device.Add({{"op", "delete"}}, microseconds_up)};
   auto& stages = histogram_family(r, "gphkv_get_stage_seconds",
                                   "Pipelined CUDA get batches: time per stage (pack, h2d, find, gather, d2h, wait, "
-                                  "respond); device stages only when stage timing is on.");
+                                  "respond, slot: waiting for a free slot, idle: waiting for calls); device stages "
+                                  "only when stage timing is on.");
   for (int st = 0; st < kNumGetStages; ++st) {
     get_stage_seconds[st] = &stages.Add({{"stage", get_stage_name(st)}}, microseconds_up);
   }
   auto& call_stages = histogram_family(r, "gphkv_call_stage_seconds",
                                        "Every call's time in the server by stage: intake (read to queued), execute "
                                        "(batch start to answers ready), answer_wait (in the completion queue), "
-                                       "respond (fill and answer); the queue is gphkv_queue_wait_seconds.");
+                                       "respond (fill and answer); a split call's split_wait (first to last part "
+                                       "answered) and merge; a Batches message's serialize and send (queued on its "
+                                       "stream to written); the queue is gphkv_queue_wait_seconds.");
   for (int st = 0; st < kNumCallStages; ++st) {
     call_stage_seconds[st] = &call_stages.Add({{"stage", call_stage_name(st)}}, call_stage_bounds());
   }

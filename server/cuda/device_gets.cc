@@ -118,8 +118,10 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   if (static_cast<int>(order_.size()) >= depth_) {
     return absl::InternalError("CUDA get pipeline: every stream is busy");
   }
+  const Clock::time_point asked = Clock::now();
   Slot& s = *take_slot();
   const Clock::time_point t0 = Clock::now();
+  s.slot_seconds = std::chrono::duration<double>(t0 - asked).count();
   uint64_t n = 0, n_values = 0, key_bytes = 0;
   bool any_exists = false;
   for (Call* c : calls) {
@@ -253,6 +255,15 @@ class DeviceGets::Answers final : public GetAnswers {
     if (slot_ != nullptr) owner_->release(slot_);
   }
 
+  // Filled: the slot's pinned download is read no more, so the next batch
+  // may take the slot while the calls are answered.
+  void release_buffers() override {
+    if (slot_ != nullptr) owner_->release(slot_);
+    slot_ = nullptr;
+    meta_ = nullptr;
+    values_ = nullptr;
+  }
+
   // Every call answered with `s` (a device error): nothing to fill.
   void fail_all(const absl::Status& s) {
     statuses_.assign(calls_.size(), s);
@@ -374,6 +385,7 @@ std::shared_ptr<GetAnswers> DeviceGets::finish(uint64_t max_response_bytes, GetS
   auto answers = std::make_shared<Answers>(this, &s, std::move(calls), max_response_bytes);
   *times = GetStageTimes{};
   times->seconds[kStagePack] = s.pack_seconds;
+  times->seconds[kStageSlot] = s.slot_seconds;
   const Clock::time_point t0 = Clock::now();
   if (cudaError_t err = cudaEventSynchronize(s.ev[4]); err != cudaSuccess) {
     answers->fail_all(gphkv::cuda::cuda_status(err, "CUDA get batch", __FILE__, __LINE__));

@@ -101,6 +101,7 @@ class DeviceGets final : public GetPipeline {
     uint64_t copied = 0;          // value bytes the gather may write (its buffer's capacity)
     uint64_t downloaded = 0;      // of those, the bytes the batch's own download brings
     double pack_seconds = 0;
+    double slot_seconds = 0;  // submit's wait for this slot to be free
   };
   DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
   absl::Status init(int depth);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/call_stages.h"
 #include "server/grpc/wire.h"
 #include "server/wire_calls.h"
 
@@ -163,11 +164,15 @@ void BatchStream::settle(Message* m, int index, const absl::Status& s) {
     const uint64_t keys = static_cast<uint64_t>(wire_key_count(m->req.gets()));
     metrics_->record_requests(OpLabel::kGet, code, std::max(1, m->packed_requests), keys, seconds);
   }
+  const Clock::time_point t0 = Clock::now();
   grpc::ByteBuffer bytes = wire::serialize(m->resp);
+  metrics_->call_stage_seconds[kCallSerialize]->Observe(std::chrono::duration<double>(Clock::now() - t0).count());
   const int queued = m->queued;
   delete m;
   done(queued, &bytes);  // may be the last touch of the stream
 }
+
+void BatchStream::on_written(double seconds) { metrics_->call_stage_seconds[kCallSend]->Observe(seconds); }
 
 void BatchStream::on_finish(uint64_t operations, double seconds) {
   metrics_->record_request(OpLabel::kBatches, absl::StatusCode::kOk, operations, seconds);

@@ -20,6 +20,7 @@ class BatchStream final : public MessageStream {
   struct Message;
   int on_message(grpc::ByteBuffer& bytes) override;
   void on_finish(uint64_t operations, double seconds) override;
+  void on_written(double seconds) override;
   // Which part of a message settle() is told of: an operation's index,
   // the packed gets, or on_message's own share.
   static constexpr int kPackedGets = -1;

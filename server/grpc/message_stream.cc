@@ -54,7 +54,7 @@ void MessageStream::done(int operations, grpc::ByteBuffer* answer) {
     in_flight_ -= operations;
     operations_ += static_cast<uint64_t>(operations);
     if (answer != nullptr && !write_failed_) {
-      writes_.push_back(std::move(*answer));
+      writes_.push_back(Write{std::move(*answer), std::chrono::steady_clock::now()});
       write_next();
     }
     if (read_paused_ && !reads_done_ && in_flight_ < kMaxInFlight) {
@@ -69,7 +69,7 @@ void MessageStream::done(int operations, grpc::ByteBuffer* answer) {
 void MessageStream::send(grpc::ByteBuffer answer) {
   std::lock_guard<std::mutex> lock(mu_);
   if (write_failed_) return;
-  writes_.push_back(std::move(answer));
+  writes_.push_back(Write{std::move(answer), std::chrono::steady_clock::now()});
   write_next();
 }
 
@@ -85,13 +85,16 @@ void MessageStream::fail(grpc::Status status) {
 void MessageStream::write_next() {
   if (writing_ || writes_.empty()) return;
   writing_ = true;
-  StartWrite(&writes_.front());
+  StartWrite(&writes_.front().bytes);
 }
 
 void MessageStream::OnWriteDone(bool ok) {
   bool finish;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (ok) {
+      on_written(std::chrono::duration<double>(std::chrono::steady_clock::now() - writes_.front().queued).count());
+    }
     writes_.pop_front();
     writing_ = false;
     if (!ok) {

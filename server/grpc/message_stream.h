@@ -38,6 +38,10 @@ class MessageStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   virtual int on_message(grpc::ByteBuffer& bytes) = 0;
   // The stream ended (Finish called): the subclass records what it wants.
   virtual void on_finish(uint64_t operations, double seconds) = 0;
+  // An answer was written: `seconds` from its queueing (done() or send())
+  // until gRPC was done with it, the wait behind the stream's earlier
+  // answers included. Runs under the stream's lock: keep it short.
+  virtual void on_written(double /*seconds*/) {}
 
   // `operations` of the stream were answered; `answer` (unless null) is
   // written. Any thread. The caller must not touch the stream afterwards
@@ -66,7 +70,11 @@ class MessageStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   grpc::ByteBuffer reading_;
 
   std::mutex mu_;
-  std::deque<grpc::ByteBuffer> writes_;  // front is being written when writing_
+  struct Write {
+    grpc::ByteBuffer bytes;
+    std::chrono::steady_clock::time_point queued;
+  };
+  std::deque<Write> writes_;  // front is being written when writing_
   bool writing_ = false;
   bool write_failed_ = false;  // the client is gone: answers are dropped
   bool reads_done_ = false;

@@ -19,16 +19,22 @@ constexpr char kPage[] =
     "gphkv_queue_wait_seconds_count 10\n"
     "gphkv_queue_wait_seconds_sum 0.0005\n"
     "gphkv_queue_wait_seconds_bucket{le=\"+Inf\"} 10\n"
+    "gphkv_get_stage_seconds_count{stage=\"slot\"} 4\n"
+    "gphkv_get_stage_seconds_sum{stage=\"slot\"} 0.008\n"
+    "gphkv_get_stage_seconds_bucket{stage=\"slot\",le=\"+Inf\"} 4\n"
     "gphkv_request_duration_seconds_sum{op=\"get\"} 9\n";
 
 TEST(ServerStages, ReadsTheStageSumsAndCountsOfAPage) {
   const StageSample s = ParseStageSample(kPage);
-  ASSERT_EQ(s.sum_count.size(), 3u);
+  ASSERT_EQ(s.sum_count.size(), 4u);
   EXPECT_DOUBLE_EQ(s.sum_count.at("execute").first, 0.002);
   EXPECT_DOUBLE_EQ(s.sum_count.at("execute").second, 10);
   EXPECT_DOUBLE_EQ(s.sum_count.at("respond").first, 1e-4);
   EXPECT_DOUBLE_EQ(s.sum_count.at("queue").first, 0.0005);
   EXPECT_DOUBLE_EQ(s.sum_count.at("queue").second, 10);
+  // A pipelined get batch's stage, apart from the calls' of the same name.
+  EXPECT_DOUBLE_EQ(s.sum_count.at("batch_slot").first, 0.008);
+  EXPECT_DOUBLE_EQ(s.sum_count.at("batch_slot").second, 4);
 }
 
 TEST(ServerStages, MeansAreOfTheCallsBetweenTwoScrapes) {

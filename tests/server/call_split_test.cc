@@ -3,14 +3,18 @@
 // cuts any other call into a part per partition (SplitCall), whose answers
 // merge back in request order. The batchers here are drained by hand and
 // each part answered by a stand-in store, so every case is exact.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 #include "server/call_split.h"
 #include "server/intake.h"
 #include "server/wire_calls.h"
@@ -26,7 +30,7 @@ std::string value_of(uint64_t key) { return absl::StrCat("value-of-", key, std::
 
 struct Router {
   explicit Router(uint32_t partitions = kPartitions, BatcherOptions options = {},
-                  uint64_t max_response_bytes = UINT64_MAX) {
+                  uint64_t max_response_bytes = UINT64_MAX, const CallStageHistograms* stages = nullptr) {
     std::vector<Batcher*> raw;
     std::vector<std::string> names;
     for (uint32_t p = 0; p < partitions; ++p) {
@@ -34,7 +38,7 @@ struct Router {
       raw.push_back(batchers.back().get());
       names.push_back(absl::StrCat("gpu ", p));
     }
-    intake = std::make_unique<Intake>(raw, RequestLimits{}, names, max_response_bytes);
+    intake = std::make_unique<Intake>(raw, RequestLimits{}, names, max_response_bytes, stages);
   }
 
   // Every call queued on partition p, in order (closes its batcher).
@@ -432,6 +436,75 @@ TEST(Router, MessageOperationsKeepTheirOrderOnEachPartition) {
   }
   EXPECT_EQ(answers[3].runs, 0);
   EXPECT_EQ(get_resp.found_size(), 32);
+}
+
+}  // namespace
+}  // namespace gphkv::server
+
+namespace gphkv::server {
+namespace {
+
+// The call stage histograms, as the server's metrics hold them.
+struct StageHistograms {
+  StageHistograms() {
+    auto& family = prometheus::BuildHistogram().Name("stages").Register(registry);
+    for (int st = 0; st < kNumCallStages; ++st) {
+      histograms[st] = &family.Add({{"stage", call_stage_name(st)}}, call_stage_bounds());
+    }
+  }
+  uint64_t count(CallStage st) const { return histograms[st]->Collect().histogram.sample_count; }
+  double sum(CallStage st) const { return histograms[st]->Collect().histogram.sample_sum; }
+
+  prometheus::Registry registry;
+  CallStageHistograms histograms{};
+};
+
+// A split call observes its wait for the last part and its merge once each,
+// when it is answered; a call queued whole observes neither.
+TEST(Router, SplitCallObservesItsWaitForTheLastPartAndItsMerge) {
+  StageHistograms stages;
+  Router r(kPartitions, {}, UINT64_MAX, &stages.histograms);
+  v1::GetRequest split_req, whole_req;
+  for (uint64_t k : many_keys(64)) split_req.add_keys(k);
+  for (uint64_t k : keys_on(r.intake->placement(), 1, 8)) whole_req.add_keys(k);
+  v1::GetResponse split_resp, whole_resp;
+  Answer split_answer, whole_answer;
+  ASSERT_TRUE(r.intake->submit(get_call(&split_req, &split_resp, &split_answer)).ok());
+  ASSERT_TRUE(r.intake->submit(get_call(&whole_req, &whole_resp, &whole_answer)).ok());
+  EXPECT_EQ(stages.count(kCallSplitWait), 0u) << "observed before the call was answered";
+  // Partition 0's parts answered, a pause, then the others: the wait is the pause at least.
+  std::vector<std::vector<Call>> queued;
+  for (uint32_t p = 0; p < kPartitions; ++p) queued.push_back(r.drain(p));
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    for (Call& c : queued[p]) {
+      Router::fill(c, p);
+      c.done(absl::OkStatus());
+    }
+    if (p == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(split_answer.runs, 1);
+  ASSERT_EQ(whole_answer.runs, 1);
+  ASSERT_TRUE(split_answer.status->ok()) << *split_answer.status;
+  EXPECT_EQ(stages.count(kCallSplitWait), 1u);
+  EXPECT_EQ(stages.count(kCallMerge), 1u);
+  EXPECT_GE(stages.sum(kCallSplitWait), 0.02);
+  EXPECT_LT(stages.sum(kCallSplitWait), 10.0);
+  EXPECT_EQ(split_resp.found_size(), 64);
+}
+
+// A split call whose every part was refused is refused whole: nothing observed.
+TEST(Router, RefusedSplitCallObservesNothing) {
+  StageHistograms stages;
+  Router r(kPartitions, {}, UINT64_MAX, &stages.histograms);
+  for (auto& b : r.batchers) b->close();  // every queue refuses
+  v1::GetRequest req;
+  for (uint64_t k : many_keys(64)) req.add_keys(k);
+  v1::GetResponse resp;
+  Answer answer;
+  EXPECT_FALSE(r.intake->submit(get_call(&req, &resp, &answer)).ok());
+  EXPECT_EQ(answer.runs, 0);
+  EXPECT_EQ(stages.count(kCallSplitWait), 0u);
+  EXPECT_EQ(stages.count(kCallMerge), 0u);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The service on the CUDA backend (device value heap, pipelined gets):
 // read-your-writes for concurrent clients against each client's model, and
-// Stats naming the GPU; --gpus (one device, every device, a bad id). Skips
+// Stats naming the GPU; --gpus (one device, every device, a bad id); issue
+// 30's large coalesced gets against a model. Skips
 // without a CUDA device (the multi-GPU case without a second one).
 #include <random>
 #include <string>
 
 #include "gphkv/engine/table.h"
+#include "tests/server/large_gets.h"
 #include "tests/server/read_your_writes.h"
 #include "tests/server/test_server.h"
 
@@ -94,6 +96,29 @@ TEST(CudaService, EveryGpuOfTheHost) {
     keys += p.keys();
   }
   EXPECT_EQ(keys, stats->keys());
+}
+
+// issue 30's 1000-key gets against the model (tests/server/large_gets.h):
+// the pipelined gets' slots go back once filled, while the calls are still
+// being answered (merged, serialized, sent), on one GPU and over every GPU.
+TEST(CudaService, LargeCoalescedGetsMatchTheModelOnOneGpu) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  server::ServerOptions o = test_options();
+  o.backend = server::BackendChoice::kCuda;
+  o.gpus = std::vector<int>{0};
+  auto server = start_server(o);
+  ASSERT_NE(server, nullptr);
+  run_large_coalesced_gets(*server, 1);
+}
+
+TEST(CudaService, LargeCoalescedGetsMatchTheModelOverEveryGpu) {
+  if (engine::cuda_device_count() < 2)
+    GTEST_SKIP() << "needs 2 CUDA devices, " << engine::cuda_device_count() << " visible";
+  server::ServerOptions o = test_options();
+  o.backend = server::BackendChoice::kCuda;
+  auto server = start_server(o);
+  ASSERT_NE(server, nullptr);
+  run_large_coalesced_gets(*server, static_cast<uint32_t>(engine::cuda_device_count()));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // per-partition metrics, the flags it refuses, and a data directory written
 // with another partition count.
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/server/large_gets.h"
 #include "tests/server/read_your_writes.h"
 #include "tests/server/test_server.h"
 
@@ -122,6 +125,16 @@ TEST(PartitionedService, ConcurrentWritersAndReadersMatchTheModel) {
   auto stats = connect(*server)->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->keys(), all_model.size());
+}
+
+// issue 30's gets over one, two and four CPU partitions (tests/server/large_gets.h).
+TEST(PartitionedService, LargeCoalescedGetsMatchTheModelOnOneAndSeveralPartitions) {
+  for (uint32_t partitions : {1u, 2u, 4u}) {
+    SCOPED_TRACE(absl::StrCat(partitions, " partitions"));
+    auto server = start_server(partitioned(partitions));
+    ASSERT_NE(server, nullptr);
+    run_large_coalesced_gets(*server, partitions);
+  }
 }
 
 TEST(PartitionedService, KeysSpreadEvenlyAndStatsTotalTheParts) {

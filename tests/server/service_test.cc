@@ -318,7 +318,15 @@ TEST(Service, ACallWhoseDeadlinePassesInTheQueueChangesNothing) {
   ClientOptions co;
   co.timeout = std::chrono::milliseconds(50);
   co.max_attempts = 1;
+  co.coalesce.streams = 1;  // the put's stream shares the channel Stats warms
   auto hasty = connect(*server, co);
+  // Connect first: on a busy machine (the sanitizer builds in CI) the first
+  // dial can outlast the 25 ms a stream waits for it, and the put would be
+  // UNAVAILABLE before it ever reached the queue this test is about. Stats
+  // is not batched, so it comes back within its deadline once connected.
+  bool connected = false;
+  for (int i = 0; i < 100 && !connected; ++i) connected = hasty->Stats().ok();
+  ASSERT_TRUE(connected) << "no connection to the test server";
   auto r = hasty->Put(std::vector<uint64_t>{77}, std::vector<std::string_view>{"late"});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
   // Let the held batch run, then look: the put must not have happened.

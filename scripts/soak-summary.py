@@ -2,13 +2,16 @@
 """Summarises a soak (scripts/soak.sh's OUT folder) into one result JSON and a plot.
 
   python3 scripts/soak-summary.py OUT --json bench/results/soak_cpu_COMMIT.json --plot docs/soak-cpu.svg
+  python3 scripts/soak-summary.py --from_json bench/results/soak_cpu_COMMIT.json --plot docs/soak-cpu.svg
 
 The JSON: duration_s, errors (calls answered with an error, never answered, or
 lost to a failed load generator), rss_mb {after_warmup, end} and the GPU's
-memory the same way (CUDA), the per-interval series (RSS, GPU memory, p50, p99,
-served rate), and the goals checked: 0 errors, RSS at the end within 5% of RSS
-after the warm-up, p99 of every interval within 2x of the first interval's.
-The plot (gnuplot, SVG or PNG by the name) shows RSS and p99 over time.
+memory the same way (CUDA), the per-interval series (calls, errors, RSS, GPU
+memory, p50, p99, served rate), every memory sample (memory_samples), and the
+goals checked: 0 errors, RSS at the end within 5% of RSS after the warm-up, p99
+of every interval within 2x of the first interval's. The plot (gnuplot, SVG or
+PNG by the name) shows RSS and p99 over time, drawn from the JSON alone, so
+--from_json draws a committed result again.
 """
 import argparse
 import csv
@@ -137,11 +140,14 @@ def summarise(out, warmup_s):
             errors_by_status[status] = errors_by_status.get(status, 0) + n
         # A point's t_s is the end of its interval from the measured start; the run's
         # measured window ended just before the process did (drain and report take well under a second).
+        prev_t = 0.0
         for p in rep["series"]:
             epoch = run["end"] - (res["seconds"] - p["t_s"])
             series.append({
                 "run": run["run"],
                 "epoch": round(epoch, 1),
+                # The calls answered in the interval (the run's last one may be shorter).
+                "calls": round(p["calls_per_s"] * (p["t_s"] - prev_t)),
                 "calls_per_s": round(p["calls_per_s"], 1),
                 "keys_per_s": round(p["keys_per_s"], 1),
                 "p50_us": round(p["p50_us"], 1),
@@ -149,6 +155,7 @@ def summarise(out, warmup_s):
                 "max_us": round(p["max_us"], 1),
                 "errors": p["errors"],
             })
+            prev_t = p["t_s"]
     t0_epoch = samples[0]["epoch"] - samples[0]["t_s"] if samples else 0
     interval = float(config.get("interval_s") or 60)
     load = host_load(out, samples)
@@ -259,23 +266,23 @@ def summarise(out, warmup_s):
             "p99_every_interval_within_2x_first": bool(p99s) and max(p99s) <= 2 * p99s[0],
         },
         "series": series,
+        # Every sample of the server's memory, [t_s, RSS MB, GPU MiB or null]: the plot is drawn from this JSON alone.
+        "memory_samples": [[s["t_s"], round(s["rss_kib"] / 1024, 1),
+                            s[gpu_key] if s.get(gpu_key) is not None else None] for s in samples if s.get("rss_kib")],
     }
     if gpu is not None:
         result["goals"]["gpu_memory_flat_within_5pct"] = abs(gpu["change_pct"]) <= 5
-    return result, samples
+    return result
 
 
-def plot(result, samples, path):
+def plot(result, path):
     """Two panels over minutes: the server's RSS (and GPU memory) above, p99 per interval with the host's load below."""
-    gpu_key = "gpu_mib" if any(s.get("gpu_mib") is not None for s in samples) else "gpu_used_mib"
     term = "pngcairo size 960,640" if path.endswith(".png") else "svg size 960,640 dynamic font 'sans,12'"
     with tempfile.TemporaryDirectory() as tmp:
         mem_file = os.path.join(tmp, "mem.dat")
         with open(mem_file, "w") as f:
-            for s in samples:
-                if s.get("rss_kib"):
-                    f.write("%.3f %.1f %s\n" % (s["t_s"] / 60, s["rss_kib"] / 1024,
-                                                "%.0f" % s[gpu_key] if s.get(gpu_key) is not None else "NaN"))
+            for t_s, rss_mb, gpu_mib in result["memory_samples"]:
+                f.write("%.3f %.1f %s\n" % (t_s / 60, rss_mb, "%.0f" % gpu_mib if gpu_mib is not None else "NaN"))
         lat_file = os.path.join(tmp, "lat.dat")
         with open(lat_file, "w") as f:
             for p in result["series"]:
@@ -318,9 +325,18 @@ unset multiplot
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
 
 
+def to_json(result):
+    """Indented JSON with the memory samples last, one [t_s, RSS, GPU] a line."""
+    samples = result["memory_samples"]
+    head = json.dumps({k: v for k, v in result.items() if k != "memory_samples"}, indent=1)
+    lines = ",\n".join("  " + json.dumps(s) for s in samples)
+    return head[:-2] + ',\n "memory_samples": [\n' + lines + "\n ]\n}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", help="the soak's folder (scripts/soak.sh's OUT)")
+    ap.add_argument("out", nargs="?", help="the soak's folder (scripts/soak.sh's OUT)")
+    ap.add_argument("--from_json", help="instead of a soak's folder, a result this script wrote: draw its --plot again")
     ap.add_argument("--json", help="write the result here (default: print it)")
     ap.add_argument("--plot", help="draw RSS and p99 over time here (.svg or .png; needs gnuplot)")
     ap.add_argument("--warmup_s", type=float, default=600,
@@ -328,17 +344,25 @@ def main():
                     "runs, past the fill and the first rebuilds)")
     ap.add_argument("--note", help="free text carried into the result (e.g. what the binaries were built from)")
     args = ap.parse_args()
-    result, samples = summarise(args.out, args.warmup_s)
+    if args.from_json:
+        with open(args.from_json) as f:
+            result = json.load(f)
+        if args.plot:
+            plot(result, args.plot)
+        return
+    if not args.out:
+        ap.error("give the soak's folder, or --from_json RESULT")
+    result = summarise(args.out, args.warmup_s)
     if args.note:
         result = {**{k: v for k, v in result.items() if k != "series"}, "note": args.note, "series": result["series"]}
-    text = json.dumps(result, indent=1)
+    text = to_json(result)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
     else:
         print(text)
     if args.plot:
-        plot(result, samples, args.plot)
+        plot(result, args.plot)
     g = result["goals"]
     print("soak-summary: %.0f s, %d calls, %d errors; RSS %s; p99 max/first %s; goals %s" % (
         result["duration_s"], result["calls"], result["errors"], result["rss_mb"],

@@ -6,6 +6,8 @@
 //     get KEY...            values of keys (--raw: value bytes only)
 //     put KEY VALUE         store VALUE; put KEY --file=F; put KEY - (stdin)
 //     del KEY...            remove keys
+//     add|replace|append|prepend KEY VALUE, incr|decr KEY [DELTA]
+//                           conditional writes (docs/service.md); a refusal exits 1
 //     stats                 the server's table, memory, batching and data directory state
 //     shrink                rebuild the table for the keys stored now (after mass deletes)
 //     health                exit 0 when the server reports SERVING
@@ -15,8 +17,8 @@
 // (client/cli_keys.h says how an argument becomes one, and how keys print); a
 // get or del of both kinds is one call per kind.
 //
-// Exit status: 0 success; 1 a key was not found (get) or the server is not
-// serving (health); 2 usage error; 3 the RPC failed.
+// Exit status: 0 success; 1 a key was not found (get), a conditional write
+// was refused (ALREADY_EXISTS, NOT_FOUND), or the server is not serving (health); 2 usage error; 3 the RPC failed.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -72,6 +74,10 @@ const char* kUsage =
     "  put KEY --file=F    store the contents of file F\n"
     "  put KEY -           store standard input\n"
     "  del KEY...          remove keys\n"
+    "  add KEY VALUE       store VALUE only if KEY is absent (replace: only if present)\n"
+    "  append KEY VALUE    add VALUE after KEY's value (prepend: before it); KEY must be stored\n"
+    "  incr KEY [DELTA]    add DELTA (default 1) to KEY's decimal value and print it (decr: subtract,\n"
+    "                      stopping at 0). A refused add/replace/append/prepend/incr/decr exits 1\n"
     "  stats               the server's table, memory, batching and data directory state\n"
     "  shrink              rebuild the table for the keys stored now (after mass deletes)\n"
     "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
@@ -81,7 +87,7 @@ const char* kUsage =
     "of its bytes (binary keys: 00ff), =u64 as integers only. Output shows a byte key as it is when\n"
     "printable, else double-quoted with C escapes (\"42\", \"\\x00k\").\n"
     "Several servers are shards: each key goes to its own; stats, shrink and health ask every shard.\n"
-    "Exit status: 0 ok, 1 key not found / not serving, 2 usage, 3 RPC failed.";
+    "Exit status: 0 ok, 1 key not found / not stored / not serving, 2 usage, 3 RPC failed.";
 
 int usage_error(const std::string& msg) {
   std::cerr << "gphkv: " << msg << "\n\n" << kUsage << "\n";
@@ -254,6 +260,45 @@ int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
   } else {
     std::cout << gphkv::cli::KeyText(key) << "\t" << (created ? "created" : "replaced") << " (" << value.size()
               << " bytes)\n";
+  }
+  return 0;
+}
+
+// add, replace, append, prepend, incr, decr: one conditional write
+// (docs/service.md, "Conditional writes").
+int cmd_write(gphkv::ShardedClient& client, const std::vector<std::string>& args, gphkv::v1::WriteMode mode,
+              bool json) {
+  const bool counter = mode == gphkv::v1::WRITE_MODE_INCREMENT || mode == gphkv::v1::WRITE_MODE_DECREMENT;
+  if (counter ? (args.size() < 3 || args.size() > 4) : args.size() != 4) {
+    return usage_error(absl::StrCat(args[1], counter ? " needs KEY and an optional DELTA" : " needs KEY and VALUE"));
+  }
+  auto parsed = parse_keys({args[2]}, 0);
+  if (!parsed.ok()) return usage_error(std::string(parsed.status().message()));
+  const gphkv::cli::CliKey& key = (*parsed)[0];
+  const std::string value = args.size() == 4 ? args[3] : "1";
+  auto r = key.is_bytes ? client.Write(std::string_view(key.bytes), value, mode) : client.Write(key.u64, value, mode);
+  if (!r.ok()) {
+    const absl::StatusCode code = r.status().code();
+    if (code != absl::StatusCode::kAlreadyExists && code != absl::StatusCode::kNotFound) {
+      return rpc_error(r.status(), json);
+    }
+    // The store said no: nothing changed, and that is an answer, not a failure.
+    if (json) {
+      std::cout << "{" << gphkv::cli::KeyJsonFields(key) << ",\"stored\":false,\"code\":\""
+                << absl::StatusCodeToString(code) << "\"}\n";
+    } else {
+      std::cout << gphkv::cli::KeyText(key) << "\tnot stored (" << absl::StatusCodeToString(code) << ")\n";
+    }
+    return kExitMissing;
+  }
+  if (json) {
+    std::cout << "{" << gphkv::cli::KeyJsonFields(key) << ",\"stored\":true";
+    if (counter) std::cout << ",\"value\":" << r->counter();
+    std::cout << "}\n";
+  } else if (counter) {
+    std::cout << gphkv::cli::KeyText(key) << "\t" << r->counter() << "\n";
+  } else {
+    std::cout << gphkv::cli::KeyText(key) << "\tstored\n";
   }
   return 0;
 }
@@ -517,6 +562,12 @@ int main(int argc, char** argv) {
   if (cmd == "get") return cmd_get(*client, args, json);
   if (cmd == "put") return cmd_put(*client, args, json);
   if (cmd == "del" || cmd == "delete") return cmd_del(*client, args, json);
+  if (cmd == "add") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_ADD, json);
+  if (cmd == "replace") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_REPLACE, json);
+  if (cmd == "append") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_APPEND, json);
+  if (cmd == "prepend") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_PREPEND, json);
+  if (cmd == "incr") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_INCREMENT, json);
+  if (cmd == "decr") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_DECREMENT, json);
   if (cmd == "stats") {
     if (args.size() != 2) return usage_error("stats takes no arguments");
     return cmd_stats(*client, json);

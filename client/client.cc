@@ -237,6 +237,39 @@ absl::StatusOr<std::vector<bool>> Client::put(absl::Span<const Key> keys, absl::
   return to_vector(resp.created());
 }
 
+absl::StatusOr<v1::PutResponse> Client::Write(uint64_t key, std::string_view value, v1::WriteMode mode) {
+  return write(key, value, mode);
+}
+absl::StatusOr<v1::PutResponse> Client::Write(std::string_view key, std::string_view value, v1::WriteMode mode) {
+  return write(key, value, mode);
+}
+
+template <class Key>
+absl::StatusOr<v1::PutResponse> Client::write(Key key, std::string_view value, v1::WriteMode mode) {
+  v1::PutRequest req = make_put_request(absl::Span<const Key>(&key, 1), absl::Span<const std::string_view>(&value, 1));
+  req.set_mode(mode);
+  if (coalescer_) {
+    // Through the thread's coalescing stream, behind its earlier requests.
+    v1::Operation op;
+    *op.mutable_put() = std::move(req);
+    Waiter<absl::StatusOr<v1::PutResponse>> w;
+    coalescer_->submit(std::move(op), [&w](const absl::Status& s, v1::OperationResult* r) {
+      if (s.ok()) {
+        w.set(std::move(*r->mutable_put()));
+      } else {
+        w.set(s);
+      }
+    });
+    return w.wait();
+  }
+  v1::PutResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  const InTurn turn(order_.get(), detail::ThreadOrder::Kind::kWrite);
+  if (auto s = to_absl(stub_->Put(&ctx, req, &resp)); !s.ok()) return s;
+  return resp;
+}
+
 template <class Key>
 absl::StatusOr<std::vector<bool>> Client::remove(absl::Span<const Key> keys) {
   if (keys.empty()) return no_keys("Delete");

@@ -352,6 +352,14 @@ absl::StatusOr<std::vector<bool>> ShardedClient::Delete(absl::Span<const uint64_
 absl::StatusOr<std::vector<bool>> ShardedClient::Delete(absl::Span<const std::string_view> keys) {
   return remove(keys);
 }
+absl::StatusOr<v1::PutResponse> ShardedClient::Write(uint64_t key, std::string_view value, v1::WriteMode mode) {
+  auto set = shards();
+  return set->clients[set->router.shard_of(key)]->Write(key, value, mode);
+}
+absl::StatusOr<v1::PutResponse> ShardedClient::Write(std::string_view key, std::string_view value, v1::WriteMode mode) {
+  auto set = shards();
+  return set->clients[set->router.shard_of(key)]->Write(key, value, mode);
+}
 void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                              std::function<void(absl::StatusOr<GetResult>)> done) {
   get_async(keys, exists_only, std::move(done));

@@ -61,12 +61,27 @@ struct GetOp {
   v1::GetResponse* response = nullptr;
   ByteKeys byte_keys;  // when the keys are byte keys (see KeySpan)
 };
+// How a put's value meets what is stored (issue 27's conditional and
+// read-modify-write writes). Every mode but kSet takes one key, and is
+// decided against the stored value when the executor applies the call, in
+// order with every other write; a refused one changes nothing
+// (server/conditional_put.h gives each mode's rule and status codes).
+enum class PutMode : uint8_t {
+  kSet = 0,        // store the value
+  kAdd = 1,        // only where the key is absent
+  kReplace = 2,    // only where the key is present
+  kAppend = 3,     // the stored value, then this one
+  kPrepend = 4,    // this value, then the stored one
+  kIncrement = 5,  // the stored decimal number plus this one (wraps at 2^64)
+  kDecrement = 6,  // the stored decimal number minus this one (stops at 0)
+};
 struct PutOp {
   KeySpan keys;
   absl::Span<const uint32_t> value_lengths;  // value i's length, for keys[i]
   std::string_view values;                   // the values, back to back
   v1::PutResponse* response = nullptr;
   ByteKeys byte_keys;
+  PutMode mode = PutMode::kSet;
 };
 struct DeleteOp {
   KeySpan keys;
@@ -114,6 +129,12 @@ struct Call {
   // The table keys of a byte-key call, which its op's `keys` views: the
   // front end that parsed it fills them. A moved Call keeps the buffer.
   std::vector<uint64_t> table_keys;
+  // A conditional put, once the store decided it (server/conditional_put.h):
+  // the value it stores, which its op then views as a plain set (what the
+  // log records). Vectors, not a string, so that a moved Call keeps the
+  // bytes where the op's views point.
+  std::vector<char> resolved_value;
+  std::vector<uint32_t> resolved_length;
 
   OpKind kind() const { return static_cast<OpKind>(op.index()); }
   const GetOp& get() const { return std::get<GetOp>(op); }

@@ -1,6 +1,7 @@
 #include "server/request_validation.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/conditional_put.h"
 
 namespace gphkv::server {
 namespace {
@@ -37,6 +38,30 @@ absl::Status validate_byte_keys(const char* what, const ByteKeys& keys, const Re
       return absl::InvalidArgumentError(absl::StrCat(what, " byte key ", i, " is ", len, " bytes; a key has 1 to ",
                                                      limits.max_key_bytes, " bytes (--max_key_bytes)"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// A conditional put is decided against one stored value: one key (a call
+// of many would be split over partitions, and a split call is not atomic);
+// incr/decr's delta is a number.
+absl::Status validate_mode(const PutOp& put) {
+  const auto mode = static_cast<uint8_t>(put.mode);
+  if (mode > static_cast<uint8_t>(PutMode::kDecrement)) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest.mode ", mode,
+                                                   " is not a WriteMode (0 SET, 1 ADD, 2 REPLACE, 3 APPEND, "
+                                                   "4 PREPEND, 5 INCREMENT, 6 DECREMENT)"));
+  }
+  if (put.mode == PutMode::kSet) return absl::OkStatus();
+  if (put.keys.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest.mode ", put_mode_name(put.mode), " takes one key, not ",
+                                                   put.keys.size(), "; send one call per key"));
+  }
+  if ((put.mode == PutMode::kIncrement || put.mode == PutMode::kDecrement) &&
+      !parse_counter(put.values, /*trailing_spaces=*/false)) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest.mode ", put_mode_name(put.mode),
+                                                   ": the value must be the delta, a decimal number of 1 to ",
+                                                   kMaxCounterDigits, " digits below 2^64"));
   }
   return absl::OkStatus();
 }
@@ -79,7 +104,7 @@ absl::Status validate(const Call& call, const RequestLimits& limits) {
     return absl::InvalidArgumentError(
         absl::StrCat("PutRequest.values holds ", put.values.size(), " bytes but value_lengths sum to ", total));
   }
-  return absl::OkStatus();
+  return validate_mode(put);
 }
 
 absl::Status validate_packed_gets(const v1::BatchRequest& req, const RequestLimits& limits, uint64_t max_keys) {

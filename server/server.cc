@@ -197,6 +197,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   // The heap stores a byte key's record: its key beside the value (server/byte_key.h).
   options.store.max_value_bytes =
       options.limits.max_value_bytes + byte_key::kRecordHeaderBytes + options.limits.max_key_bytes;
+  options.store.max_put_value_bytes = options.limits.max_value_bytes;
   // Leave room for the found flags and lengths next to the values (at most
   // 6 bytes a key on the wire, plus framing).
   const uint64_t overhead = 8ull * options.limits.max_call_keys + 4096;

@@ -54,6 +54,10 @@ absl::Status Store::finish_rebuild() {
 void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_gets");
   ++counters_.sync_get_runs;
+  read_values(calls, statuses);
+}
+
+void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   if (!plain() || has_byte_keys(calls)) {
     apply_placed_gets(calls, statuses);
     return;
@@ -94,6 +98,12 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
+  for (const Call* c : calls) {
+    if (c->put().mode != PutMode::kSet) {
+      apply_puts_in_order(calls, statuses);
+      return;
+    }
+  }
   PutPlan plan(calls, /*placed=*/!plain() || has_byte_keys(calls));
   apply_plan(plan, statuses);
 }

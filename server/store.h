@@ -60,6 +60,10 @@ class Store {
   // executor finishes them first): a write must not overtake a read, nor
   // free a slot one still reads; a call with gets in flight aborts.
   void apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // A conditional or read-modify-write put (PutOp::mode, one key) reads the
+  // key's value where it falls in the run, after the puts before it, and is
+  // applied alone (server/conditional_put.h); then it is a plain set of what
+  // it stores (its op rewritten, so the log records that).
   void apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   void apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // An operator's shrink, in two parts so that serving goes on meanwhile.
@@ -175,6 +179,11 @@ class Store {
   // A pair operation as one call through apply_puts or apply_deletes: its status.
   absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // apply_gets without its run's checks and counts: for a read inside a write.
+  void read_values(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // apply_puts for a run that holds conditional puts (server/store_conditional.cc).
+  void apply_puts_in_order(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  absl::Status apply_conditional(Call& call);
   void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
 
   ThreadOwner owner_{"Store"};

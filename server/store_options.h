@@ -15,7 +15,11 @@ struct StoreOptions {
   uint64_t memory_limit_bytes = uint64_t{1} << 30;
   // Keys the first table is sized for (at max_load_factor).
   uint64_t initial_capacity = 1 << 20;
+  // The longest slot of the value heap: a value, or a byte key's record.
   uint32_t max_value_bytes = 1 << 20;
+  // The longest value a put may leave (--max_value_bytes): what an append
+  // or prepend may grow one to. 0: max_value_bytes.
+  uint32_t max_put_value_bytes = 0;
   // A Get whose values would exceed this is refused (RESOURCE_EXHAUSTED)
   // instead of building a response gRPC would refuse to send.
   uint64_t max_response_bytes = uint64_t{256} << 20;

@@ -38,11 +38,19 @@ absl::StatusOr<GetOp> get_op(const v1::GetRequest& req, v1::GetResponse* respons
 }
 
 absl::StatusOr<PutOp> put_op(const v1::PutRequest& req, v1::PutResponse* response, std::vector<uint64_t>* table_keys) {
+  if (!v1::WriteMode_IsValid(req.mode())) {
+    return absl::InvalidArgumentError(absl::StrCat("PutRequest.mode ", req.mode(),
+                                                   " is not a WriteMode (0 SET, 1 ADD, 2 REPLACE, 3 APPEND, "
+                                                   "4 PREPEND, 5 INCREMENT, 6 DECREMENT)"));
+  }
   absl::StatusOr<WireKeys> keys = wire_keys("PutRequest", req, table_keys);
   if (!keys.ok()) return keys.status();
   return PutOp{keys->keys,
                absl::Span<const uint32_t>(req.value_lengths().data(), static_cast<size_t>(req.value_lengths_size())),
-               req.values(), response, keys->byte_keys};
+               req.values(),
+               response,
+               keys->byte_keys,
+               static_cast<PutMode>(req.mode())};
 }
 
 absl::StatusOr<DeleteOp> delete_op(const v1::DeleteRequest& req, v1::DeleteResponse* response,

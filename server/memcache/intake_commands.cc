@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "server/byte_key.h"
 #include "server/memcache/replies.h"
 
@@ -12,15 +13,26 @@ namespace {
 // SERVER_ERROR: the request is well formed, this server cannot do it yet.
 constexpr ParseError kFlagsRefused{ErrorKind::kServerError, "nonzero flags not supported yet"};
 constexpr ParseError kExptimeRefused{ErrorKind::kServerError, "nonzero exptime not supported yet"};
-constexpr ParseError kConditionalRefused{ErrorKind::kServerError,
-                                         "not supported yet (add, replace, cas, append, prepend)"};
-constexpr ParseError kArithmeticRefused{ErrorKind::kServerError, "not supported yet (incr, decr)"};
+constexpr ParseError kCasRefused{ErrorKind::kServerError, "not supported yet (cas)"};
 constexpr ParseError kExpiryRefused{ErrorKind::kServerError, "not supported yet (touch, gat, gats)"};
 constexpr ParseError kFlushRefused{ErrorKind::kServerError, "not supported yet (flush_all)"};
 constexpr ParseError kStatsArgsRefused{ErrorKind::kServerError, "not supported yet (stats with arguments)"};
 constexpr ParseError kMetaRefused{ErrorKind::kServerError, "not supported yet (meta commands mg ms md ma me)"};
 
 Routing refused(ParseError error) { return Routing{CommandRoute::kRefused, error}; }
+
+// The store's write mode of a storage or arithmetic command.
+PutMode put_mode(CommandKind kind) {
+  switch (kind) {
+    case CommandKind::kAdd: return PutMode::kAdd;
+    case CommandKind::kReplace: return PutMode::kReplace;
+    case CommandKind::kAppend: return PutMode::kAppend;
+    case CommandKind::kPrepend: return PutMode::kPrepend;
+    case CommandKind::kIncr: return PutMode::kIncrement;
+    case CommandKind::kDecr: return PutMode::kDecrement;
+    default: return PutMode::kSet;
+  }
+}
 
 void append_one_line(std::string_view text, std::string* out) {
   const size_t start = out->size();
@@ -38,22 +50,24 @@ Routing route_command(const Command& command) {
     case CommandKind::kGets:
     case CommandKind::kDelete: return Routing{CommandRoute::kIntake, {}};
     case CommandKind::kSet:
+    case CommandKind::kAdd:
+    case CommandKind::kReplace:
       if (command.client_flags != 0) return refused(kFlagsRefused);
       if (command.exptime != 0) return refused(kExptimeRefused);
       return Routing{CommandRoute::kIntake, {}};
+    // memcached ignores append's and prepend's flags and exptime: the item
+    // keeps its own.
+    case CommandKind::kAppend:
+    case CommandKind::kPrepend:
+    case CommandKind::kIncr:
+    case CommandKind::kDecr: return Routing{CommandRoute::kIntake, {}};
     case CommandKind::kVersion:
     case CommandKind::kVerbosity:
     case CommandKind::kMetaNoop: return Routing{CommandRoute::kLocal, {}};
     case CommandKind::kStats:
       return command.stats_args.empty() ? Routing{CommandRoute::kStats, {}} : refused(kStatsArgsRefused);
     case CommandKind::kQuit: return Routing{CommandRoute::kQuit, {}};
-    case CommandKind::kAdd:
-    case CommandKind::kReplace:
-    case CommandKind::kAppend:
-    case CommandKind::kPrepend:
-    case CommandKind::kCas: return refused(kConditionalRefused);
-    case CommandKind::kIncr:
-    case CommandKind::kDecr: return refused(kArithmeticRefused);
+    case CommandKind::kCas: return refused(kCasRefused);
     case CommandKind::kTouch:
     case CommandKind::kGat:
     case CommandKind::kGats: return refused(kExpiryRefused);
@@ -99,10 +113,23 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
   const KeySpan table_keys(table_keys_);
   switch (command.kind) {
     case CommandKind::kSet:
-      value_.assign(command.value);
+    case CommandKind::kAdd:
+    case CommandKind::kReplace:
+    case CommandKind::kAppend:
+    case CommandKind::kPrepend:
+    case CommandKind::kIncr:
+    case CommandKind::kDecr:
+      if (command.kind == CommandKind::kIncr || command.kind == CommandKind::kDecr) {
+        // The store takes the delta as its decimal text (PutMode::kIncrement).
+        value_.clear();  // keeps its capacity
+        absl::StrAppend(&value_, command.delta);
+      } else {
+        value_.assign(command.value);
+      }
       value_length_ = static_cast<uint32_t>(value_.size());
       put_.Clear();
-      call.op = PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys};
+      call.op =
+          PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys, put_mode(command.kind)};
       break;
     case CommandKind::kDelete:
       delete_.Clear();
@@ -132,8 +159,24 @@ void IntakeCommand::recycle(size_t max_bytes) {
 void IntakeCommand::append_reply(const absl::Status& status, std::string* out) const {
   const bool get_family = kind_ == CommandKind::kGet || kind_ == CommandKind::kGets;
   if (noreply_ && !get_family) return;
+  const PutMode mode = put_mode(kind_);
+  const bool arithmetic = mode == PutMode::kIncrement || mode == PutMode::kDecrement;
   if (!status.ok()) {
-    if (kind_ == CommandKind::kSet && status.code() == absl::StatusCode::kResourceExhausted) {
+    // A conditional write the store refused as memcached does: its words.
+    if (status.code() == absl::StatusCode::kAlreadyExists && mode == PutMode::kAdd) {
+      memcache::append_reply(out, Reply::kNotStored);
+      return;
+    }
+    if (status.code() == absl::StatusCode::kNotFound && mode != PutMode::kSet) {
+      memcache::append_reply(out, arithmetic ? Reply::kNotFound : Reply::kNotStored);
+      return;
+    }
+    if (status.code() == absl::StatusCode::kInvalidArgument && arithmetic) {
+      out->append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      return;
+    }
+    const bool storage = kind_ == CommandKind::kSet || (mode != PutMode::kSet && !arithmetic);
+    if (storage && status.code() == absl::StatusCode::kResourceExhausted) {
       // memcached's words for a value that does not fit; the store's reason follows.
       out->append("SERVER_ERROR out of memory storing object: ");
       append_one_line(std::string_view(status.message().data(), status.message().size()), out);
@@ -143,8 +186,16 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
     append_status_error(status, out);
     return;
   }
+  if (arithmetic) {
+    append_number(out, put_.counter());
+    return;
+  }
   switch (kind_) {
-    case CommandKind::kSet: memcache::append_reply(out, Reply::kStored); return;
+    case CommandKind::kSet:
+    case CommandKind::kAdd:
+    case CommandKind::kReplace:
+    case CommandKind::kAppend:
+    case CommandKind::kPrepend: memcache::append_reply(out, Reply::kStored); return;
     case CommandKind::kDelete:
       memcache::append_reply(out,
                              delete_.deleted_size() > 0 && delete_.deleted(0) ? Reply::kDeleted : Reply::kNotFound);

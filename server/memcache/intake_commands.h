@@ -41,7 +41,8 @@ Routing route_command(const Command& command);
 // The reply of a kLocal command (version, verbosity, mn).
 void append_local_reply(const Command& command, std::string_view version, std::string* out);
 
-// One get, gets, set or delete between the intake and its reply: it owns
+// One get, gets, storage command (set, add, replace, append, prepend), incr,
+// decr or delete between the intake and its reply: it owns
 // the key and value bytes its Call views (the connection's read buffer is
 // reused as soon as the command is parsed), the table keys, and the
 // response the store fills. Built on the connection's thread; its Call's

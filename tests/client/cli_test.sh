@@ -46,17 +46,33 @@ g --key_format=u64 get notakey >/dev/null 2>&1; [ $? -eq 2 ] || fail "a key that
 g --key_format=hex get 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "odd hex under --key_format=hex should be a usage error (2)"
 g --key_format=nope get 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "an unknown --key_format should be a usage error (2)"
 g frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown command should exit 2"
+# Conditional writes: a refusal exits 1 and changes nothing; counters print their number.
+[ "$(g add c:1 5)" = $'c:1\tstored' ] || fail "add of an absent key"
+out=$(g add c:1 6); rc=$?
+[ $rc -eq 1 ] && [ "$out" = $'c:1\tnot stored (ALREADY_EXISTS)' ] || fail "add of a present key: rc $rc, $out"
+out=$(g replace c:none 6); rc=$?
+[ $rc -eq 1 ] && [ "$out" = $'c:none\tnot stored (NOT_FOUND)' ] || fail "replace of an absent key: rc $rc, $out"
+[ "$(g incr c:1 10)" = $'c:1\t15' ] || fail "incr"
+[ "$(g decr c:1 100)" = $'c:1\t0' ] || fail "decr stops at 0"
+[ "$(g incr c:1)" = $'c:1\t1' ] || fail "incr's delta defaults to 1"
+g --json incr c:1 2 | grep -q '"stored":true,"value":3}$' || fail "incr --json: $(g --json get c:1)"
+g incr 8 1 >/dev/null 2>&1; [ $? -eq 3 ] || fail "incr of a value that is no number should fail (3)"
+g incr c:1 x >/dev/null 2>&1; [ $? -eq 3 ] || fail "a delta that is no number should fail (3)"
+[ "$(g append 8 '!')" = $'8\tstored' ] || fail "append"
+[ "$(g --raw get 8 c:1)" = $'from\nstdin!3' ] || fail "values after the conditional writes: $(g get 8 c:1)"
+g get c:none >/dev/null; [ $? -eq 1 ] || fail "a refused replace stored nothing"
 
 kill -TERM "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 wait "$pid"; rc=$?
 [ $rc -eq 0 ] || fail "server should exit 0 on SIGTERM, got $rc"
 grep -q "exit 0" "$log" || fail "server log lacks its shutdown"
-grep -q "data dir: snapshot .* 2 pairs" "$log" || fail "the server should take a final snapshot of its 2 keys"
+grep -q "data dir: snapshot .* 3 pairs" "$log" || fail "the server should take a final snapshot of its 3 keys"
 # A second server on the data directory has the keys.
 start_server
-[ "$(g --raw get 8)" = $'from\nstdin' ] || fail "a restarted server should have key 8: $(g get 8)"
-g stats | grep -q '^recovery .*: 2 keys$' || fail "stats shows what recovery found: $(g stats)"
+[ "$(g --raw get 8)" = $'from\nstdin!' ] || fail "a restarted server should have key 8 appended to: $(g get 8)"
+[ "$(g --raw get c:1)" = '3' ] || fail "a restarted server should have the counter's last number: $(g get c:1)"
+g stats | grep -q '^recovery .*: 3 keys$' || fail "stats shows what recovery found: $(g stats)"
 kill -TERM "$pid"; wait "$pid"
 # A stopped server is not healthy.
 "$cli" --server=127.0.0.1:"$port" --timeout=1s health >/dev/null 2>&1 && fail "health should fail with no server"

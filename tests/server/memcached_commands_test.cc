@@ -74,7 +74,9 @@ TEST_F(MemcachedCommandsTest, NoreplySendsNothing) {
   expect("set q 0 0 1 noreply\r\nx\r\ndelete nothere noreply\r\nget q\r\n", "VALUE q 0 1\r\nx\r\nEND\r\n");
   expect("delete q noreply\r\nget q\r\n", "END\r\n");
   // Refusals and errors are silent too, and change nothing.
-  expect("add q 0 0 1 noreply\r\ny\r\nincr q 1 noreply\r\nget q\r\n", "END\r\n");
+  expect("add q 0 0 1 noreply\r\ny\r\nadd q 0 0 1 noreply\r\nz\r\nincr q 1 noreply\r\nget q\r\n",
+         "VALUE q 0 1\r\ny\r\nEND\r\n");
+  expect("replace nothere 0 0 1 noreply\r\nz\r\nincr nothere 1 noreply\r\nget nothere\r\n", "END\r\n");
 }
 
 TEST_F(MemcachedCommandsTest, LocalCommands) {
@@ -97,17 +99,17 @@ TEST_F(MemcachedCommandsTest, QuitClosesAfterEarlierReplies) {
 
 TEST_F(MemcachedCommandsTest, RefusedCommandsChangeNothing) {
   expect("set have 0 0 3\r\nold\r\n", "STORED\r\n");
-  const std::string conditional = "SERVER_ERROR not supported yet (add, replace, cas, append, prepend)\r\n";
-  expect("add have 0 0 3\r\nnew\r\n", conditional);
-  expect("add missing 0 0 3\r\nnew\r\n", conditional);
-  expect("replace have 0 0 3\r\nnew\r\n", conditional);
-  expect("append have 0 0 3\r\nnew\r\n", conditional);
-  expect("prepend have 0 0 3\r\nnew\r\n", conditional);
-  expect("cas have 0 0 3 0\r\nnew\r\n", conditional);
-  expect("cas have 0 0 3 1\r\nnew\r\n", conditional);
-  const std::string arithmetic = "SERVER_ERROR not supported yet (incr, decr)\r\n";
-  expect("incr have 1\r\n", arithmetic);
-  expect("decr have 1\r\n", arithmetic);
+  expect("cas have 0 0 3 0\r\nnew\r\n", "SERVER_ERROR not supported yet (cas)\r\n");
+  expect("cas have 0 0 3 1\r\nnew\r\n", "SERVER_ERROR not supported yet (cas)\r\n");
+  // The conditional writes that would keep flags or an expiry: refused whole.
+  expect("add missing 3 0 3\r\nnew\r\n", "SERVER_ERROR nonzero flags not supported yet\r\n");
+  expect("replace have 0 100 3\r\nnew\r\n", "SERVER_ERROR nonzero exptime not supported yet\r\n");
+  // Refused by what is stored, or by a bad number: nothing changes.
+  expect("add have 0 0 3\r\nnew\r\n", "NOT_STORED\r\n");
+  expect("incr have 1\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("decr have 1\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("incr have -1\r\n", "CLIENT_ERROR invalid numeric delta argument\r\n");
+  expect("incr have 18446744073709551616\r\n", "CLIENT_ERROR invalid numeric delta argument\r\n");
   const std::string expiry = "SERVER_ERROR not supported yet (touch, gat, gats)\r\n";
   expect("touch have 10\r\n", expiry);
   expect("gat 10 have\r\n", expiry);
@@ -128,6 +130,40 @@ TEST_F(MemcachedCommandsTest, RefusedCommandsChangeNothing) {
   expect("set missing 0 100 3\r\nnew\r\n", "SERVER_ERROR nonzero exptime not supported yet\r\n");
   // The store is as it was.
   expect("get have missing\r\n", "VALUE have 0 3\r\nold\r\nEND\r\n");
+}
+
+TEST_F(MemcachedCommandsTest, ConditionalWritesFollowMemcachedsRules) {
+  expect("add k 0 0 1\r\na\r\n", "STORED\r\n");
+  expect("add k 0 0 1\r\nb\r\n", "NOT_STORED\r\n");
+  expect("replace none 0 0 1\r\nb\r\n", "NOT_STORED\r\n");
+  expect("append none 0 0 1\r\nb\r\n", "NOT_STORED\r\n");
+  expect("prepend none 0 0 1\r\nb\r\n", "NOT_STORED\r\n");
+  expect("get k none\r\n", "VALUE k 0 1\r\na\r\nEND\r\n");
+  expect("replace k 0 0 2\r\nbc\r\n", "STORED\r\n");
+  expect("append k 0 0 1\r\nd\r\n", "STORED\r\n");
+  expect("prepend k 0 0 1\r\nz\r\n", "STORED\r\n");
+  // append and prepend ignore their flags and exptime, as memcached's do.
+  expect("append k 7 100 2\r\n\r\n\r\n", "STORED\r\n");
+  expect("get k\r\n", "VALUE k 0 6\r\nzbcd\r\n\r\nEND\r\n");
+  expect("add none 0 0 0 noreply\r\n\r\nget none\r\n", "VALUE none 0 0\r\n\r\nEND\r\n");
+
+  expect("incr counter 1\r\n", "NOT_FOUND\r\n");
+  expect("decr counter 1\r\n", "NOT_FOUND\r\n");
+  expect("set counter 0 0 2\r\n10\r\n", "STORED\r\n");
+  expect("incr counter 5\r\n", "15\r\n");
+  expect("decr counter 100\r\n", "0\r\n");  // decr stops at 0
+  expect("set counter 0 0 20\r\n18446744073709551615\r\n", "STORED\r\n");
+  expect("incr counter 2\r\n", "1\r\n");  // incr wraps at 2^64
+  expect("incr counter 1 noreply\r\nget counter\r\n", "VALUE counter 0 1\r\n2\r\nEND\r\n");
+  // memcached pads a shrunk number with spaces; such a value still counts.
+  expect("set counter 0 0 4\r\n99  \r\n", "STORED\r\n");
+  expect("incr counter 1\r\n", "100\r\n");
+  // Past 2^64 - 1, or not digits alone: not a number.
+  expect("set counter 0 0 20\r\n18446744073709551616\r\n", "STORED\r\n");
+  expect("incr counter 1\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("set counter 0 0 3\r\n+12\r\n", "STORED\r\n");
+  expect("decr counter 1\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("get counter\r\n", "VALUE counter 0 3\r\n+12\r\nEND\r\n");
 }
 
 TEST_F(MemcachedCommandsTest, GarbageKeepsTheConnection) {

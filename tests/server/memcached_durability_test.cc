@@ -1,7 +1,7 @@
 // The memcached port on a server with --data_dir (issue 26 made byte keys
-// durable): sets and deletes are logged like gRPC's byte-key writes, so a
-// restarted server answers what was acknowledged, and the gRPC side sees the
-// same keys.
+// durable): sets, deletes and conditional writes (as what they stored) are
+// logged like gRPC's byte-key writes, so a restarted server answers what was
+// acknowledged, and the gRPC side sees the same keys.
 #include <filesystem>
 #include <string>
 
@@ -35,14 +35,19 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
     ASSERT_TRUE(s.send("set quiet 0 0 2 noreply\r\nhi\r\nset user:2 0 0 5 noreply\r\nbobby\r\n"));
     const std::string seen = "VALUE user:2 0 5\r\nbobby\r\nEND\r\n";
     EXPECT_EQ(s.round_trip("get user:2\r\n", seen), seen);
+    // Conditional writes are logged as what they stored.
+    EXPECT_EQ(s.round_trip("add hits 0 0 2\r\n40\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("incr hits 2\r\n", "42\r\n"), "42\r\n");
+    EXPECT_EQ(s.round_trip("append user:1 0 0 1\r\n!\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("add user:1 0 0 1\r\nz\r\n", "NOT_STORED\r\n"), "NOT_STORED\r\n");
   }
   auto server = testing::start_server(o);
   ASSERT_NE(server, nullptr);
   MemcacheSocket s(server->memcached_port());
   ASSERT_TRUE(s.connected());
-  const std::string want = "VALUE user:1 0 5\r\nalice\r\nVALUE user:2 0 5\r\nbobby\r\nVALUE big 0 4000\r\n" + big +
-                           "\r\nVALUE quiet 0 2\r\nhi\r\nEND\r\n";
-  EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet\r\n", want), want);
+  const std::string want = "VALUE user:1 0 6\r\nalice!\r\nVALUE user:2 0 5\r\nbobby\r\nVALUE big 0 4000\r\n" + big +
+                           "\r\nVALUE quiet 0 2\r\nhi\r\nVALUE hits 0 2\r\n42\r\nEND\r\n";
+  EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet hits\r\n", want), want);
   server.reset();
   std::filesystem::remove_all(o.data_dir.dir);
 }

@@ -5,6 +5,7 @@
 // and a real client library (Debian's python3-pymemcache) when installed.
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -22,6 +23,19 @@ namespace {
 using testing::MemcacheSocket;
 
 server::ServerOptions memcached_options() { return testing::memcached_test_options(/*max_value_bytes=*/8192); }
+
+// What memcached's incr and decr read as a number: 1 to 20 digits, maybe
+// followed by spaces, at most 2^64 - 1; nullopt for anything else. Written
+// apart from the server's parse_counter so the test checks it.
+std::optional<uint64_t> decimal(std::string value) {
+  while (!value.empty() && value.back() == ' ') value.pop_back();
+  if (value.empty() || value.size() > 20) return std::nullopt;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  if (value.size() == 20 && value > "18446744073709551615") return std::nullopt;
+  return std::stoull(value);
+}
 
 std::string value_reply(const std::string& key, const std::string& value) {
   return absl::StrCat("VALUE ", key, " 0 ", value.size(), "\r\n", value, "\r\n");
@@ -146,7 +160,7 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
       const std::string& key = keys[static_cast<size_t>(uniform(0, static_cast<int>(keys.size()) - 1))];
       const bool noreply = uniform(0, 5) == 0;
       const std::string tail = noreply ? " noreply\r\n" : "\r\n";
-      switch (uniform(0, 9)) {
+      switch (uniform(0, 10)) {
         case 0:
         case 1:
         case 2: {
@@ -176,11 +190,51 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
           model.erase(key);
           break;
         case 7: {
-          // Refused writes: the model does not change.
+          // The conditional writes, decided against what the key holds.
           const std::string value = random_value();
+          const int verb = uniform(0, 3);
           const char* verbs[] = {"add", "replace", "append", "prepend"};
-          absl::StrAppend(&request, verbs[uniform(0, 3)], " ", key, " 0 0 ", value.size(), tail, value, "\r\n");
-          if (!noreply) expected += "SERVER_ERROR not supported yet (add, replace, cas, append, prepend)\r\n";
+          absl::StrAppend(&request, verbs[verb], " ", key, " 0 0 ", value.size(), tail, value, "\r\n");
+          auto it = model.find(key);
+          const bool stored = verb == 0 ? it == model.end() : it != model.end();
+          if (!noreply) expected += stored ? "STORED\r\n" : "NOT_STORED\r\n";
+          if (stored) {
+            if (verb == 2) {
+              it->second += value;
+            } else if (verb == 3) {
+              it->second = value + it->second;
+            } else {
+              model[key] = value;
+            }
+          }
+          break;
+        }
+        case 9: {
+          if (uniform(0, 1) == 0) {
+            // A number to count with (sometimes near 2^64, to wrap).
+            const std::string number = std::to_string(std::uniform_int_distribution<uint64_t>()(rng) >> uniform(0, 63));
+            absl::StrAppend(&request, "set ", key, " 0 0 ", number.size(), tail, number, "\r\n");
+            if (!noreply) expected += "STORED\r\n";
+            model[key] = number;
+            break;
+          }
+          const bool incr = uniform(0, 1) == 0;
+          const uint64_t delta = std::uniform_int_distribution<uint64_t>()(rng) >> uniform(0, 63);
+          absl::StrAppend(&request, incr ? "incr " : "decr ", key, " ", delta, tail);
+          auto it = model.find(key);
+          std::optional<uint64_t> now;
+          if (it != model.end()) now = decimal(it->second);
+          std::string reply;
+          if (it == model.end()) {
+            reply = "NOT_FOUND\r\n";
+          } else if (!now) {
+            reply = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
+          } else {
+            const uint64_t next = incr ? *now + delta : (*now > delta ? *now - delta : 0);
+            it->second = std::to_string(next);
+            reply = it->second + "\r\n";
+          }
+          if (!noreply) expected += reply;
           break;
         }
         case 8: {
@@ -330,12 +384,21 @@ assert c.gets('py:m1') == (b'x', b'0')
 assert c.delete('py:a') is True
 assert c.delete('py:a') is False
 assert c.get('py:a') is None
+assert c.add('py:b', b'2') is True
+assert c.add('py:b', b'3') is False
+assert c.replace('py:none', b'3') is False
+assert c.append('py:b', b'0') is True
+assert c.prepend('py:b', b'1') is True
+assert c.get('py:b') == b'120'
+assert c.incr('py:b', 5) == 125
+assert c.decr('py:b', 200) == 0
+assert c.incr('py:none', 1) is None
 try:
-    c.add('py:b', b'2')
-    sys.exit('add was not refused')
+    c.cas('py:b', b'9', b'1')
+    sys.exit('cas was not refused')
 except MemcacheServerError:
     pass
-assert c.get('py:b') is None
+assert c.get('py:b') == b'0'
 assert c.version()
 c.set('py:quiet', b'q', noreply=True)
 assert c.get('py:quiet') == b'q'

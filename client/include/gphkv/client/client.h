@@ -177,6 +177,15 @@ class Client {
   absl::StatusOr<std::vector<bool>> Put(absl::Span<const std::string_view> keys,
                                         absl::Span<const std::string_view> values);
   absl::StatusOr<std::vector<bool>> Delete(absl::Span<const std::string_view> keys);
+  // A conditional or read-modify-write put of one key (docs/service.md,
+  // "Conditional writes"): WRITE_MODE_ADD, REPLACE, APPEND, PREPEND,
+  // INCREMENT or DECREMENT (for the last two `value` is the decimal delta).
+  // The response's `counter` is the number an INCREMENT or DECREMENT stored.
+  // A refusal is the status (ALREADY_EXISTS, NOT_FOUND, INVALID_ARGUMENT,
+  // RESOURCE_EXHAUSTED) and changed nothing. Kept in order with the calling
+  // thread's other requests, as a Put is.
+  absl::StatusOr<v1::PutResponse> Write(uint64_t key, std::string_view value, v1::WriteMode mode);
+  absl::StatusOr<v1::PutResponse> Write(std::string_view key, std::string_view value, v1::WriteMode mode);
   absl::StatusOr<v1::StatsResponse> Stats();
   // Asks the server to rebuild its table for the keys stored now (after mass
   // deletes); see the Shrink RPC in gphkv.proto.
@@ -222,6 +231,8 @@ class Client {
   absl::StatusOr<std::vector<bool>> put(absl::Span<const Key> keys, absl::Span<const std::string_view> values);
   template <class Key>
   absl::StatusOr<std::vector<bool>> remove(absl::Span<const Key> keys);
+  template <class Key>
+  absl::StatusOr<v1::PutResponse> write(Key key, std::string_view value, v1::WriteMode mode);
   template <class Key>
   void get_async(absl::Span<const Key> keys, bool exists_only, std::function<void(absl::StatusOr<GetResult>)> done);
   template <class Key>

@@ -97,6 +97,10 @@ class ShardedClient {
   absl::StatusOr<std::vector<bool>> Put(absl::Span<const std::string_view> keys,
                                         absl::Span<const std::string_view> values);
   absl::StatusOr<std::vector<bool>> Delete(absl::Span<const std::string_view> keys);
+  // Client::Write on the shard that holds `key`; its refusals (ALREADY_EXISTS,
+  // NOT_FOUND, ...) come back as that shard gave them.
+  absl::StatusOr<v1::PutResponse> Write(uint64_t key, std::string_view value, v1::WriteMode mode);
+  absl::StatusOr<v1::PutResponse> Write(std::string_view key, std::string_view value, v1::WriteMode mode);
 
   // `done` runs once, on a gRPC thread, when every shard has answered. The
   // ShardedClient must outlive the calls.

@@ -27,9 +27,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "bench/null_memcached.h"
+#include "flags/program_flags.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 #include "server/grpc/message_stream.h"
 #include "server/grpc/unary_front_end.h"
@@ -233,8 +232,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  absl::SetProgramUsageMessage("null_server: gphkv.v1.KeyValue with no table (the front end's ceiling)");
-  absl::ParseCommandLine(argc, argv);
+  gphkv::ParseProgramFlags(argc, argv,
+                           {"null_server",
+                            "gphkv.v1.KeyValue and a memcached port with no table (the front end's ceiling).\n"
+                            "Usage: null_server [--flags]; SIGTERM/SIGINT stops it.",
+                            {"bench/null_server.cc"}});
   g_value_bytes = absl::GetFlag(FLAGS_value_bytes);
   const std::string api = absl::GetFlag(FLAGS_api);
   if (api != "async" && api != "callback") {

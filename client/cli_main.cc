@@ -29,17 +29,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/internal/parse.h"
-#include "absl/flags/internal/usage.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/cli_keys.h"
+#include "flags/program_flags.h"
 #include "gphkv/client/sharded_client.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051",
@@ -65,7 +61,7 @@ namespace {
 constexpr int kExitMissing = 1, kExitUsage = 2, kExitRpc = 3;
 
 const char* kUsage =
-    "gphkv: the gphkv command-line client.\n"
+    "the gphkv command-line client.\n"
     "Usage: gphkv [--server=host:port[,host:port...] | --server=dns:///NAME:PORT]\n"
     "             [--tls_ca=F [--tls_cert=F --tls_key=F]] [--timeout=5s] [--json]\n"
     "             [--key_format=auto|u64|bytes|hex] COMMAND ARGS\n"
@@ -90,7 +86,7 @@ const char* kUsage =
     "Exit status: 0 ok, 1 key not found / not stored / not serving, 2 usage, 3 RPC failed.";
 
 int usage_error(const std::string& msg) {
-  std::cerr << "gphkv: " << msg << "\n\n" << kUsage << "\n";
+  std::cerr << "gphkv: " << msg << "\n\ngphkv: " << kUsage << "\n";
   return kExitUsage;
 }
 
@@ -524,19 +520,7 @@ int cmd_health(gphkv::ShardedClient& client, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "client/cli_main.cc"); };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  // Abseil (Debian 12's 20220623) prints --help and exits 1, which a shell or a
-  // script reads as a failure; so parse with the usage flags left alone, then
-  // print what --help, --helpfull, --helpshort, --helpmatch, --helpon, --version
-  // ask for and exit 0.
-  std::vector<char*> positional = absl::flags_internal::ParseCommandLineImpl(
-      argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
-      absl::flags_internal::UsageFlagsAction::kIgnoreUsage, absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
-  if (absl::flags_internal::HandleUsageFlags(std::cout, absl::ProgramUsageMessage()) >= 0) return 0;
+  std::vector<char*> positional = gphkv::ParseProgramFlags(argc, argv, {"gphkv", kUsage, {"client/cli_main.cc"}});
   std::vector<std::string> args(positional.begin(), positional.end());
   if (args.size() < 2) return usage_error("no command given");
   const bool json = absl::GetFlag(FLAGS_json);

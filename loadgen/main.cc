@@ -1,16 +1,11 @@
 // gphkv-loadgen: TaoBench-style social-graph load against gphkv (gRPC) or
 // memcached (text protocol). See docs/loadgen.md for the model and flags.
 #include <cstdio>
-#include <iostream>
 #include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/internal/parse.h"
-#include "absl/flags/internal/usage.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
+#include "flags/program_flags.h"
 #include "loadgen/loadgen.h"
 #include "loadgen/workload_preset.h"
 
@@ -132,23 +127,11 @@ void OverrideIfGiven(const absl::Flag<std::optional<T>>& flag, T* field) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "TaoBench-style load for gphkv and memcached; see docs/loadgen.md.\n"
-      "Usage: gphkv-loadgen [--flags]");
-  // --help lists the flags of this file (absl's default looks for a file
-  // named after the binary, which a hyphenated name never matches).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "loadgen/main.cc"); };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  // Abseil (Debian 12's 20220623) prints --help and exits 1, which a shell or a
-  // script reads as a failure; so parse with the usage flags left alone, then
-  // print what --help, --helpfull, --helpshort, --helpmatch, --helpon, --version
-  // ask for and exit 0.
-  absl::flags_internal::ParseCommandLineImpl(argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
-                                             absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
-                                             absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
-  if (absl::flags_internal::HandleUsageFlags(std::cout, absl::ProgramUsageMessage()) >= 0) return 0;
+  gphkv::ParseProgramFlags(argc, argv,
+                           {"gphkv-loadgen",
+                            "TaoBench-style load for gphkv and memcached; see docs/loadgen.md.\n"
+                            "Usage: gphkv-loadgen [--flags]",
+                            {"loadgen/main.cc"}});
   using gphkv::loadgen::DriveOptions;
   gphkv::loadgen::LoadgenConfig c;
   c.target = absl::GetFlag(FLAGS_target);

@@ -7,13 +7,10 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/internal/parse.h"
-#include "absl/flags/internal/usage.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "flags/program_flags.h"
 #include "server/byte_key.h"
 #include "server/byte_size.h"
 #include "server/durability/durability_options.h"
@@ -22,10 +19,6 @@
 #include "spdlog/spdlog.h"
 
 using gphkv::server::ByteSize;
-
-#ifndef GPHKV_VERSION
-#define GPHKV_VERSION "0.0.0"
-#endif
 
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
           "gRPC address to serve gphkv.v1.KeyValue, health and reflection on");
@@ -151,24 +144,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  absl::SetProgramUsageMessage(
-      "a gRPC key-value store over a GPH perfect-hash table (CUDA or CPU).\n"
-      "Usage: gphkv-server [--flags]; SIGTERM/SIGINT drains and exits 0.");
-  // --help lists the flags of this file (absl's default looks for a file
-  // named after the binary, which a hyphenated name never matches).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/main.cc"); };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  usage.version_string = [] { return std::string("gphkv-server " GPHKV_VERSION "\n"); };
-  absl::SetFlagsUsageConfig(usage);
-  // Abseil (Debian 12's 20220623) prints --help and exits 1, which a shell or a
-  // script reads as a failure; so parse with the usage flags left alone, then
-  // print what --help, --helpfull, --helpshort, --helpmatch, --helpon, --version
-  // ask for and exit 0.
-  absl::flags_internal::ParseCommandLineImpl(argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
-                                             absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
-                                             absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
-  if (absl::flags_internal::HandleUsageFlags(std::cout, absl::ProgramUsageMessage()) >= 0) return 0;
+  gphkv::ParseProgramFlags(argc, argv,
+                           {"gphkv-server",
+                            "a gRPC key-value store over a GPH perfect-hash table (CUDA or CPU).\n"
+                            "Usage: gphkv-server [--flags]; SIGTERM/SIGINT drains and exits 0.",
+                            {"server/main.cc"}});
 
   const std::string level = absl::GetFlag(FLAGS_log_level);
   const auto lvl = spdlog::level::from_str(level);

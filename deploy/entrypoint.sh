@@ -21,6 +21,9 @@
 #   GPHKV_DATA_DIR          --data_dir (the image sets /var/lib/gphkv, its
 #                           volume; empty: the server keeps nothing on disk)
 #   GPHKV_FSYNC             --fsync (always|everysec|never)
+#   GPHKV_MEMCACHED_ADDRESS --memcached_address (memcached's text protocol
+#                           on a second port; the image sets 0.0.0.0:11211;
+#                           empty: no memcached port)
 #
 # exec keeps gphkv-server as the container's PID 1, so SIGTERM reaches it and
 # its exit status is the container's.
@@ -72,4 +75,5 @@ exec "$server" \
   ${memory:+"--memory=$memory"} \
   ${GPHKV_DATA_DIR:+"--data_dir=$GPHKV_DATA_DIR"} \
   ${GPHKV_FSYNC:+"--fsync=$GPHKV_FSYNC"} \
+  ${GPHKV_MEMCACHED_ADDRESS:+"--memcached_address=$GPHKV_MEMCACHED_ADDRESS"} \
   "$@"

@@ -58,6 +58,15 @@ def main():
     f.check("GPHKV_DATA_DIR=/var/lib/gphkv" in text and "VOLUME /var/lib/gphkv" in text,
             "the image turns the data directory on, on its volume")
 
+    # memcached's port: the image's default, and none when empty.
+    rc, argv, _ = run({"GPHKV_MEMCACHED_ADDRESS": "0.0.0.0:11211"})
+    f.check(rc == 0 and argv[-1] == "--memcached_address=0.0.0.0:11211", f"GPHKV_MEMCACHED_ADDRESS: {rc} {argv}")
+    rc, argv, _ = run({"GPHKV_MEMCACHED_ADDRESS": ""})
+    f.check(rc == 0 and not any(a.startswith("--memcached_address") for a in argv),
+            f"GPHKV_MEMCACHED_ADDRESS= turns it off: {argv}")
+    f.check("GPHKV_MEMCACHED_ADDRESS=0.0.0.0:11211" in text and "11211/tcp" in text,
+            "the image serves memcached's protocol on 11211 and exposes it")
+
     # 75% of a 32 GiB limit (the Downward API hands over bytes).
     rc, argv, err = run({"GPHKV_MEMORY_PERCENT": "75", "GPHKV_MEMORY_LIMIT_BYTES": str(32 << 30)})
     f.check(rc == 0 and f"--memory={(32 << 30) // 100 * 75}" in argv, f"percent of the limit: {rc} {argv} {err}")

@@ -231,8 +231,12 @@ def main():
 
     # The image: ports, user, entrypoint and healthcheck as the manifests expect them.
     cf_text, image_user, expose, image_env = containerfile()
-    f.check(sorted(expose) == sorted([default_grpc, default_metrics]),
-            f"Containerfile EXPOSE {expose} != the server's default ports {default_grpc}, {default_metrics}")
+    # memcached's port is off by default in the server; the image turns it on.
+    image_memcached = d.port_of(image_env.get("GPHKV_MEMCACHED_ADDRESS", ":0"))
+    f.check(image_memcached == 11211, f"Containerfile: ENV GPHKV_MEMCACHED_ADDRESS on port {image_memcached}, not 11211")
+    f.check(sorted(expose) == sorted([default_grpc, default_metrics, image_memcached]),
+            f"Containerfile EXPOSE {expose} != the server's default ports {default_grpc}, {default_metrics} "
+            f"and the image's memcached port {image_memcached}")
     f.check(image_user is not None and image_user[0] != 0, "Containerfile: USER must be a numeric non-root uid:gid")
     f.check(d.port_of(image_env.get("GPHKV_LISTEN_ADDRESS", ":0")) == default_grpc,
             "Containerfile: ENV GPHKV_LISTEN_ADDRESS is not on the server's default gRPC port")

@@ -228,13 +228,16 @@ absl::StatusOr<std::vector<bool>> Client::put(absl::Span<const Key> keys, absl::
     put_async(keys, values, [&w](absl::StatusOr<std::vector<bool>> r) { w.set(std::move(r)); });
     return w.wait();
   }
-  const v1::PutRequest req = make_put_request(keys, values);
   v1::PutResponse resp;
+  if (auto s = unary_put(make_put_request(keys, values), &resp); !s.ok()) return s;
+  return to_vector(resp.created());
+}
+
+absl::Status Client::unary_put(const v1::PutRequest& req, v1::PutResponse* resp) {
   grpc::ClientContext ctx;
   prepare(&ctx);
   const InTurn turn(order_.get(), detail::ThreadOrder::Kind::kWrite);
-  if (auto s = to_absl(stub_->Put(&ctx, req, &resp)); !s.ok()) return s;
-  return to_vector(resp.created());
+  return to_absl(stub_->Put(&ctx, req, resp));
 }
 
 absl::StatusOr<v1::PutResponse> Client::Write(uint64_t key, std::string_view value, v1::WriteMode mode) {
@@ -263,10 +266,7 @@ absl::StatusOr<v1::PutResponse> Client::write(Key key, std::string_view value, v
     return w.wait();
   }
   v1::PutResponse resp;
-  grpc::ClientContext ctx;
-  prepare(&ctx);
-  const InTurn turn(order_.get(), detail::ThreadOrder::Kind::kWrite);
-  if (auto s = to_absl(stub_->Put(&ctx, req, &resp)); !s.ok()) return s;
+  if (auto s = unary_put(req, &resp); !s.ok()) return s;
   return resp;
 }
 

@@ -58,7 +58,7 @@ void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>*
 }
 
 void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
-  if (!plain() || has_byte_keys(calls)) {
+  if (needs_placed(calls)) {
     apply_placed_gets(calls, statuses);
     return;
   }
@@ -70,7 +70,8 @@ void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>
 // no key waits in CollidedKeys.
 bool Store::can_pipeline_gets() const { return gets_ != nullptr && !table_->rebuilding() && collided_.empty(); }
 
-bool Store::has_byte_keys(absl::Span<Call* const> calls) {
+bool Store::needs_placed(absl::Span<Call* const> calls) const {
+  if (!plain()) return true;
   for (const Call* c : calls) {
     if (c->has_byte_keys()) return true;
   }
@@ -104,7 +105,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
       return;
     }
   }
-  PutPlan plan(calls, /*placed=*/!plain() || has_byte_keys(calls));
+  PutPlan plan(calls, /*placed=*/needs_placed(calls));
   apply_plan(plan, statuses);
 }
 
@@ -174,7 +175,7 @@ void Store::after_puts() {
 
 void Store::apply_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_deletes");
-  if (!plain() || has_byte_keys(calls)) {
+  if (needs_placed(calls)) {
     apply_placed_deletes(calls, statuses);
     return;
   }

@@ -175,7 +175,9 @@ class Store {
   // paths serve. Otherwise the placed ones (server/key_places.h,
   // server/store_placed.cc) do, as they do for any call of byte keys.
   bool plain() const { return table_records_ == 0 && collided_.empty(); }
-  static bool has_byte_keys(absl::Span<Call* const> calls);
+  // Whether these calls take the placed paths: the store is not plain, or a
+  // call has byte keys.
+  bool needs_placed(absl::Span<Call* const> calls) const;
   // A pair operation as one call through apply_puts or apply_deletes: its status.
   absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);

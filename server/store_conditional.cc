@@ -25,7 +25,7 @@ void Store::apply_puts_in_order(absl::Span<Call* const> calls, std::vector<absl:
     size_t end = begin;
     while (end < calls.size() && calls[end]->put().mode == PutMode::kSet) ++end;
     const absl::Span<Call* const> run = calls.subspan(begin, end - begin);
-    PutPlan plan(run, /*placed=*/!plain() || has_byte_keys(run));
+    PutPlan plan(run, /*placed=*/needs_placed(run));
     apply_plan(plan, &sets);
     std::copy(sets.begin(), sets.end(), statuses->begin() + static_cast<std::ptrdiff_t>(begin));
     begin = end;
@@ -66,7 +66,7 @@ absl::Status Store::apply_conditional(Call& call) {
   op.mode = PutMode::kSet;
 
   Call* const puts[] = {&call};
-  PutPlan plan(puts, /*placed=*/!plain() || call.has_byte_keys());
+  PutPlan plan(puts, /*placed=*/needs_placed(puts));
   std::vector<absl::Status> put_status;
   apply_plan(plan, &put_status);
   if (put_status[0].ok() && op.response != nullptr && (mode == PutMode::kIncrement || mode == PutMode::kDecrement)) {

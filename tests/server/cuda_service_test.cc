@@ -3,8 +3,11 @@
 // Stats naming the GPU; --gpus (one device, every device, a bad id); issue
 // 30's large coalesced gets against a model. Skips
 // without a CUDA device (the multi-GPU case without a second one).
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gphkv/engine/table.h"
 #include "tests/server/large_gets.h"
@@ -14,10 +17,18 @@
 namespace gphkv::testing {
 namespace {
 
-TEST(CudaService, ReadYourWritesUnderManyConcurrentClients) {
-  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+// The test server's options on the CUDA backend, over `gpus` (every GPU of
+// the host when not given).
+server::ServerOptions cuda_options(std::optional<std::vector<int>> gpus = std::nullopt) {
   server::ServerOptions o = test_options();
   o.backend = server::BackendChoice::kCuda;
+  o.gpus = std::move(gpus);
+  return o;
+}
+
+TEST(CudaService, ReadYourWritesUnderManyConcurrentClients) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  server::ServerOptions o = cuda_options();
   o.batcher.max_delay = std::chrono::microseconds(50);
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
@@ -50,9 +61,7 @@ absl::StatusOr<v1::StatsResponse> stats_after_read_your_writes(server::Server& s
 // naming the GPU of its one partition.
 TEST(CudaService, GpusListOfOneDevice) {
   if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  server::ServerOptions o = test_options();
-  o.backend = server::BackendChoice::kCuda;
-  o.gpus = std::vector<int>{0};
+  server::ServerOptions o = cuda_options(std::vector<int>{0});
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
   auto stats = stats_after_read_your_writes(*server);
@@ -66,9 +75,7 @@ TEST(CudaService, GpusListOfOneDevice) {
 TEST(CudaService, UnknownGpuIsRefused) {
   if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   keep_grpc_initialized();
-  server::ServerOptions o = test_options();
-  o.backend = server::BackendChoice::kCuda;
-  o.gpus = std::vector<int>{engine::cuda_device_count()};
+  server::ServerOptions o = cuda_options(std::vector<int>{engine::cuda_device_count()});
   auto s = server::Server::start(o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("there is no CUDA device"), absl::string_view::npos) << s.status();
@@ -83,8 +90,7 @@ TEST(CudaService, UnknownGpuIsRefused) {
 TEST(CudaService, EveryGpuOfTheHost) {
   if (engine::cuda_device_count() < 2)
     GTEST_SKIP() << "needs 2 CUDA devices, " << engine::cuda_device_count() << " visible";
-  server::ServerOptions o = test_options();
-  o.backend = server::BackendChoice::kCuda;
+  server::ServerOptions o = cuda_options();
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
   auto stats = stats_after_read_your_writes(*server);
@@ -103,9 +109,7 @@ TEST(CudaService, EveryGpuOfTheHost) {
 // being answered (merged, serialized, sent), on one GPU and over every GPU.
 TEST(CudaService, LargeCoalescedGetsMatchTheModelOnOneGpu) {
   if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  server::ServerOptions o = test_options();
-  o.backend = server::BackendChoice::kCuda;
-  o.gpus = std::vector<int>{0};
+  server::ServerOptions o = cuda_options(std::vector<int>{0});
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
   run_large_coalesced_gets(*server, 1);
@@ -114,8 +118,7 @@ TEST(CudaService, LargeCoalescedGetsMatchTheModelOnOneGpu) {
 TEST(CudaService, LargeCoalescedGetsMatchTheModelOverEveryGpu) {
   if (engine::cuda_device_count() < 2)
     GTEST_SKIP() << "needs 2 CUDA devices, " << engine::cuda_device_count() << " visible";
-  server::ServerOptions o = test_options();
-  o.backend = server::BackendChoice::kCuda;
+  server::ServerOptions o = cuda_options();
   auto server = start_server(o);
   ASSERT_NE(server, nullptr);
   run_large_coalesced_gets(*server, static_cast<uint32_t>(engine::cuda_device_count()));

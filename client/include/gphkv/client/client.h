@@ -233,6 +233,8 @@ class Client {
   absl::StatusOr<std::vector<bool>> remove(absl::Span<const Key> keys);
   template <class Key>
   absl::StatusOr<v1::PutResponse> write(Key key, std::string_view value, v1::WriteMode mode);
+  // A Put without coalescing, in the thread's order behind its earlier calls.
+  absl::Status unary_put(const v1::PutRequest& req, v1::PutResponse* resp);
   template <class Key>
   void get_async(absl::Span<const Key> keys, bool exists_only, std::function<void(absl::StatusOr<GetResult>)> done);
   template <class Key>

@@ -24,30 +24,68 @@
 #include <string>
 #include <string_view>
 
+#include "server/value_handle.h"  // GPHKV_HOST_DEVICE
+
 namespace gphkv::server::byte_key {
 
 // memcached's KEY_MAX_LENGTH: the default --max_key_bytes.
 constexpr uint32_t kDefaultMaxKeyBytes = 250;
 // The most --max_key_bytes may be raised to.
 constexpr uint32_t kMaxKeyBytesLimit = 4096;
-// The record's header: the key's length, 2 bytes little-endian.
+// The record's header: the key's length, 2 bytes little-endian. Its top bit
+// (kItemHeaderBit) says an item header follows (issue 27): the client's
+// flags (u32), the absolute expiry time (u32 unix seconds, 0 = never) and
+// the CAS version (u64), little-endian, then the key. A record without the
+// bit (every record written before issue 27, and one whose item fields are
+// all 0) reads as flags 0, never expiring, CAS 0. Key lengths stay below
+// 2^13 (kMaxKeyBytesLimit), so the bit is free.
 constexpr uint32_t kRecordHeaderBytes = 2;
+constexpr uint16_t kItemHeaderBit = 0x8000;
+constexpr uint32_t kItemHeaderBytes = 16;
+// The longest header a record may have.
+constexpr uint32_t kMaxRecordHeaderBytes = kRecordHeaderBytes + kItemHeaderBytes;
+
+// What a byte key's item carries beside its key and value.
+struct ItemMeta {
+  uint32_t flags = 0;
+  uint32_t exptime = 0;  // absolute unix seconds; 0: never expires
+  uint64_t cas = 0;
+  bool empty() const { return flags == 0 && exptime == 0 && cas == 0; }
+  bool operator==(const ItemMeta& o) const { return flags == o.flags && exptime == o.exptime && cas == o.cas; }
+};
+
+// memcached's rule for an item's expiry (items.c): an item whose exptime is
+// set and not after `now` is gone. Shared with the CUDA kernel's check.
+GPHKV_HOST_DEVICE constexpr bool is_expired(uint32_t exptime, uint32_t now) { return exptime != 0 && exptime <= now; }
+
+// memcached's exptime rule (memcached.c realtime()), turning a client's
+// exptime into an absolute time at `now`: 0 never expires; up to 30 days
+// (kMaxRelativeExptime) is seconds from now; beyond that, an absolute unix
+// time (one at or before now is expired at once); negative: expired at once
+// (`now`). For a `now` past 30 days the result is its own absolute time, so
+// the rule applied twice gives the same.
+constexpr int64_t kMaxRelativeExptime = 60 * 60 * 24 * 30;
+uint32_t absolute_exptime(int64_t exptime, uint32_t now);
 
 // XXH3-64 of the key with gphkv's seed. `hash_bits` < 64 keeps only that
 // many low bits: tests force collisions with it (a handful of table keys for
 // thousands of byte keys); serving always uses 64.
 uint64_t table_key(std::string_view key, int hash_bits = 64);
 
-// The bytes a record of this key and value takes in the heap.
-inline uint64_t record_bytes(std::string_view key, std::string_view value) {
-  return kRecordHeaderBytes + key.size() + value.size();
+// The bytes a record of this key and value takes in the heap (with an item
+// header when `meta` is not empty).
+inline uint64_t record_bytes(std::string_view key, std::string_view value, const ItemMeta& meta = {}) {
+  return kRecordHeaderBytes + (meta.empty() ? 0 : kItemHeaderBytes) + key.size() + value.size();
 }
-// Appends the record of `key` (1 to kMaxKeyBytesLimit bytes) and `value`.
+// Appends the record of `key` (1 to kMaxKeyBytesLimit bytes) and `value`;
+// with an item header when `meta` is not empty.
 void append_record(std::string_view key, std::string_view value, std::string* out);
+void append_record(std::string_view key, std::string_view value, const ItemMeta& meta, std::string* out);
 
 struct Record {
   std::string_view key;
   std::string_view value;
+  ItemMeta meta;
 };
 // The key and value of a stored record; nullopt when `bytes` is too short
 // for the key length its header gives (never so for a record this file wrote).

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "gphkv/v1/gphkv.pb.h"
+#include "server/byte_key.h"
 
 namespace gphkv::server {
 
@@ -60,6 +61,12 @@ struct GetOp {
   bool packed = false;
   v1::GetResponse* response = nullptr;
   ByteKeys byte_keys;  // when the keys are byte keys (see KeySpan)
+  // When not null, the placed path (server/store_placed.cc) sets it to each
+  // key's item fields (flags, absolute expiry, CAS), in key order (zeros
+  // for a miss or a uint64 key). The CUDA get pipeline serves only while
+  // no stored item has nonzero flags, and leaves it empty: an empty vector
+  // means every item's flags are 0.
+  std::vector<byte_key::ItemMeta>* items = nullptr;
 };
 // How a put's value meets what is stored (issue 27's conditional and
 // read-modify-write writes). Every mode but kSet takes one key, and is
@@ -82,6 +89,15 @@ struct PutOp {
   v1::PutResponse* response = nullptr;
   ByteKeys byte_keys;
   PutMode mode = PutMode::kSet;
+  // Byte keys only (issue 27, server/byte_key.h's item header): the
+  // client's flags, and the expiry as memcached's exptime (0 never; up to
+  // 30 days: seconds from now; beyond: an absolute unix time; negative:
+  // expired at once), which the store turns into an absolute time by its
+  // clock when it applies the call (byte_key::absolute_exptime), so the log
+  // records the absolute time. append, prepend, incr and decr keep the
+  // stored item's flags and expiry instead.
+  uint32_t flags = 0;
+  int64_t exptime = 0;
 };
 struct DeleteOp {
   KeySpan keys;

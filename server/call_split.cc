@@ -91,10 +91,17 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
     const ByteKeys part_byte_keys{part.key_bytes, part.key_lengths};
     switch (kind) {
       case OpKind::kGet:
-        c.op = GetOp{part.keys, original.get().exists_only, original.get().packed, &part.get_response, part_byte_keys};
+        c.op = GetOp{part.keys,
+                     original.get().exists_only,
+                     original.get().packed,
+                     &part.get_response,
+                     part_byte_keys,
+                     original.get().items != nullptr ? &part.items : nullptr};
         break;
       case OpKind::kPut:
-        c.op = PutOp{part.keys, part.value_lengths, part.values, &part.put_response, part_byte_keys};
+        // A conditional put has one key, so never splits; a set keeps its item fields.
+        c.op = PutOp{part.keys,      part.value_lengths,  part.values,          &part.put_response,
+                     part_byte_keys, original.put().mode, original.put().flags, original.put().exptime};
         break;
       case OpKind::kDelete: c.op = DeleteOp{part.keys, &part.delete_response, part_byte_keys}; break;
       case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;
@@ -180,9 +187,14 @@ absl::Status SplitCall::merge_gets() {
   bool* found = out->mutable_found()->mutable_data();
   uint32_t* lengths = out->mutable_value_lengths()->mutable_data();
   uint64_t bytes = 0;
+  std::vector<byte_key::ItemMeta>* items = original_.get().items;
+  if (items != nullptr) items->assign(static_cast<size_t>(n), byte_key::ItemMeta{});
   for (const Part& part : parts_) {
     const v1::GetResponse& r = part.get_response;
     const char* values = r.values().data();
+    if (items != nullptr && part.items.size() == part.positions.size()) {
+      for (size_t j = 0; j < part.positions.size(); ++j) (*items)[part.positions[j]] = part.items[j];
+    }
     for (size_t j = 0; j < part.positions.size(); ++j) {
       const uint32_t i = part.positions[j];
       const int k = static_cast<int>(j);

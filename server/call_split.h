@@ -81,6 +81,7 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
     std::vector<uint32_t> value_lengths;
     std::string values;
     v1::GetResponse get_response;
+    std::vector<byte_key::ItemMeta> items;  // a get's items, when the original asks (GetOp::items)
     v1::PutResponse put_response;
     v1::DeleteResponse delete_response;
     v1::ShrinkResponse shrink_response;

@@ -31,7 +31,9 @@ class GetPipeline {
 
   // Enqueues a run of get calls on the table (in_flight() < depth()). An
   // error leaves nothing in flight for the run; its calls are the caller's.
-  virtual absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls) = 0;
+  // `now` (unix seconds) is the store's clock: a byte key's item that
+  // expired by then is a miss (server/byte_key.h).
+  virtual absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls, uint32_t now) = 0;
   // Waits for the oldest run and returns its answers, to be filled into the
   // responses on any thread. Everything the run read of the table and the
   // value heap was read by then.

@@ -11,7 +11,7 @@ std::string KeyRef::identity() const {
 }
 
 absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& table, const ValueHeap& heap,
-                        const CollidedKeys& collided, bool with_values, PlacedKeys* out) {
+                        const CollidedKeys& collided, bool with_values, uint32_t now, PlacedKeys* out) {
   const size_t n = keys.size();
   std::vector<uint64_t> table_keys(n), handles(n);
   std::vector<uint8_t> found(n);
@@ -39,6 +39,7 @@ absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& tab
   // Where each key's read bytes start; resolved into views once `bytes` stops growing.
   std::vector<uint64_t> offset(n, 0);
   std::vector<uint8_t> owned(n, 0);
+  std::vector<byte_key::ItemMeta> meta(n);
   for (size_t i = 0; i < n; ++i) owned[i] = found[i] && !keys[i].is_bytes() && !value_handle::is_record(handles[i]);
   uint64_t off = 0;
   for (size_t j = 0; j < read.size(); ++j) {
@@ -46,8 +47,9 @@ absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& tab
     const uint32_t len = value_handle::length(read_handles[j]);
     offset[i] = off;
     if (keys[i].is_bytes()) {
-      const std::string_view record(bytes.data() + off, len);
-      owned[i] = byte_key::value_if_key(record, keys[i].bytes).has_value();
+      const std::optional<byte_key::Record> r = byte_key::parse_record(std::string_view(bytes.data() + off, len));
+      owned[i] = r && r->key == keys[i].bytes;
+      if (owned[i]) meta[i] = r->meta;
     }
     off += len;
   }
@@ -59,19 +61,19 @@ absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& tab
   for (size_t i = 0; i < n; ++i) {
     KeyPlace& p = places[i];
     if (owned[i]) {
-      p = KeyPlace{KeyHome::kTable, true, handles[i], {}};
+      p = KeyPlace{KeyHome::kTable, true, handles[i], {}, meta[i], byte_key::is_expired(meta[i].exptime, now)};
       continue;
     }
     if (!collided.empty()) {
       if (std::optional<ValueHandle> h = collided.find(keys[i].identity())) {
-        p = KeyPlace{KeyHome::kCollided, true, *h, {}};
+        p = KeyPlace{KeyHome::kCollided, true, *h, {}, {}, false};
         from_collided.push_back(i);
         collided_handles.push_back(*h);
         continue;
       }
     }
     const bool free = !found[i] && claimed.insert(keys[i].table_key).second;
-    p = KeyPlace{free ? KeyHome::kTable : KeyHome::kCollided, false, 0, {}};
+    p = KeyPlace{free ? KeyHome::kTable : KeyHome::kCollided, false, 0, {}, {}, false};
   }
   if (with_values && !collided_handles.empty()) {
     const uint64_t base = bytes.size();
@@ -87,7 +89,14 @@ absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& tab
     KeyPlace& p = places[i];
     if (!p.stored) continue;
     const std::string_view stored(bytes.data() + offset[i], value_handle::length(p.handle));
-    p.value = keys[i].is_bytes() ? *byte_key::value_if_key(stored, keys[i].bytes) : stored;
+    if (!keys[i].is_bytes()) {
+      p.value = stored;
+      continue;
+    }
+    const std::optional<byte_key::Record> r = byte_key::parse_record(stored);
+    p.value = r->value;
+    p.meta = r->meta;
+    p.expired = byte_key::is_expired(r->meta.exptime, now);
   }
   return absl::OkStatus();
 }

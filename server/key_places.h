@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "gphkv/engine/elastic_table.h"
+#include "server/byte_key.h"
 #include "server/call.h"
 #include "server/collided_keys.h"
 #include "server/value_heap.h"
@@ -52,6 +53,13 @@ struct KeyPlace {
   // When asked for (place_keys' with_values) and stored: the key's value,
   // without a byte key's record around it. Views PlacedKeys::bytes.
   std::string_view value;
+  // A byte key's item fields (issue 27), read with its record: from the
+  // table slot's record always, from CollidedKeys with values.
+  byte_key::ItemMeta meta;
+  // Stored, but expired at place_keys' `now`: a miss for reads (gets, and
+  // the conditional writes' read), while a put overwrites the slot in place
+  // and a delete frees it, giving the memory back.
+  bool expired = false;
 };
 
 struct PlacedKeys {
@@ -64,7 +72,8 @@ struct PlacedKeys {
 // CollidedKeys: for puts, whose keys are distinct. `with_values` also reads
 // the values of the stored keys (gets); without it, the heap is read only
 // for byte keys whose slot holds a record (to compare its key).
+// `now` (unix seconds) marks the byte keys' items that expired (expired).
 absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& table, const ValueHeap& heap,
-                        const CollidedKeys& collided, bool with_values, PlacedKeys* out);
+                        const CollidedKeys& collided, bool with_values, uint32_t now, PlacedKeys* out);
 
 }  // namespace gphkv::server

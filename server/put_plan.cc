@@ -36,8 +36,11 @@ PutPlan::PutPlan(absl::Span<Call* const> calls, bool placed) : placed_(placed) {
       const std::string_view value = put.values.substr(off, put.value_lengths[i]);
       off += put.value_lengths[i];
       if (refs[i].is_bytes()) {
-        byte_key::append_record(refs[i].bytes, value, &records_);
-        record_lengths_.push_back(static_cast<uint32_t>(byte_key::record_bytes(refs[i].bytes, value)));
+        // The item's flags and expiry (Store::resolve_item_fields made the
+        // expiry absolute).
+        const byte_key::ItemMeta meta{put.flags, static_cast<uint32_t>(put.exptime), 0};
+        byte_key::append_record(refs[i].bytes, value, meta, &records_);
+        record_lengths_.push_back(static_cast<uint32_t>(byte_key::record_bytes(refs[i].bytes, value, meta)));
       }
     }
     group_records[g + 1] = records_.size();
@@ -81,7 +84,8 @@ absl::Status PutPlan::find_stored(engine::ElasticTable& table) {
 
 absl::Status PutPlan::place(engine::ElasticTable& table, const ValueHeap& heap, const CollidedKeys& collided) {
   PlacedKeys placed;
-  if (absl::Status s = place_keys(entries_, table, heap, collided, /*with_values=*/false, &placed); !s.ok()) return s;
+  if (absl::Status s = place_keys(entries_, table, heap, collided, /*with_values=*/false, /*now=*/0, &placed); !s.ok())
+    return s;
   const size_t u = entries_.size();
   found_.resize(u);
   old_handle_.resize(u);

@@ -196,7 +196,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   options.store.backend = backend;
   // The heap stores a byte key's record: its key beside the value (server/byte_key.h).
   options.store.max_value_bytes =
-      options.limits.max_value_bytes + byte_key::kRecordHeaderBytes + options.limits.max_key_bytes;
+      options.limits.max_value_bytes + byte_key::kMaxRecordHeaderBytes + options.limits.max_key_bytes;
   options.store.max_put_value_bytes = options.limits.max_value_bytes;
   // Leave room for the found flags and lengths next to the values (at most
   // 6 bytes a key on the wire, plus framing).
@@ -210,6 +210,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
   partitions.store = options.store;
+  // The log carries no item fields yet (issue 27): refuse them rather than
+  // lose them at a restart.
+  partitions.store.refuse_item_fields = !options.data_dir.dir.empty();
   partitions.batcher = options.batcher;
   partitions.completion_threads = options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
                                                                   : static_cast<unsigned>(default_completion_threads());

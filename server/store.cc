@@ -1,9 +1,11 @@
 #include "server/store.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "server/bulk_load.h"
+#include "server/byte_key.h"
 #include "server/distinct_keys.h"
 #include "server/put_plan.h"
 #include "server/table_growth.h"
@@ -68,7 +70,27 @@ void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>
 // The pipeline takes a slot that is not the key's own (a record of other
 // key bytes, or one found by a uint64 key) for a miss, which is right while
 // no key waits in CollidedKeys.
-bool Store::can_pipeline_gets() const { return gets_ != nullptr && !table_->rebuilding() && collided_.empty(); }
+// Nor does it return flags (GetOp::flags), so not once an item has some.
+bool Store::can_pipeline_gets() const {
+  return gets_ != nullptr && !table_->rebuilding() && collided_.empty() && !flags_stored_;
+}
+
+uint32_t Store::now() const {
+  if (options_.unix_clock) return options_.unix_clock();
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+void Store::resolve_item_fields(absl::Span<Call* const> calls) {
+  uint32_t t = 0;
+  for (Call* c : calls) {
+    PutOp& op = std::get<PutOp>(c->op);
+    if (op.flags != 0) flags_stored_ = true;
+    if (op.exptime == 0) continue;
+    if (t == 0) t = now();
+    op.exptime = byte_key::absolute_exptime(op.exptime, t);
+  }
+}
 
 bool Store::needs_placed(absl::Span<Call* const> calls) const {
   if (!plain()) return true;
@@ -86,7 +108,7 @@ absl::Status Store::submit_gets(absl::Span<Call* const> calls) {
   engine::StreamOrderedTable* table = table_->serving_table().stream_ordered();
   if (table == nullptr) return absl::InternalError("the CUDA get pipeline needs a table on the device");
   ++counters_.pipelined_get_runs;
-  return gets_->submit(*table, calls);
+  return gets_->submit(*table, calls, now());
 }
 
 std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
@@ -99,6 +121,39 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
+  if (options_.refuse_item_fields) {
+    bool any = false;
+    for (const Call* c : calls) any |= c->put().flags != 0 || c->put().exptime != 0;
+    if (any) {
+      apply_puts_without_item_fields(calls, statuses);
+      return;
+    }
+  }
+  apply_put_run(calls, statuses);
+}
+
+void Store::apply_puts_without_item_fields(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  std::vector<Call*> kept;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i]->put().flags != 0 || calls[i]->put().exptime != 0) {
+      (*statuses)[i] = absl::FailedPreconditionError(
+          "nonzero flags or exptime: a server with --data_dir does not keep them yet (its log and snapshots "
+          "carry no item fields); nothing was changed");
+      continue;
+    }
+    kept.push_back(calls[i]);
+    at.push_back(i);
+  }
+  if (kept.empty()) return;
+  std::vector<absl::Status> applied;
+  apply_put_run(kept, &applied);
+  for (size_t j = 0; j < kept.size(); ++j) (*statuses)[at[j]] = std::move(applied[j]);
+}
+
+void Store::apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  resolve_item_fields(calls);
   for (const Call* c : calls) {
     if (c->put().mode != PutMode::kSet) {
       apply_puts_in_order(calls, statuses);

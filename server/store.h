@@ -178,6 +178,17 @@ class Store {
   // Whether these calls take the placed paths: the store is not plain, or a
   // call has byte keys.
   bool needs_placed(absl::Span<Call* const> calls) const;
+  // The store's clock (StoreOptions::unix_clock), unix seconds: what items'
+  // expiry is checked against.
+  uint32_t now() const;
+  // Turns each put's exptime into an absolute time by the clock, and notes
+  // whether an item with flags was ever stored (flags_stored_).
+  void resolve_item_fields(absl::Span<Call* const> calls);
+  // apply_puts' work once its run is admitted.
+  void apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // With refuse_item_fields: the run's puts with flags or an expiry are
+  // refused (FAILED_PRECONDITION), the others applied in order.
+  void apply_puts_without_item_fields(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // A pair operation as one call through apply_puts or apply_deletes: its status.
   absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
@@ -193,6 +204,10 @@ class Store {
   std::unique_ptr<engine::ElasticTable> table_;
   std::unique_ptr<ValueHeap> heap_;
   std::unique_ptr<GetPipeline> gets_;  // null without the CUDA pipeline
+  // Once an item with nonzero flags was stored, gets take the placed path,
+  // which reads each record's flags on the host: the CUDA pipeline's
+  // download carries values only (a follow-up may add the flags to it).
+  bool flags_stored_ = false;
   const char* heap_kind_;
   MemoryBudget budget_;
   SyncGets sync_gets_;

@@ -41,8 +41,9 @@ absl::Status Store::apply_conditional(Call& call) {
   }
   // What the key holds now: the puts before this one in the run are applied.
   v1::GetResponse held;
+  std::vector<byte_key::ItemMeta> held_items;
   Call read;
-  read.op = GetOp{op.keys, /*exists_only=*/false, /*packed=*/false, &held, op.byte_keys};
+  read.op = GetOp{op.keys, /*exists_only=*/false, /*packed=*/false, &held, op.byte_keys, &held_items};
   Call* const reads[] = {&read};
   std::vector<absl::Status> read_status;
   read_values(reads, &read_status);
@@ -50,6 +51,12 @@ absl::Status Store::apply_conditional(Call& call) {
   std::optional<std::string_view> stored;
   if (held.found_size() == 1 && held.found(0)) {
     stored = std::string_view(held.values()).substr(0, held.value_lengths(0));
+  }
+  if (stored && op.mode != PutMode::kAdd && op.mode != PutMode::kReplace && held_items.size() == 1) {
+    // append, prepend, incr and decr keep the item's flags and expiry, as
+    // memcached's do (its absolute expiry: Store::resolve_item_fields keeps it).
+    op.flags = held_items[0].flags;
+    op.exptime = held_items[0].exptime;
   }
 
   ResolvedPut resolved;

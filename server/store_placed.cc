@@ -13,7 +13,7 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
   std::vector<KeyRef> keys;
   for (Call* c : calls) append_key_refs(c->get(), &keys);
   PlacedKeys placed;
-  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/true, &placed); !s.ok()) {
+  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/true, now(), &placed); !s.ok()) {
     statuses->assign(calls.size(), s);
     return;
   }
@@ -22,14 +22,16 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
     const GetOp& get = calls[ci]->get();
     const int n = static_cast<int>(get.keys.size());
     v1::GetResponse* out = get.response;
+    if (get.items != nullptr) get.items->assign(static_cast<size_t>(n), byte_key::ItemMeta{});
     out->mutable_found()->Resize(n, false);
     out->mutable_value_lengths()->Resize(n, 0);
     uint64_t bytes = 0;
     const size_t first = pos;
     for (int i = 0; i < n; ++i, ++pos) {
       const KeyPlace& p = placed.places[pos];
-      if (!p.stored) continue;
+      if (!p.stored || p.expired) continue;
       out->set_found(i, true);
+      if (get.items != nullptr) (*get.items)[static_cast<size_t>(i)] = p.meta;
       if (get.exists_only) continue;
       out->set_value_lengths(i, static_cast<uint32_t>(p.value.size()));
       bytes += p.value.size();
@@ -45,7 +47,7 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
     std::string* values = out->mutable_values();
     values->reserve(bytes);
     for (size_t k = first; k < pos; ++k) {
-      if (placed.places[k].stored) values->append(placed.places[k].value);
+      if (placed.places[k].stored && !placed.places[k].expired) values->append(placed.places[k].value);
     }
   }
 }
@@ -63,7 +65,10 @@ void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl
     entry[i] = it->second;
   }
   PlacedKeys placed;
-  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/false, &placed); !s.ok()) {
+  // A collided key's record is read to see whether it expired; a table
+  // slot's is read anyway, to compare its key.
+  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/!collided_.empty(), now(), &placed);
+      !s.ok()) {
     statuses->assign(calls.size(), s);
     return;
   }
@@ -88,7 +93,9 @@ void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl
   }
   budget_.fit_table_to_heap();
   budget_.fit_heap_to_table();
-  // The first occurrence of a stored key deletes it; later ones find it gone.
+  // The first occurrence of a stored key deletes it; later ones find it
+  // gone. An expired item is freed but was not there to delete (memcached's
+  // NOT_FOUND).
   std::vector<uint8_t> gone(keys.size(), 0);
   size_t pos = 0;
   for (Call* c : calls) {
@@ -97,7 +104,7 @@ void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl
     out->mutable_deleted()->Resize(n, false);
     for (int i = 0; i < n; ++i, ++pos) {
       const uint32_t x = entry[pos];
-      if (placed.places[x].stored && !gone[x]) {
+      if (placed.places[x].stored && !placed.places[x].expired && !gone[x]) {
         out->set_deleted(i, true);
         gone[x] = 1;
       }

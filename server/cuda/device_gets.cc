@@ -114,7 +114,7 @@ DeviceGets::~DeviceGets() {
   }
 }
 
-absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls) {
+absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls, uint32_t now) {
   if (static_cast<int>(order_.size()) >= depth_) {
     return absl::InternalError("CUDA get pipeline: every stream is busy");
   }
@@ -190,7 +190,7 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   s.copied = copied;
   s.downloaded = downloaded;
   s.calls.assign(calls.begin(), calls.end());
-  absl::Status st = n == 0 ? absl::OkStatus() : enqueue(table, s, any_exists);
+  absl::Status st = n == 0 ? absl::OkStatus() : enqueue(table, s, any_exists, now);
   if (st.ok() && n == 0) {
     for (cudaEvent_t e : s.ev) {
       if (auto err = cudaEventRecord(e, s.stream); err != cudaSuccess) {
@@ -338,7 +338,7 @@ void DeviceGets::pack_byte_keys(Slot& s, absl::Span<Call* const> calls, uint64_t
   (void)key_bytes;  // == off: submit sized the buffer for it
 }
 
-absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists) {
+absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now) {
   const uint64_t n = s.n;
   cudaStream_t st = s.stream;
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
@@ -352,8 +352,8 @@ absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, boo
   if (s.key_offsets_at != 0) {
     const char* d_keys = s.d_in.at<char>(s.key_offsets_at + 4 * (n + 1));
     GPHKV_CUDA_TRY(cuda::launch_match_records(heap_->device_locations(), d_handles, d_found,
-                                              s.d_in.at<uint32_t>(s.key_offsets_at), d_keys, n, s.d_skip.at<uint32_t>(),
-                                              st));
+                                              s.d_in.at<uint32_t>(s.key_offsets_at), d_keys, n, now,
+                                              s.d_skip.at<uint32_t>(), st));
     d_skip = s.d_skip.at<uint32_t>();
   }
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
@@ -464,10 +464,12 @@ absl::Status DeviceGets::fill_from_handles(Slot& s, const std::vector<Call*>& ca
     GPHKV_RETURN_IF_ERROR(heap_->gather(found_handles, &records));
     std::string* values = c->get().response->mutable_values();
     size_t at = 0, j = 0;
-    byte_keys.for_each([&](size_t i, std::string_view key) {
+    byte_keys.for_each([&](size_t i, std::string_view) {
       if ((meta[first + i] >> 31) == 0) return;
       const uint32_t len = value_handle::length(found_handles[j++]);
-      values->append(records, at + byte_key::kRecordHeaderBytes + key.size(), meta[first + i] & 0x7fffffffu);
+      // The value ends the record, past its header and key.
+      const uint32_t value_len = meta[first + i] & 0x7fffffffu;
+      values->append(records, at + len - value_len, value_len);
       at += len;
     });
   }

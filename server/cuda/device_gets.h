@@ -71,7 +71,7 @@ class DeviceGets final : public GetPipeline {
   // Enqueues the batch of get calls (in_flight() < depth() required; waits
   // for a slot whose answers are still being filled). An error leaves nothing
   // in flight for this batch; its calls are the caller's to answer.
-  absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls) override;
+  absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls, uint32_t now) override;
   // Waits for the oldest batch and returns its answers: statuses that are
   // set already (a device error for all) and responses to fill. Everything
   // the batch read of the table and the heap was read by then: writes may
@@ -105,7 +105,7 @@ class DeviceGets final : public GetPipeline {
   };
   DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
   absl::Status init(int depth);
-  absl::Status enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists);
+  absl::Status enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now);
   // Packs the batch's byte keys after its keys and want flags (key_offsets_at).
   void pack_byte_keys(Slot& s, absl::Span<Call* const> calls, uint64_t key_bytes);
   // The slow path of finish(): values gathered per call from handles copied back.

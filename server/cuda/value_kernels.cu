@@ -4,6 +4,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "gphkv/cuda/status.h"
+#include "server/byte_key.h"
 
 namespace gphkv::server::cuda {
 namespace {
@@ -144,11 +145,14 @@ __global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles
 }
 
 // One warp per key. A byte key (key_offsets[i + 1] > key_offsets[i]) keeps
-// its hit only when the slot holds a record of the same key bytes, read
-// where the gather will read the value: the record's 2-byte length, then
-// the key. A uint64 key keeps its hit only when the slot holds no record.
+// its hit only when the slot holds a record of the same key bytes that has
+// not expired by `now`, read where the gather will read the value: the
+// record's 2-byte length, its item header when the length's top bit says
+// so (server/byte_key.h), then the key. A uint64 key keeps its hit only
+// when the slot holds no record.
 __global__ void match_records_kernel(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
-                                     const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t* skip) {
+                                     const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t now,
+                                     uint32_t* skip) {
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
   for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
@@ -159,20 +163,33 @@ __global__ void match_records_kernel(DeviceLocations locations, const uint64_t* 
     }
     const uint64_t h = handles[i];
     bool match = value_handle::is_record(h) == (key_len > 0);
+    uint32_t header = byte_key::kRecordHeaderBytes;
     if (match && key_len > 0) {
       const auto* record = reinterpret_cast<const unsigned char*>(locations.at(value_handle::id(h)));
-      const uint32_t stored_len = record[0] | (static_cast<uint32_t>(record[1]) << 8);
-      match = stored_len == key_len && 2 + key_len <= value_handle::length(h);
+      const uint32_t raw = record[0] | (static_cast<uint32_t>(record[1]) << 8);
+      const uint32_t stored_len = raw & ~uint32_t{byte_key::kItemHeaderBit};
+      if ((raw & byte_key::kItemHeaderBit) != 0) {
+        header = byte_key::kMaxRecordHeaderBytes;
+        match = header <= value_handle::length(h);
+        if (match) {
+          // The exptime, bytes 6-9 (the header's flags come first), read
+          // bytewise: only the record's start is aligned.
+          const uint32_t exptime = record[6] | (static_cast<uint32_t>(record[7]) << 8) |
+                                   (static_cast<uint32_t>(record[8]) << 16) | (static_cast<uint32_t>(record[9]) << 24);
+          match = !byte_key::is_expired(exptime, now);
+        }
+      }
+      match = match && stored_len == key_len && header + key_len <= value_handle::length(h);
       bool differ = false;
       if (match) {
         const char* key = key_bytes + key_offsets[i];
-        for (uint32_t j = lane; j < key_len; j += 32) differ |= static_cast<char>(record[2 + j]) != key[j];
+        for (uint32_t j = lane; j < key_len; j += 32) differ |= static_cast<char>(record[header + j]) != key[j];
       }
       match = match && !__any_sync(0xffffffffu, differ);
     }
     if (lane == 0) {
       if (!match) found[i] = 0;
-      skip[i] = match && key_len > 0 ? 2 + key_len : 0;
+      skip[i] = match && key_len > 0 ? header + key_len : 0;
     }
   }
 }
@@ -228,12 +245,12 @@ cudaError_t launch_gather(DeviceLocations locations, const uint64_t* handles, co
 }
 
 cudaError_t launch_match_records(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
-                                 const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t* skip,
-                                 cudaStream_t stream) {
+                                 const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t now,
+                                 uint32_t* skip, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   gphkv::cuda::clear_stale_launch_error();
   match_records_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, found, key_offsets,
-                                                                               key_bytes, n, skip);
+                                                                               key_bytes, n, now, skip);
   return cudaGetLastError();
 }
 

@@ -32,12 +32,13 @@ cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, co
 // key_bytes[key_offsets[i], key_offsets[i + 1]), none for a uint64 key.
 // Clears found[i] unless the slot is key i's own (a byte key's: a record of
 // the same key bytes; a uint64 key's: no record), and sets skip[i] to where
-// the value starts in what the slot holds (2 + key length for a byte key's
-// record, else 0). One warp per key, reading the record where the gather
-// reads the value.
+// the value starts in what the slot holds (the record's header and key for
+// a byte key, else 0). A record whose item header (byte_key::kItemHeaderBit)
+// gives an expiry at or before `now` (unix seconds) is a miss too. One warp
+// per key, reading the record where the gather reads the value.
 cudaError_t launch_match_records(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
-                                 const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t* skip,
-                                 cudaStream_t stream);
+                                 const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t now,
+                                 uint32_t* skip, cudaStream_t stream);
 
 // For each key of a lookup: meta[i] = hit ? 1u << 31 | len : 0 and
 // lens[i] = len, where len = the value's length if hit and (want ==

@@ -11,8 +11,6 @@ namespace {
 
 // The refusals, one per reason, so a client's log says what to wait for.
 // SERVER_ERROR: the request is well formed, this server cannot do it yet.
-constexpr ParseError kFlagsRefused{ErrorKind::kServerError, "nonzero flags not supported yet"};
-constexpr ParseError kExptimeRefused{ErrorKind::kServerError, "nonzero exptime not supported yet"};
 constexpr ParseError kCasRefused{ErrorKind::kServerError, "not supported yet (cas)"};
 constexpr ParseError kExpiryRefused{ErrorKind::kServerError, "not supported yet (touch, gat, gats)"};
 constexpr ParseError kFlushRefused{ErrorKind::kServerError, "not supported yet (flush_all)"};
@@ -49,14 +47,11 @@ Routing route_command(const Command& command) {
     case CommandKind::kGet:
     case CommandKind::kGets:
     case CommandKind::kDelete: return Routing{CommandRoute::kIntake, {}};
+    // set, add and replace store their flags and exptime; memcached ignores
+    // append's and prepend's: the item keeps its own (the store keeps them).
     case CommandKind::kSet:
     case CommandKind::kAdd:
     case CommandKind::kReplace:
-      if (command.client_flags != 0) return refused(kFlagsRefused);
-      if (command.exptime != 0) return refused(kExptimeRefused);
-      return Routing{CommandRoute::kIntake, {}};
-    // memcached ignores append's and prepend's flags and exptime: the item
-    // keeps its own.
     case CommandKind::kAppend:
     case CommandKind::kPrepend:
     case CommandKind::kIncr:
@@ -130,6 +125,12 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
       put_.Clear();
       call.op =
           PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys, put_mode(command.kind)};
+      if (command.kind == CommandKind::kSet || command.kind == CommandKind::kAdd ||
+          command.kind == CommandKind::kReplace) {
+        // memcached's exptime rule is the store's (PutOp::exptime).
+        std::get<PutOp>(call.op).flags = command.client_flags;
+        std::get<PutOp>(call.op).exptime = command.exptime;
+      }
       break;
     case CommandKind::kDelete:
       delete_.Clear();
@@ -138,7 +139,8 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
     default:
       // Clear keeps the repeated fields' and the values' capacity.
       get_.Clear();
-      call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys};
+      items_.clear();
+      call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys, &items_};
       break;
   }
   call.received = Clock::now();
@@ -202,10 +204,10 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
       return;
     default: break;
   }
-  // get/gets: a VALUE per found key, in request order, then END. The store
-  // keeps no client flags (a set with nonzero flags is refused), so 0 is
-  // every item's flags; and no CAS versions yet (issue 27), so gets says
-  // 0, which no item of memcached ever has, and `cas` is refused.
+  // get/gets: a VALUE per found key, in request order, then END, with the
+  // item's flags (none filled: every item's are 0, GetOp::items). No CAS
+  // versions yet (issue 27), so gets says 0, which no item of memcached
+  // ever has, and `cas` is refused.
   size_t key_offset = 0;
   size_t value_offset = 0;
   const std::string& values = get_.values();
@@ -216,10 +218,11 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
     const uint32_t length = get_.value_lengths(static_cast<int>(i));
     const std::string_view data(values.data() + value_offset, length);
     value_offset += length;
+    const uint32_t flags = i < items_.size() ? items_[i].flags : 0;
     if (kind_ == CommandKind::kGets) {
-      append_value(out, key, 0, data, 0);
+      append_value(out, key, flags, data, 0);
     } else {
-      append_value(out, key, 0, data);
+      append_value(out, key, flags, data);
     }
   }
   memcache::append_reply(out, Reply::kEnd);

@@ -78,6 +78,7 @@ class IntakeCommand {
   std::string value_;
   uint32_t value_length_ = 0;
   v1::GetResponse get_;
+  std::vector<byte_key::ItemMeta> items_;  // the found items' flags (GetOp::items)
   v1::PutResponse put_;
   v1::DeleteResponse delete_;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -75,6 +76,80 @@ TEST(ByteKey, ARecordAnswersOnlyForItsOwnKey) {
   EXPECT_FALSE(byte_key::parse_record(record.substr(0, 3)).has_value());
   EXPECT_FALSE(byte_key::parse_record(record.substr(0, 1)).has_value());
   EXPECT_FALSE(byte_key::parse_record("").has_value());
+}
+
+TEST(ByteKey, ItemHeadersCarryFlagsExpiryAndCas) {
+  std::mt19937_64 rng(engine::testing::test_seed());
+  for (int i = 0; i < 2000; ++i) {
+    const std::string key = random_key(rng, i % 10 == 0 ? byte_key::kMaxKeyBytesLimit : 40);
+    std::string value(rng() % 100, '\0');
+    for (char& c : value) c = static_cast<char>(rng());
+    byte_key::ItemMeta meta;
+    if (rng() % 4 != 0) {
+      meta.flags = static_cast<uint32_t>(rng() >> (rng() % 33));
+      meta.exptime = static_cast<uint32_t>(rng() >> (rng() % 33));
+      meta.cas = rng() >> (rng() % 65);
+    }
+    std::string record;
+    byte_key::append_record(key, value, meta, &record);
+    ASSERT_EQ(record.size(), byte_key::record_bytes(key, value, meta));
+    // Only a record with item fields pays for the header.
+    ASSERT_EQ(record.size(), 2 + key.size() + value.size() + (meta.empty() ? 0 : 16));
+    const std::optional<byte_key::Record> r = byte_key::parse_record(record);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->key, key);
+    EXPECT_EQ(r->value, value);
+    EXPECT_TRUE(r->meta == meta);
+    EXPECT_EQ(byte_key::value_if_key(record, key), std::optional<std::string_view>(value));
+    // Cut anywhere inside the header or key: never read past the end.
+    const size_t cut = rng() % (record.size() - value.size());
+    EXPECT_FALSE(byte_key::parse_record(std::string_view(record).substr(0, cut)).has_value()) << cut;
+  }
+}
+
+TEST(ByteKey, RecordsWrittenBeforeItemHeadersReadWithZeros) {
+  // A record as issue 26's builds wrote it, byte for byte: [len 2][key][value].
+  const std::string old(
+      "\x03\x00"
+      "abc"
+      "value",
+      10);
+  const std::optional<byte_key::Record> r = byte_key::parse_record(old);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->key, "abc");
+  EXPECT_EQ(r->value, "value");
+  EXPECT_TRUE(r->meta == byte_key::ItemMeta{});
+  // And a record without item fields is still written that way.
+  std::string record;
+  byte_key::append_record("abc", "value", byte_key::ItemMeta{}, &record);
+  EXPECT_EQ(record, old);
+  // With fields: the length's top bit, then flags, exptime, CAS, little-endian.
+  record.clear();
+  byte_key::append_record("abc", "v", byte_key::ItemMeta{0x01020304, 0x0a0b0c0d, 0x1122334455667788}, &record);
+  EXPECT_EQ(record, std::string("\x03\x80\x04\x03\x02\x01\x0d\x0c\x0b\x0a\x88\x77\x66\x55\x44\x33\x22\x11"
+                                "abcv",
+                                22));
+}
+
+TEST(ByteKey, ExptimeFollowsMemcachedsRule) {
+  constexpr uint32_t now = 1'800'000'000;
+  EXPECT_EQ(byte_key::absolute_exptime(0, now), 0u);                         // never
+  EXPECT_EQ(byte_key::absolute_exptime(1, now), now + 1);                    // relative
+  EXPECT_EQ(byte_key::absolute_exptime(2592000, now), now + 2592000);        // 30 days: still relative
+  EXPECT_EQ(byte_key::absolute_exptime(2592001, now), 2592001u);             // beyond: absolute (long past)
+  EXPECT_EQ(byte_key::absolute_exptime(now + 5ll, now), now + 5);            // absolute
+  EXPECT_EQ(byte_key::absolute_exptime(-1, now), now);                       // expired at once
+  EXPECT_EQ(byte_key::absolute_exptime(int64_t{1} << 40, now), UINT32_MAX);  // clamped
+  // Applying the rule again (a replayed write) keeps the time.
+  for (int64_t e : {int64_t{0}, int64_t{1}, int64_t{2592000}, int64_t{-1}, int64_t{now} + 5}) {
+    const uint32_t once = byte_key::absolute_exptime(e, now);
+    EXPECT_EQ(byte_key::absolute_exptime(once, now + 100), once) << e;
+  }
+  // Expired at its second, not before; 0 never.
+  EXPECT_FALSE(byte_key::is_expired(now, now - 1));
+  EXPECT_TRUE(byte_key::is_expired(now, now));
+  EXPECT_TRUE(byte_key::is_expired(now, now + 1));
+  EXPECT_FALSE(byte_key::is_expired(0, UINT32_MAX));
 }
 
 TEST(ValueHandle, TheRecordBitIsNeitherLengthNorId) {

@@ -40,6 +40,15 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
     EXPECT_EQ(s.round_trip("incr hits 2\r\n", "42\r\n"), "42\r\n");
     EXPECT_EQ(s.round_trip("append user:1 0 0 1\r\n!\r\n", stored), stored);
     EXPECT_EQ(s.round_trip("add user:1 0 0 1\r\nz\r\n", "NOT_STORED\r\n"), "NOT_STORED\r\n");
+    // Flags and expiry are refused with a data directory, whose log does
+    // not carry them yet (issue 27), and change nothing.
+    const std::string refused =
+        "SERVER_ERROR nonzero flags or exptime: a server with --data_dir does not keep them yet (its log and "
+        "snapshots carry no item fields); nothing was changed\r\n";
+    EXPECT_EQ(s.round_trip("set user:2 5 0 1\r\nX\r\n", refused), refused);
+    EXPECT_EQ(s.round_trip("set user:2 0 100 1\r\nX\r\n", refused), refused);
+    EXPECT_EQ(s.round_trip("add fresh 0 -1 1\r\nX\r\n", refused), refused);
+    EXPECT_EQ(s.round_trip("get user:2 fresh\r\n", seen), seen);
   }
   auto server = testing::start_server(o);
   ASSERT_NE(server, nullptr);

@@ -37,8 +37,8 @@ std::optional<uint64_t> decimal(std::string value) {
   return std::stoull(value);
 }
 
-std::string value_reply(const std::string& key, const std::string& value) {
-  return absl::StrCat("VALUE ", key, " 0 ", value.size(), "\r\n", value, "\r\n");
+std::string value_reply(const std::string& key, const std::string& value, uint32_t flags = 0) {
+  return absl::StrCat("VALUE ", key, " ", flags, " ", value.size(), "\r\n", value, "\r\n");
 }
 
 TEST(MemcachedTrafficTest, PipelinedCommandsAnsweredInOrder) {
@@ -150,6 +150,7 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
     return v;
   };
   std::unordered_map<std::string, std::string> model;
+  std::unordered_map<std::string, uint32_t> flags;  // each stored key's client flags
   std::vector<std::unique_ptr<MemcacheSocket>> sockets;
   for (int i = 0; i < 4; ++i) sockets.push_back(std::make_unique<MemcacheSocket>(server->memcached_port()));
   for (int burst = 0; burst < 150; ++burst) {
@@ -168,6 +169,7 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
           absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), tail, value, "\r\n");
           if (!noreply) expected += "STORED\r\n";
           model[key] = value;
+          flags[key] = 0;
           break;
         }
         case 3:
@@ -178,7 +180,7 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
           for (int n = uniform(1, 20); n > 0; --n) {
             const std::string& k = keys[static_cast<size_t>(uniform(0, static_cast<int>(keys.size()) - 1))];
             absl::StrAppend(&request, " ", k);
-            if (auto it = model.find(k); it != model.end()) reply += value_reply(k, it->second);
+            if (auto it = model.find(k); it != model.end()) reply += value_reply(k, it->second, flags[k]);
           }
           absl::StrAppend(&request, "\r\n");
           expected += reply + "END\r\n";
@@ -188,6 +190,7 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
           absl::StrAppend(&request, "delete ", key, tail);
           if (!noreply) expected += model.count(key) ? "DELETED\r\n" : "NOT_FOUND\r\n";
           model.erase(key);
+          flags.erase(key);
           break;
         case 7: {
           // The conditional writes, decided against what the key holds.
@@ -204,7 +207,8 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
             } else if (verb == 3) {
               it->second = value + it->second;
             } else {
-              model[key] = value;
+              model[key] = value;  // add and replace store their flags, 0 here
+              flags[key] = 0;
             }
           }
           break;
@@ -216,6 +220,7 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
             absl::StrAppend(&request, "set ", key, " 0 0 ", number.size(), tail, number, "\r\n");
             if (!noreply) expected += "STORED\r\n";
             model[key] = number;
+            flags[key] = 0;
             break;
           }
           const bool incr = uniform(0, 1) == 0;
@@ -239,8 +244,12 @@ TEST_P(MemcachedModelTest, RandomCommandsMatchAModel) {
         }
         case 8: {
           const std::string value = random_value();
-          absl::StrAppend(&request, "set ", key, " ", uniform(1, 1000), " 0 ", value.size(), tail, value, "\r\n");
-          if (!noreply) expected += "SERVER_ERROR nonzero flags not supported yet\r\n";
+          // Flags kept; incr, decr, append and prepend keep them too.
+          const uint32_t f = static_cast<uint32_t>(uniform(1, 1 << 30));
+          absl::StrAppend(&request, "set ", key, " ", f, " 0 ", value.size(), tail, value, "\r\n");
+          if (!noreply) expected += "STORED\r\n";
+          model[key] = value;
+          flags[key] = f;
           break;
         }
         default: absl::StrAppend(&request, "garbage ", key, "\r\n"); expected += "ERROR\r\n";
@@ -402,6 +411,25 @@ assert c.get('py:b') == b'0'
 assert c.version()
 c.set('py:quiet', b'q', noreply=True)
 assert c.get('py:quiet') == b'q'
+# Flags come back with the value (a serde sees them); an expiry in the past
+# makes a miss, one ahead keeps the item.
+class Flags:
+    seen = {}
+    def serialize(self, key, value):
+        return value, 0
+    def deserialize(self, key, value, flags):
+        Flags.seen[key] = flags
+        return value
+f = Client(('127.0.0.1', int(sys.argv[1])), default_noreply=False, timeout=10, serde=Flags())
+assert f.set('py:f', b'v', flags=1234567) is True
+assert f.get('py:f') == b'v' and Flags.seen['py:f'] == 1234567
+assert f.append('py:f', b'w') is True
+assert f.get('py:f') == b'vw' and Flags.seen['py:f'] == 1234567
+assert f.set('py:e', b'v', expire=-1) is True
+assert f.get('py:e') is None
+assert f.add('py:e', b'n', expire=3600) is True
+assert f.get('py:e') == b'n'
+f.quit()
 c.quit()
 print('pymemcache ok')
 )PY";

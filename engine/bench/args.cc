@@ -47,11 +47,13 @@ Args parse_args(int argc, char** argv) {
       a.bulk_variants = true;
     } else if (s == "--refinement_variants") {
       a.refinement_variants = true;
+    } else if (s == "--burst_variants") {
+      a.burst_variants = true;
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH] "
                    "[--sections=table,build,burst,rebuild_lookup] [--shape=M/C] [--bulk_variants]\n"
-                   "                    [--refinement_variants]\n");
+                   "                    [--refinement_variants] [--burst_variants]\n");
       std::exit(1);
     }
   }

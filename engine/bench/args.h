@@ -20,6 +20,10 @@ struct Args {
   // --refinement_variants: the table section also measures inserts and
   // bursts with each Refinement kernel, interleaved (warp, lanes, warp, lanes).
   bool refinement_variants = false;
+  // --burst_variants: the table section also measures inserts and bursts
+  // with each of the insert path's variants (InsertVariants), interleaved
+  // twice; rows in refinement_variants, named after the variant.
+  bool burst_variants = false;
   std::string json;
   std::string sections = "table,build,burst,rebuild_lookup";
   // --shape=M/C: M slots per bucket and C cells per bucket for every table

@@ -107,6 +107,14 @@ void unique_pairs(Context& c, uint64_t n, const engine::TableOptions& o) {
           expect_keys("unique pairs (pair records)", n, n, t.size());
         }
         trim_memory_pool();
+        BulkBuildConfig separate;  // the default before pair_records_when_free
+        separate.pair_records_when_free = false;
+        timed_build(c, "unique, separate records", n, t, [&](BuildStats* st, BulkBuildTimes* times) {
+          separate.times = times;
+          OK(t.bulk_load(d_kv, n, nullptr, 0, c.s, st, separate));
+        });
+        expect_keys("unique pairs (separate records)", n, n, t.size());
+        trim_memory_pool();
         BulkBuildConfig again;
         timed_build(c, std::string("unique, ") + vname + ", again", n, t, [&](BuildStats* st, BulkBuildTimes* times) {
           again.times = times;

@@ -5,7 +5,7 @@
 //
 //   engine_bench [--keys=1e8,1e9] [--reps=7] [--load=0.8] [--sweep] [--json=PATH]
 //                [--sections=table,build,burst,rebuild_lookup] [--shape=M/C] [--bulk_variants]
-//                [--refinement_variants]
+//                [--refinement_variants] [--burst_variants]
 //
 // Sections (sections.h, a file each): table (finds, inserts and erases
 // against the ceiling and the baseline, per size), build (the GPU bulk

@@ -47,6 +47,9 @@ BurstRates burst_insert_erase(Context& c, CudaTable& table, uint64_t n, uint64_t
 // insert build (as insert_build) and 1% bursts (as burst_insert_erase). Leaves
 // the table built, with the kernel it had.
 std::vector<Report::RefinementVariant> refinement_variants(Context& c, CudaTable& table, uint64_t n, TableBuffers& b);
+// --burst_variants: the insert path's variants (InsertVariants) on the
+// default kernel, interleaved twice; rows named after the variant.
+std::vector<Report::RefinementVariant> burst_variants(Context& c, CudaTable& table, uint64_t n, TableBuffers& b);
 
 // baseline_bench.cu: bucketed linear probing with num_slots slots (the same
 // load as the GPH table) in buckets of 16 keys:

@@ -34,4 +34,41 @@ std::vector<Report::RefinementVariant> refinement_variants(Context& c, CudaTable
   return rows;
 }
 
+// --burst_variants: the insert path's hand-offs (engine/cuda/refinement.h,
+// InsertVariants) on the table's default kernel, interleaved twice (default,
+// the warp-wide overflow append, the queue, both; then again), each measured
+// as above.
+std::vector<Report::RefinementVariant> burst_variants(Context& c, CudaTable& table, uint64_t n, TableBuffers& b) {
+  using engine::cuda::InsertVariants;
+  const InsertVariants before = table.insert_variants();
+  struct Named {
+    const char* name;
+    InsertVariants v;
+  };
+  const Named variants[] = {{"default", {false, false}},
+                            {"fill_warp_append", {true, false}},
+                            {"refinement_queue", {false, true}},
+                            {"fill_warp_append+refinement_queue", {true, true}}};
+  std::vector<Report::RefinementVariant> rows;
+  for (int round = 0; round < 2; ++round) {
+    for (const Named& x : variants) {
+      std::printf("  insert variant %s:\n", x.name);
+      table.set_insert_variants(x.v);
+      Report::RefinementVariant row;
+      row.kernel = x.name;
+      row.insert_build = insert_build(c, table, n, n >= 500000000ull ? 2 : 3, b, &row.build_no_room);
+      const BurstRates burst = burst_insert_erase(c, table, n, n - row.build_no_room, b);
+      row.insert_burst = burst.insert;
+      row.erase_burst = burst.erase;
+      std::printf("  insert variant %s: insert build %.3f G/s (%llu kNoRoom), 1%% bursts %.3f G/s, erase %.3f G/s\n",
+                  x.name, row.insert_build, static_cast<unsigned long long>(row.build_no_room), row.insert_burst,
+                  row.erase_burst);
+      std::fflush(stdout);
+      rows.push_back(row);
+    }
+  }
+  table.set_insert_variants(before);
+  return rows;
+}
+
 }  // namespace gphkv::bench

@@ -19,7 +19,7 @@ struct Report {
   };
   // Refinement's transaction (engine/cuda/refinement.h, --refinement_variants).
   struct RefinementVariant {
-    std::string kernel;                                          // "warp" or "lanes"
+    std::string kernel;  // "warp" or "lanes"; --burst_variants: the InsertVariants' name
     double insert_build = 0, insert_burst = 0, erase_burst = 0;  // G/s
     uint64_t build_no_room = 0;
   };

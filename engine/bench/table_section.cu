@@ -100,6 +100,10 @@ void table_section(Context& c, uint64_t n, bool sweep) {
   const BurstRates burst = burst_insert_erase(c, table, n, n - build_no_room, b);
   std::vector<Report::RefinementVariant> refinement_rows;
   if (c.args.refinement_variants) refinement_rows = refinement_variants(c, table, n, b);
+  if (c.args.burst_variants) {
+    const std::vector<Report::RefinementVariant> more = burst_variants(c, table, n, b);
+    refinement_rows.insert(refinement_rows.end(), more.begin(), more.end());
+  }
   std::vector<Report::Variant> variants;
   if (sweep) variants = lookup_tuning(c, table, n, nq, kFindCases, b);
   made->reset();  // free the GPH table before the baseline takes as much

@@ -171,6 +171,18 @@ absl::Status read_back(void* host, const void* device, size_t bytes, cudaStream_
 
 }  // namespace
 
+// The records themselves (8 B key,
+// 16 B pair, 4 B bucket a record; 4 B load a bucket), then the placement's
+// scratch at the build's peak (three 4 B arrays a record, 4 B a bucket, the
+// sort's temporary bounded by 8 B a record), with 1 GiB to spare: about 48 B
+// a record. 5.9 GB at 10^8 pairs; 49.7 GB at 10^9, more than an H100 has left
+// there beside the table and the input (the pairs build ran out of memory).
+bool pair_records_fit(uint64_t m, uint64_t buckets, size_t free_bytes) {
+  const uint64_t records = m * (8 + 16 + 4) + buckets * 4;
+  const uint64_t place = m * (4 + 4 + 4 + 8) + buckets * 4;
+  return free_bytes >= records + place + (uint64_t{1} << 30);
+}
+
 absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, const WriteOp* burst, uint64_t n_burst,
                                uint64_t input_pairs, const BulkBuildConfig& config, cudaStream_t s, BuildStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -239,7 +251,7 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
   StreamScratch records(s);
   uint64_t* rec_keys = nullptr;
   uint64_t* rec_values = nullptr;
-  ulonglong2* rec_pairs = nullptr;  // config.pair_records: in place of rec_values
+  ulonglong2* rec_pairs = nullptr;  // pair records (BulkBuildConfig): in place of rec_values
   uint32_t* rec_bucket = nullptr;
   uint32_t* load = nullptr;
   auto allocate_records = [&]() -> absl::Status {
@@ -247,12 +259,18 @@ absl::Status bulk_build_device(const DeviceTable& dst, const BulkBase& base, con
       return absl::ResourceExhaustedError(absl::StrCat("bulk build: ", m, " keys exceed the ", g.num_slots(),
                                                        " slots of ", g.num_buckets, " buckets; grow the table"));
     }
+    bool pairs = config.pair_records;
+    if (!pairs && config.pair_records_when_free) {
+      size_t free_b = 0, total_b = 0;
+      GPHKV_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+      pairs = pair_records_fit(m, g.num_buckets, free_b);
+    }
     const size_t o_k = records.reserve<uint64_t>(m);
-    const size_t o_v = config.pair_records ? records.reserve<ulonglong2>(m) : records.reserve<uint64_t>(m);
+    const size_t o_v = pairs ? records.reserve<ulonglong2>(m) : records.reserve<uint64_t>(m);
     const size_t o_b = records.reserve<uint32_t>(m), o_l = records.reserve<uint32_t>(g.num_buckets);
     GPHKV_RETURN_IF_ERROR(records.allocate());
     rec_keys = records.at<uint64_t>(o_k);
-    if (config.pair_records) {
+    if (pairs) {
       rec_pairs = records.at<ulonglong2>(o_v);
     } else {
       rec_values = records.at<uint64_t>(o_v);

@@ -89,9 +89,20 @@ struct BulkBuildConfig {
   // of a record is one 16-byte load instead of a key and a value from two
   // arrays; 8 B more a record at the build's peak. On the H100 it took a
   // 10^8-pair build from 37.0 to 35.1 ms, and a 10^9-pair build ran out of
-  // memory with it, hence off (engine_bench --bulk_variants; docs/gph.md).
+  // memory with it, hence not always: on when set, else by the free memory
+  // when the records are allocated (pair_records_when_free).
   bool pair_records = false;
+  // Pair records whenever the device's free memory at the records'
+  // allocation holds them and the rest of the build's peak with room to
+  // spare (bulk_build.cu, pair_records_fit): on at 10^8 pairs on the H100,
+  // off at 10^9 (engine_bench --bulk_variants; docs/gph.md).
+  bool pair_records_when_free = true;
 };
+
+// Whether pair records (BulkBuildConfig::pair_records_when_free) fit in
+// `free_bytes` of device memory at the records' allocation, for m records
+// into `buckets` buckets (bulk_build.cu says what it counts).
+bool pair_records_fit(uint64_t m, uint64_t buckets, size_t free_bytes);
 
 // Fills `dst` (its cells, buckets, out-of-band slot and size counter) with
 // `base` plus the `burst` writes applied after it, in order (for a key written

@@ -217,7 +217,7 @@ absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint6
   GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));
   const size_t o_status = scratch.reserve<uint8_t>(n);
   const size_t o_overflow = scratch.reserve<uint2>(n);
-  const size_t o_count = scratch.reserve<uint32_t>(1);
+  const size_t o_count = scratch.reserve<uint32_t>(2);  // InsertScratch::overflow_count
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
   InsertScratch s{};
   s.sorted = sorted.bind(scratch);
@@ -328,6 +328,7 @@ absl::Status CudaTable::set_refinement_kernel(RefinementKernel kernel) {
   GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
   RefinementShape shape;
   GPHKV_CUDA_TRY(prepare_refinement(geo_, sms, kernel, &shape));
+  shape.variants = refinement_shape_.variants;
   refinement_shape_ = shape;
   return absl::OkStatus();
 }

@@ -94,6 +94,12 @@ class CudaTable final : public StreamOrderedTable {
   // fit. Not while an insert of this table runs.
   absl::Status set_refinement_kernel(RefinementKernel kernel);
   RefinementKernel refinement_kernel() const { return refinement_shape_.kernel; }
+  // The insert path's variants (refinement.h, InsertVariants; all off by
+  // default), kept across set_refinement_kernel. refinement_queue is the
+  // lanes kernel's alone (the warp kernel ignores it). Not while an insert of
+  // this table runs.
+  void set_insert_variants(const InsertVariants& v) { refinement_shape_.variants = v; }
+  const InsertVariants& insert_variants() const { return refinement_shape_.variants; }
 
   // Refinement's counters as of the last synchronous operation or synchronize().
   const RefinementStats& refinement_stats() const { return stats_; }

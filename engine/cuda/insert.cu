@@ -99,8 +99,10 @@ __global__ void __launch_bounds__(kBlock)
 // mask to the key's owner, which overwrites or claims a vacant slot with
 // atomicCAS (moving on to the next vacant slot when another key wins it). ncu
 // saw the one-thread-per-bucket kernel latency-bound at 32% of DRAM bandwidth.
+// kWarpAppend (InsertVariants::fill_warp_append): a warp's overflowed keys
+// take their places in the overflow list with one atomicAdd, ranked by a ballot.
 constexpr int kFillGroup = 4;
-template <uint32_t M>
+template <uint32_t M, bool kWarpAppend>
 __global__ void __launch_bounds__(kBlock)
     saturation_fill_grouped(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
                             const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values, uint64_t n,
@@ -160,7 +162,7 @@ __global__ void __launch_bounds__(kBlock)
       my_vacant = vacant;
     }
   }
-  bool inserted = false;
+  bool inserted = false, overflowed = false;
   if (acts) {
     uint8_t st;
     if (key == gph::kEmptyKey) {  // the one out-of-band key; deduped, so one thread
@@ -172,10 +174,21 @@ __global__ void __launch_bounds__(kBlock)
       st = kStatusAssigned;
     } else {
       st = claim_slot(t, bucket, key, value, my_vacant) ? kStatusInserted : kStatusOverflow;
-      if (st == kStatusOverflow) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
+      overflowed = st == kStatusOverflow;
+      if (!kWarpAppend && overflowed) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
     }
     status[p] = st;
     inserted = st == kStatusInserted;
+  }
+  if (kWarpAppend) {
+    const unsigned over = __ballot_sync(kFull, overflowed);
+    if (over != 0) {
+      const int first = __ffs(over) - 1;
+      uint32_t at = 0;
+      if (lane == first) at = atomicAdd(overflow_count, static_cast<uint32_t>(__popc(over)));
+      at = __shfl_sync(kFull, at, first);
+      if (overflowed) overflow[at + __popc(over & ((1u << lane) - 1))] = make_uint2(p, last);
+    }
   }
   warp_count_add(t.size, inserted, +1);
 }
@@ -216,20 +229,24 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
   if (e != cudaSuccess) return e;
   const uint64_t* sorted_keys = s.sorted.keys;
   const uint32_t* sorted_index = s.sorted.index;
-  if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
+  // The overflow list's length and Refinement's queue head.
+  if ((e = cudaMemsetAsync(s.overflow_count, 0, 2 * sizeof(uint32_t), stream)) != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+  const bool warp_append = shape.variants.fill_warp_append;
   switch (t.geo.slots_per_bucket) {
     case 8:
-      saturation_fill_grouped<8><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
-                                                              s.overflow, s.overflow_count);
+      (warp_append ? saturation_fill_grouped<8, true> : saturation_fill_grouped<8, false>)<<<grid, kBlock, 0, stream>>>(
+          t, sorted_keys, sorted_index, values, n, s.status, s.overflow, s.overflow_count);
       break;
     case 16:
-      saturation_fill_grouped<16><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
-                                                               s.overflow, s.overflow_count);
+      (warp_append ? saturation_fill_grouped<16, true>
+                   : saturation_fill_grouped<16, false>)<<<grid, kBlock, 0, stream>>>(
+          t, sorted_keys, sorted_index, values, n, s.status, s.overflow, s.overflow_count);
       break;
     case 32:
-      saturation_fill_grouped<32><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status,
-                                                               s.overflow, s.overflow_count);
+      (warp_append ? saturation_fill_grouped<32, true>
+                   : saturation_fill_grouped<32, false>)<<<grid, kBlock, 0, stream>>>(
+          t, sorted_keys, sorted_index, values, n, s.status, s.overflow, s.overflow_count);
       break;
     default:
       saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,

@@ -18,7 +18,7 @@ struct InsertScratch {
   SortedBatch sorted;
   uint8_t* status;           // n, InsertStatus by sorted position
   uint2* overflow;           // n: (first, last) sorted positions of each overflowed key
-  uint32_t* overflow_count;  // 1
+  uint32_t* overflow_count;  // 2: the overflow list's length, then Refinement's queue head (InsertVariants)
 };
 
 // keys/values: the batch in batch order; outcomes: n UpsertOutcome bytes in batch order.

@@ -407,8 +407,8 @@ cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementKernel
 }
 
 cudaError_t launch_refinement(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
-                              const uint64_t* values, uint8_t* status, const uint2* overflow,
-                              const uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream) {
+                              const uint64_t* values, uint8_t* status, const uint2* overflow, uint32_t* overflow_count,
+                              const RefinementShape& shape, cudaStream_t stream) {
   if (shape.kernel == RefinementKernel::kLanes) {
     return launch_refinement_lanes(t, sorted_keys, sorted_index, values, status, overflow, overflow_count, shape,
                                    stream);

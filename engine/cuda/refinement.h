@@ -21,8 +21,25 @@ enum class RefinementKernel : uint8_t {
 };
 
 // Launch shape of the Refinement kernel, fixed per table (it depends on R*M).
+// Variants of the insert path's hand-offs (issue 29 round four, engine_bench
+// --burst_variants), off by default.
+struct InsertVariants {
+  // Saturation Fill appends a warp's overflowed keys to the overflow list
+  // with one atomicAdd (a ballot ranks them) instead of one atomicAdd each:
+  // at 1% bursts into a full table a quarter of the keys overflow, and every
+  // append goes to the one counter.
+  bool fill_warp_append = false;
+  // The lanes kernel's warps take the next overflowed key from a counter
+  // (one atomicAdd a transaction) instead of every warps-th key from their
+  // own: the grid ends with its slowest warp, and a static share of ~60
+  // transactions of uneven length (moves, deaths and their back-off) ends
+  // unevenly.
+  bool refinement_queue = false;
+};
+
 struct RefinementShape {
   RefinementKernel kernel = RefinementKernel::kWarp;
+  InsertVariants variants;
   int warps_per_block = 4;
   int blocks = 0;           // grid: warps loop over the overflow list
   size_t shared_bytes = 0;  // dynamic shared memory per block (the Workspaces)
@@ -42,7 +59,7 @@ cudaError_t prepare_refinement(const gph::Geometry& g, int sms, RefinementKernel
 // target buckets, verify and relocate through the warp's shared-memory
 // Workspace. status[first] becomes kStatusInserted or kStatusNoRoom.
 cudaError_t launch_refinement(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
-                              const uint64_t* values, uint8_t* status, const uint2* overflow,
-                              const uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream);
+                              const uint64_t* values, uint8_t* status, const uint2* overflow, uint32_t* overflow_count,
+                              const RefinementShape& shape, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

@@ -19,6 +19,6 @@ cudaError_t prepare_refinement_lanes(const gph::Geometry& g, int sms, Refinement
 
 cudaError_t launch_refinement_lanes(const DeviceTable& t, const uint64_t* sorted_keys, const uint32_t* sorted_index,
                                     const uint64_t* values, uint8_t* status, const uint2* overflow,
-                                    const uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream);
+                                    uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream);
 
 }  // namespace gphkv::engine::cuda

@@ -191,6 +191,21 @@ TEST_F(CudaBulkBuildTest, RandomBasePlusBurstMatchesModelAndCpu) {
   }
 }
 
+// The rule that turns pair records on by free memory: on at 10^8 records on
+// an idle H100, off at 10^9 with what is left there beside the table and the
+// input, and never for less than the records and the placement need. Host
+// arithmetic: runs without a device.
+TEST(PairRecordsFit, ByFreeMemory) {
+  constexpr uint64_t kGB = 1000000000ull;
+  const uint64_t n8 = 100000000ull, b8 = buckets_for_capacity(n8, 0.8, 16);
+  const uint64_t n9 = 1000000000ull, b9 = buckets_for_capacity(n9, 0.8, 16);
+  EXPECT_TRUE(cuda::pair_records_fit(n8, b8, 75 * kGB));
+  EXPECT_FALSE(cuda::pair_records_fit(n9, b9, 40 * kGB));
+  EXPECT_TRUE(cuda::pair_records_fit(n9, b9, 60 * kGB));
+  EXPECT_FALSE(cuda::pair_records_fit(n8, b8, 48 * n8));  // the records and the placement alone
+  EXPECT_TRUE(cuda::pair_records_fit(0, 1, 2 * kGB));
+}
+
 // BulkBuildConfig::pair_records changes where the placement reads a record
 // from, nothing else: the table holds what the default build's holds, and
 // passes every check of a built table.
@@ -209,6 +224,7 @@ TEST_F(CudaBulkBuildTest, PairRecordsBuildTheSameTable) {
     BuildStats plain_stats, pair_stats;
     BulkBuildConfig separate, pairs;
     separate.pair_records = false;
+    separate.pair_records_when_free = false;
     pairs.pair_records = true;
     auto plain = build(o, base, burst, &plain_stats, separate);
     auto paired = build(o, base, burst, &pair_stats, pairs);

@@ -219,6 +219,79 @@ TEST_F(CudaRefinementTest, BatchesFillToTheReachableLoadWithEitherKernel) {
   }
 }
 
+// The insert path's variants (refinement.h, InsertVariants): the warp-wide
+// overflow append and Refinement's queue change who goes first, not what a
+// batch does. Each combination, on both lanes shapes, takes the same batches
+// (fresh keys, keys already stored, repeats within a batch) to the first
+// refusal; every outcome before it must be the model's (first occurrence of a
+// new key kInserted, every other kAssigned), the contents the model's key by
+// key, the lines kept, and the load reached the default's within a batch.
+TEST_F(CudaRefinementTest, InsertVariantsGiveTheDefaultsOutcomesAndContents) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
+  const cuda::InsertVariants variants[] = {{false, false}, {true, false}, {false, true}, {true, true}};
+  for (const Shape& s : {kShapes[0], kShapes[2]}) {
+    const uint32_t table_seed = static_cast<uint32_t>(seed * 0x9e3779b97f4a7c15ull >> 32);
+    double default_load = 0;
+    for (const cuda::InsertVariants& v : variants) {
+      SCOPED_TRACE(::testing::Message() << "M = " << s.m << ", fill_warp_append " << v.fill_warp_append
+                                        << ", refinement_queue " << v.refinement_queue);
+      auto t = make_table(options(s, table_seed), RefinementKernel::kLanes);
+      ASSERT_TRUE(t);
+      t->set_insert_variants(v);
+      std::mt19937_64 rng(seed ^ 0x7a11e5);  // the same batches for every variant
+      Model model;
+      std::vector<uint64_t> stored, keys, values;
+      std::vector<UpsertOutcome> out, want;
+      const uint64_t slots = t->geometry().num_slots();
+      bool refused = false;
+      while (!refused && model.size() < slots) {
+        keys.clear();
+        values.clear();
+        for (size_t i = 0; i < 2048; ++i) {
+          const uint64_t dice = rng() % 16;
+          uint64_t k = rng();
+          if (dice == 0 && !stored.empty()) k = stored[rng() % stored.size()];  // stored before
+          if (dice == 1 && !keys.empty()) k = keys[rng() % keys.size()];        // again in this batch
+          keys.push_back(k);
+          values.push_back(rng());
+        }
+        want.clear();
+        Model after = model;
+        for (size_t i = 0; i < keys.size(); ++i) {
+          want.push_back(after.count(keys[i]) ? UpsertOutcome::kAssigned : UpsertOutcome::kInserted);
+          after[keys[i]] = values[i];  // the last occurrence's value wins
+        }
+        out.assign(keys.size(), UpsertOutcome::kNoRoom);
+        ASSERT_TRUE(t->insert_or_assign(keys, values, absl::MakeSpan(out)).ok());
+        refused = std::count(out.begin(), out.end(), UpsertOutcome::kNoRoom) > 0;
+        if (refused) {  // the batch that met a full cell: the refused keys are out, the rest in
+          for (size_t i = 0; i < keys.size(); ++i) {
+            if (out[i] == UpsertOutcome::kNoRoom) continue;
+            ASSERT_EQ(out[i], want[i]) << "key " << i;
+            model[keys[i]] = after[keys[i]];  // the last occurrence's value
+          }
+          break;
+        }
+        ASSERT_EQ(out, want);
+        for (size_t i = 0; i < keys.size(); ++i) {
+          if (!model.count(keys[i])) stored.push_back(keys[i]);
+        }
+        model = std::move(after);
+      }
+      const double load = static_cast<double>(model.size()) / static_cast<double>(slots);
+      std::printf("M = %u, fill_warp_append %d, refinement_queue %d: first refusal at load %.3f\n", s.m,
+                  v.fill_warp_append, v.refinement_queue, load);
+      EXPECT_GE(load, 0.78);
+      if (!v.fill_warp_append && !v.refinement_queue) default_load = load;
+      EXPECT_NEAR(load, default_load, 2048.0 / static_cast<double>(slots) + 0.02);
+      EXPECT_EQ(check_contents(*t, model), "");
+      LineCensus census;
+      EXPECT_EQ(check_lines(*t, &census), "");
+    }
+  }
+}
+
 #endif
 
 }  // namespace

@@ -280,6 +280,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     mc.address = options.memcached.address;
     mc.max_connections = options.memcached.max_connections;
     mc.threads = options.memcached.threads;
+    mc.answer_spin = options.memcached.answer_spin;
     mc.connection.idle_timeout = options.memcached.idle_timeout;
     // One limit per idea for both protocols: --max_key_bytes and --max_value_bytes.
     mc.connection.parser.max_key_length = options.limits.max_key_bytes;

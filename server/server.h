@@ -43,6 +43,9 @@ struct MemcachedOptions {
   // Closes a connection idle (or not reading its replies) this long; 0: never,
   // memcached's default.
   std::chrono::seconds idle_timeout{0};
+  // How long a loop with calls in the store spins for their answers before
+  // it sleeps in epoll (memcache::ListenerOptions::answer_spin); 0: never.
+  std::chrono::microseconds answer_spin{0};
 };
 
 struct ServerOptions {

@@ -241,7 +241,9 @@ void Connection::submit(bool noreply) {
     s.keep.reset();
     s.in_store = false;
     s.ready = true;
+    return;
   }
+  host_->call_submitted();
 }
 
 Connection::Slot& Connection::new_slot() {

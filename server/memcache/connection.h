@@ -64,6 +64,8 @@ class ConnectionHost {
   virtual void append_stats(std::string* out) const = 0;
   // Counts a command of `keys` keys for stats (get keys, sets, deletes).
   virtual void count_command(CommandKind kind, size_t keys) = 0;
+  // Loop thread: a call went to the sink; its answer comes by post_answer.
+  virtual void call_submitted() = 0;
   // Any thread: runs connection->answered(slot) on the loop thread (at once
   // when called there).
   virtual void post_answer(std::shared_ptr<Connection> connection, void* slot) = 0;

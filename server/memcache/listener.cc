@@ -150,6 +150,12 @@ size_t Listener::open_connections() const {
   return open_;
 }
 
+uint64_t Listener::spun_answers() const {
+  uint64_t n = 0;
+  for (const auto& loop : loops_) n += loop->spun_answers();
+  return n;
+}
+
 void Listener::stop(std::chrono::milliseconds grace) {
   if (stopped_ || accept_base_ == nullptr) return;
   stopped_ = true;

@@ -42,9 +42,52 @@ void Loop::start() {
   thread_ = std::thread([this] {
     name_this_thread(absl::StrCat("gphkv-memc-", index_));
     t_current_loop = this;
-    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    run();
     t_current_loop = nullptr;
   });
+}
+
+void Loop::run() {
+  const std::chrono::microseconds spin = listener_->options().answer_spin;
+  if (spin.count() == 0) {
+    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    return;
+  }
+  // A round of events at a time (EVLOOP_ONCE sleeps until some callback
+  // ran), then, while this loop's calls are in the store, a spin for their
+  // answers. Answers taken by the spin are written, and the sockets looked
+  // at, by a round that does not sleep; then the spin goes on.
+  bool took = false;
+  while (!quit_.load(std::memory_order_acquire)) {
+    if (event_base_loop(base_, took ? EVLOOP_NONBLOCK : EVLOOP_ONCE | EVLOOP_NO_EXIT_ON_EMPTY) < 0) return;
+    took = awaiting_ > 0 && spin_for_answers(spin);
+  }
+}
+
+bool Loop::spin_for_answers(std::chrono::microseconds spin) {
+  // Sockets are looked at between the spin's checks (a round that does not
+  // sleep: one epoll_wait with no timeout), so a command arriving while the
+  // loop waits for answers is read and submitted at once, as when it sleeps.
+  constexpr auto kSocketsEvery = std::chrono::microseconds(10);
+  auto now = std::chrono::steady_clock::now();
+  const auto until = now + spin;
+  auto next_look = now + kSocketsEvery;
+  while (!inbox_posted_.load(std::memory_order_acquire)) {
+    if (quit_.load(std::memory_order_relaxed) || now >= until) return false;
+    if (now >= next_look) {
+      if (event_base_loop(base_, EVLOOP_NONBLOCK) < 0) return false;
+      if (awaiting_ <= 0) return false;  // that round took the last answers
+      next_look = std::chrono::steady_clock::now() + kSocketsEvery;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    now = std::chrono::steady_clock::now();
+  }
+  // Taken here; the event_active that posted them finds the inbox empty.
+  on_inbox(-1, 0, this);
+  spun_answers_.store(spun_answers_.load(std::memory_order_relaxed) + last_taken_, std::memory_order_relaxed);
+  return true;
 }
 
 void Loop::adopt(int fd) {
@@ -86,6 +129,7 @@ void Loop::post_answer(std::shared_ptr<Connection> connection, void* slot) {
   if (t_current_loop == this) {
     // Answered inline while the loop submitted it: the connection is
     // pumping, and writes the reply when the submit returns.
+    --awaiting_;
     connection->answered(slot);
     return;
   }
@@ -93,6 +137,7 @@ void Loop::post_answer(std::shared_ptr<Connection> connection, void* slot) {
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     answers_.push_back(Answer{std::move(connection), slot});
+    inbox_posted_.store(true, std::memory_order_release);
     wake = !inbox_pending_;
     inbox_pending_ = true;
   }
@@ -107,7 +152,10 @@ void Loop::on_inbox(int, short, void* self) {
     l->answers_taken_.swap(l->answers_);
     l->sockets_taken_.swap(l->sockets_);
     l->inbox_pending_ = false;
+    l->inbox_posted_.store(false, std::memory_order_relaxed);
   }
+  l->last_taken_ = l->answers_taken_.size();
+  l->awaiting_ -= static_cast<int64_t>(l->last_taken_);
   for (int fd : l->sockets_taken_) l->open_connection(fd);
   l->sockets_taken_.clear();
   for (Answer& a : l->answers_taken_) a.connection->answered(a.slot);
@@ -132,6 +180,10 @@ void Loop::on_stop(int, short, void* self) {
 }
 
 void Loop::break_and_join() {
+  // A spinning loop sees quit_; one about to begin a round finds the inbox
+  // event active, so the round returns instead of sleeping.
+  quit_.store(true, std::memory_order_release);
+  if (inbox_event_ != nullptr && listener_->options().answer_spin.count() > 0) event_active(inbox_event_, 0, 0);
   if (base_ != nullptr) event_base_loopbreak(base_);
   if (thread_.joinable()) thread_.join();
 }

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +56,8 @@ class Loop final : public ConnectionHost {
   uint64_t get_keys() const { return get_keys_.load(std::memory_order_relaxed); }
   uint64_t sets() const { return sets_.load(std::memory_order_relaxed); }
   uint64_t deletes() const { return deletes_.load(std::memory_order_relaxed); }
+  // Answers taken while spinning for them (answer_spin).
+  uint64_t spun_answers() const { return spun_answers_.load(std::memory_order_relaxed); }
 
   // ConnectionHost.
   const CallSink& sink() const override;
@@ -61,6 +65,7 @@ class Loop final : public ConnectionHost {
   std::string_view version() const override;
   void append_stats(std::string* out) const override;
   void count_command(CommandKind kind, size_t keys) override;
+  void call_submitted() override { ++awaiting_; }
   void post_answer(std::shared_ptr<Connection> connection, void* slot) override;
   void closed(Connection* connection) override;
 
@@ -68,6 +73,12 @@ class Loop final : public ConnectionHost {
   static void on_inbox(int, short, void* self);
   static void on_stop(int, short, void* self);
   void open_connection(int fd);
+  // The thread's body: libevent's loop, and with answer_spin the spin for
+  // answers between its rounds.
+  void run();
+  // With calls in the store: watches the inbox up to `spin` and takes what
+  // was posted at once (true), or gives up (false: the round may sleep).
+  bool spin_for_answers(std::chrono::microseconds spin);
 
   Listener* const listener_;
   const size_t index_;
@@ -87,16 +98,26 @@ class Loop final : public ConnectionHost {
   std::vector<Answer> answers_;  // under inbox_mu_
   std::vector<int> sockets_;     // under inbox_mu_
   bool inbox_pending_ = false;   // under inbox_mu_: an event_active is on its way
+  // Set with answers_ growing, cleared when the loop takes them: what the
+  // spin watches without the lock.
+  std::atomic<bool> inbox_posted_{false};
+  // break_and_join's word to a spinning loop (libevent's break flag is reset
+  // when a round begins, so a break between rounds would be lost).
+  std::atomic<bool> quit_{false};
   std::vector<Answer> answers_taken_;
   std::vector<int> sockets_taken_;
 
   // Loop thread only (and close_all(), once the loop has ended).
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
   bool stopping_ = false;
+  // Calls submitted to the sink and not yet answered back to this loop.
+  int64_t awaiting_ = 0;
 
   std::atomic<uint64_t> get_keys_{0};
   std::atomic<uint64_t> sets_{0};
   std::atomic<uint64_t> deletes_{0};
+  std::atomic<uint64_t> spun_answers_{0};
+  size_t last_taken_ = 0;  // answers the last on_inbox took (loop thread)
 };
 
 }  // namespace gphkv::server::memcache

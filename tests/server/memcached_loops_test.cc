@@ -287,7 +287,7 @@ TEST(MemcachedLoopsTest, ShutdownAnswersAndClosesTheConnectionsOfEveryLoop) {
 // multi-gets that also name other connections' keys (whose values it does
 // not check), against a model of its own keys. Answers come from the
 // completion threads to four loops.
-TEST(MemcachedLoopsTest, ConnectionsOnEveryLoopReadTheirWritesThroughAStore) {
+void connections_read_their_writes_through_a_store(std::chrono::microseconds answer_spin) {
   const uint64_t seed = engine::testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   server::StoreOptions so;
@@ -306,6 +306,7 @@ TEST(MemcachedLoopsTest, ConnectionsOnEveryLoopReadTheirWritesThroughAStore) {
   ListenerOptions o;
   o.address = "127.0.0.1:0";
   o.threads = 4;
+  o.answer_spin = answer_spin;
   auto listener = Listener::start(&intake, o);
   ASSERT_TRUE(listener.ok()) << listener.status();
   constexpr int kConnections = 8;
@@ -361,6 +362,82 @@ TEST(MemcachedLoopsTest, ConnectionsOnEveryLoopReadTheirWritesThroughAStore) {
   listener->reset();
   batcher.close();
   executor.join();
+}
+
+TEST(MemcachedLoopsTest, ConnectionsOnEveryLoopReadTheirWritesThroughAStore) {
+  connections_read_their_writes_through_a_store(std::chrono::microseconds(0));
+}
+
+// The same with loops that spin for their answers (--memcached_spin_us):
+// answers taken by the spin and by the loop's own rounds interleave.
+TEST(MemcachedLoopsTest, SpinningLoopsReadTheirWritesThroughAStore) {
+  connections_read_their_writes_through_a_store(std::chrono::microseconds(200));
+}
+
+std::unique_ptr<Listener> start_spinning(const TestSink* sink, std::chrono::microseconds spin) {
+  ListenerOptions o;
+  o.address = "127.0.0.1:0";
+  o.threads = 1;
+  o.answer_spin = spin;
+  o.version = "1.6.0 test";
+  auto l = Listener::start(sink, std::move(o));
+  EXPECT_TRUE(l.ok()) << l.status();
+  return l.ok() ? std::move(*l) : nullptr;
+}
+
+// One loop with a long spin (2 s) and a call in the store: another
+// connection's commands are still read and answered at once (the spin looks
+// at the sockets), the answer posted from another thread is taken by the
+// spin, and the listener stops at once though its loop was spinning.
+TEST(MemcachedLoopsTest, ALoopSpinningForAnAnswerStillServesItsOtherConnections) {
+  TestSink sink;
+  auto l = start_spinning(&sink, std::chrono::seconds(2));
+  ASSERT_NE(l, nullptr);
+  MemcacheSocket a(l->port()), b(l->port());
+  ASSERT_EQ(a.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  ASSERT_EQ(b.round_trip("mn\r\n", "MN\r\n"), "MN\r\n");
+  ASSERT_TRUE(a.send("get later0\r\n"));
+  ASSERT_TRUE(sink.wait_later(1));
+  // The loop spins for later0's answer; b's get is answered inline meanwhile.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(b.round_trip("get now\r\n", get_reply("now")), get_reply("now"));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_EQ(l->spun_answers(), 0u);
+  // Answered from this thread while the loop spins (its 2 s are not over).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  sink.answer_later();
+  EXPECT_EQ(a.read(get_reply("later0").size()), get_reply("later0"));
+  EXPECT_EQ(l->spun_answers(), 1u);
+  // A call in the store when the stop begins: answered, then the loop ends
+  // promptly (no 2 s spin after the quit).
+  ASSERT_TRUE(a.send("get later1\r\n"));
+  ASSERT_TRUE(sink.wait_later(1));
+  std::thread answerer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sink.answer_later();
+  });
+  const auto stop_at = std::chrono::steady_clock::now();
+  l->stop(std::chrono::seconds(5));
+  answerer.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, std::chrono::milliseconds(1500));
+  EXPECT_EQ(a.read(get_reply("later1").size()), get_reply("later1"));
+}
+
+// Without answer_spin nothing spins: every answer comes through the loop's
+// wake-up.
+TEST(MemcachedLoopsTest, WithoutASpinNoAnswerIsTakenSpinning) {
+  TestSink sink;
+  auto l = start_spinning(&sink, std::chrono::microseconds(0));
+  ASSERT_NE(l, nullptr);
+  MemcacheSocket a(l->port());
+  for (int i = 0; i < 5; ++i) {
+    const std::string key = absl::StrCat("later", i);
+    ASSERT_TRUE(a.send(absl::StrCat("get ", key, "\r\n")));
+    ASSERT_TRUE(sink.wait_later(1));
+    sink.answer_later();
+    EXPECT_EQ(a.read(get_reply(key).size()), get_reply(key));
+  }
+  EXPECT_EQ(l->spun_answers(), 0u);
 }
 
 TEST(MemcachedLoopsTest, ZeroThreadsIsRefused) {

@@ -93,6 +93,11 @@ ABSL_FLAG(int32_t, grpc_threads, 0,
 ABSL_FLAG(int, gpu_pipeline_depth, 2,
           "CUDA: get batches in flight at once, each on its own stream with pinned buffers (0 = every get "
           "synchronous); see docs/performance.md");
+ABSL_FLAG(uint32_t, gpu_small_gets_keys, 256,
+          "CUDA: a get batch of at most this many keys (at most 256; 0 = none) whose values likely take at most 64 "
+          "KiB takes the small path: the lookup reads its keys from pinned host memory and one kernel writes its "
+          "answers there, so the batch makes two launches and no copy instead of an upload, four kernels and a "
+          "download; see docs/memcached.md, \"The small path\"");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error or off");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "on SIGTERM/SIGINT, how long open Pipeline streams may take to end before they are cancelled");
@@ -225,6 +230,8 @@ int main(int argc, char** argv) {
   if (o.store.gpu_pipeline_depth < 0 || o.store.gpu_pipeline_depth > 8) {
     return fail("--gpu_pipeline_depth must be in [0, 8]");
   }
+  o.store.gpu_small_gets_keys = absl::GetFlag(FLAGS_gpu_small_gets_keys);
+  if (o.store.gpu_small_gets_keys > 256) return fail("--gpu_small_gets_keys must be in [0, 256]");
   o.data_dir.dir = absl::GetFlag(FLAGS_data_dir);
   auto fsync = gphkv::server::durability::parse_fsync_policy(absl::GetFlag(FLAGS_fsync));
   if (!fsync.ok()) return fail(absl::StrCat("--fsync: ", fsync.status().message()));

@@ -36,6 +36,9 @@ struct StoreOptions {
   // CUDA backend (values in device memory): get batches in flight at once,
   // each on its own stream (0: the synchronous path for every get).
   int gpu_pipeline_depth = 2;
+  // CUDA: pipelined get batches of at most this many keys take the small
+  // path (server/cuda/device_gets.h: no copies, two launches); 0: none.
+  uint64_t gpu_small_gets_keys = 0;
   // Time each pipelined get batch's device stages with CUDA events.
   bool time_get_stages = false;
   // The bits of a byte key's table key that the store's pair operations

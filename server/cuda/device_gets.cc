@@ -15,6 +15,12 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The small path's one block writes the values into pinned host memory over
+// PCIe, store by store: fine for the few KB of a light-load batch, slower
+// than the download's DMA for megabytes. A batch whose values likely take
+// more than this takes the large path whatever its key count.
+constexpr uint64_t kSmallGetsMaxLikelyBytes = uint64_t{64} << 10;
+
 // Growing a buffer frees the old one (cudaFree and cudaFreeHost wait for the
 // whole device) and allocates anew (a pinned allocation of megabytes takes
 // milliseconds): every call queued meanwhile waits. So buffers start at a
@@ -53,15 +59,25 @@ uint64_t fill_found_and_lengths(const uint32_t* meta, const GetOp& get, v1::GetR
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DeviceGets>> DeviceGets::create(DeviceValueHeap* heap, int depth, bool time_stages) {
+absl::StatusOr<std::unique_ptr<DeviceGets>> DeviceGets::create(DeviceValueHeap* heap, int depth, bool time_stages,
+                                                               uint64_t small_gets_keys) {
   if (depth < 1) return absl::InvalidArgumentError("the CUDA get pipeline needs at least one stream");
-  std::unique_ptr<DeviceGets> g(new DeviceGets(heap, time_stages));
+  if (small_gets_keys > cuda::kSmallGetsMaxKeys) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the CUDA small-get path takes at most ", cuda::kSmallGetsMaxKeys, " keys a batch"));
+  }
+  std::unique_ptr<DeviceGets> g(new DeviceGets(heap, time_stages, small_gets_keys));
   if (auto s = g->init(depth); !s.ok()) return s;
   return g;
 }
 
 absl::Status DeviceGets::init(int depth) {
   GPHKV_CUDA_TRY(cudaSetDevice(heap_->device()));
+  // The small path's kernels read and write the slots' pinned buffers
+  // through their host addresses: that takes unified addressing.
+  int unified = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, heap_->device()));
+  if (unified == 0) small_gets_keys_ = 0;
   // Serving streams at the greatest priority, like the table's own: a
   // background rebuild runs at the least (docs/gph.md, "Bulk build").
   int least = 0, greatest = 0;
@@ -188,9 +204,13 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   if (key_bytes > 0) pack_byte_keys(s, calls, key_bytes);
   s.head = head;
   s.copied = copied;
-  s.downloaded = downloaded;
+  s.small = n > 0 && n <= small_gets_keys_ && n_values * mean_slot <= kSmallGetsMaxLikelyBytes;
+  // The small path's kernel writes every value that fits straight into `out`.
+  s.downloaded = s.small ? copied : downloaded;
   s.calls.assign(calls.begin(), calls.end());
-  absl::Status st = n == 0 ? absl::OkStatus() : enqueue(table, s, any_exists, now);
+  absl::Status st = n == 0    ? absl::OkStatus()
+                    : s.small ? enqueue_small(table, s, any_exists, now)
+                              : enqueue(table, s, any_exists, now);
   if (st.ok() && n == 0) {
     for (cudaEvent_t e : s.ev) {
       if (auto err = cudaEventRecord(e, s.stream); err != cudaSuccess) {
@@ -373,6 +393,32 @@ absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, boo
                                      s.copied, d_total, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
   GPHKV_CUDA_TRY(cudaMemcpyAsync(s.out.data(), s.d_out.at(), s.head + s.downloaded, cudaMemcpyDeviceToHost, st));
+  GPHKV_CUDA_TRY(cudaEventRecord(s.ev[4], st));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceGets::enqueue_small(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now) {
+  const uint64_t n = s.n;
+  cudaStream_t st = s.stream;
+  // No upload: the lookup and the kernel read the pinned buffer in place
+  // (a few hundred bytes over PCIe, read once).
+  if (time_stages_) {
+    GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
+    GPHKV_CUDA_TRY(cudaEventRecord(s.ev[1], st));
+  }
+  uint64_t* d_handles = s.d_handles.at<uint64_t>();
+  uint8_t* d_found = s.d_found.at<uint8_t>();
+  GPHKV_RETURN_IF_ERROR(table.find_async(reinterpret_cast<const uint64_t*>(s.in.data()), n, d_handles, d_found, st));
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
+  const bool byte_keys = s.key_offsets_at != 0;
+  const uint32_t* key_offsets = byte_keys ? reinterpret_cast<const uint32_t*>(s.in.data() + s.key_offsets_at) : nullptr;
+  const char* key_bytes = byte_keys ? s.in.data() + s.key_offsets_at + 4 * (n + 1) : nullptr;
+  const uint8_t* want = any_exists ? reinterpret_cast<const uint8_t*>(s.in.data() + 8 * n) : nullptr;
+  GPHKV_CUDA_TRY(cuda::launch_small_gets(
+      heap_->device_locations(), d_handles, d_found, key_offsets, key_bytes, want, n, now,
+      byte_keys ? s.d_skip.at<uint32_t>() : nullptr, reinterpret_cast<uint32_t*>(s.out.data() + 8),
+      s.d_offsets.at<uint64_t>(), reinterpret_cast<uint64_t*>(s.out.data()), s.out.data() + s.head, s.copied, st));
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[3], st));
   GPHKV_CUDA_TRY(cudaEventRecord(s.ev[4], st));
   return absl::OkStatus();
 }

@@ -60,7 +60,14 @@ class DeviceGets final : public GetPipeline {
   // Likewise the key buffers' first size, in keys (4x the default --max_batch_keys).
   static constexpr uint64_t kMinStagingKeys = uint64_t{1} << 16;
 
-  static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages);
+  // small_gets_keys: batches of at most this many keys (at most
+  // cuda::kSmallGetsMaxKeys; 0: none) whose values likely take at most 64
+  // KiB (device_gets.cc) take the small path: the lookup reads the keys
+  // from the pinned upload buffer and one kernel matches, scans and gathers
+  // into the pinned download buffer, so the batch makes two launches and no
+  // copy (the large path: an upload, three or four kernels, a download).
+  static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages,
+                                                            uint64_t small_gets_keys = 0);
   ~DeviceGets() override;
 
   int depth() const override { return depth_; }
@@ -100,12 +107,15 @@ class DeviceGets final : public GetPipeline {
     uint64_t head = 0;            // bytes before the values in out/d_out
     uint64_t copied = 0;          // value bytes the gather may write (its buffer's capacity)
     uint64_t downloaded = 0;      // of those, the bytes the batch's own download brings
+    bool small = false;           // the small path: answers written into `out` by the kernel
     double pack_seconds = 0;
     double slot_seconds = 0;  // submit's wait for this slot to be free
   };
-  DeviceGets(DeviceValueHeap* heap, bool time_stages) : heap_(heap), time_stages_(time_stages) {}
+  DeviceGets(DeviceValueHeap* heap, bool time_stages, uint64_t small_gets_keys)
+      : heap_(heap), time_stages_(time_stages), small_gets_keys_(small_gets_keys) {}
   absl::Status init(int depth);
   absl::Status enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now);
+  absl::Status enqueue_small(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now);
   // Packs the batch's byte keys after its keys and want flags (key_offsets_at).
   void pack_byte_keys(Slot& s, absl::Span<Call* const> calls, uint64_t key_bytes);
   // The slow path of finish(): values gathered per call from handles copied back.
@@ -118,6 +128,7 @@ class DeviceGets final : public GetPipeline {
 
   DeviceValueHeap* heap_;
   bool time_stages_;
+  uint64_t small_gets_keys_;  // 0 also when the device lacks unified addressing (init)
   int depth_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<Slot*> order_;  // batches in flight, oldest first

@@ -10,7 +10,8 @@ absl::StatusOr<ValuePath> make_device_value_path(const StoreOptions& options) {
   if (!heap.ok()) return heap.status();
   ValuePath path;
   if (options.gpu_pipeline_depth > 0) {
-    auto gets = DeviceGets::create(heap->get(), options.gpu_pipeline_depth, options.time_get_stages);
+    auto gets = DeviceGets::create(heap->get(), options.gpu_pipeline_depth, options.time_get_stages,
+                                   options.gpu_small_gets_keys);
     if (!gets.ok()) return gets.status();
     path.gets = std::move(*gets);
   }

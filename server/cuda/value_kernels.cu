@@ -101,13 +101,14 @@ __global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, co
 
 constexpr int kScanThreads = 1024;
 
-// Single block: tiles of kScanThreads keys, each scanned by cub::BlockScan
-// and offset by the running total of the tiles before it.
-__global__ void __launch_bounds__(kScanThreads)
-    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
-                        uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total) {
-  using BlockScan = cub::BlockScan<uint64_t, kScanThreads>;
-  __shared__ typename BlockScan::TempStorage temp;
+using LengthsBlockScan = cub::BlockScan<uint64_t, kScanThreads>;
+
+// One block of kScanThreads: tiles of kScanThreads keys, each scanned by
+// cub::BlockScan and offset by the running total of the tiles before it.
+__device__ void lengths_scan_block(const uint64_t* handles, const uint8_t* found, const uint8_t* want,
+                                   const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
+                                   LengthsBlockScan::TempStorage& temp) {
+  using BlockScan = LengthsBlockScan;
   uint64_t carry = 0;
   for (uint64_t base = 0; base < n; base += kScanThreads) {
     const uint64_t i = base + threadIdx.x;
@@ -129,68 +130,117 @@ __global__ void __launch_bounds__(kScanThreads)
   }
 }
 
+// Single block: the whole scan (n <= kFusedScanMaxKeys).
+__global__ void __launch_bounds__(kScanThreads)
+    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
+                        uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total) {
+  __shared__ LengthsBlockScan::TempStorage temp;
+  lengths_scan_block(handles, found, want, skip, n, meta, offsets, total, temp);
+}
+
+// Key i's value to dst + offsets[i] (one warp), unless it is a miss or past
+// the capacity.
+__device__ void gather_one(DeviceLocations locations, const uint64_t* handles, const uint32_t* skip,
+                           const uint64_t* offsets, uint64_t i, char* dst, uint64_t capacity, int lane) {
+  const uint64_t at = offsets[i];
+  const uint64_t len = offsets[i + 1] - at;
+  // A miss's handle slot was never written by the lookup: read it only for a value.
+  if (len == 0 || at + len > capacity) return;
+  const char* value = locations.at(value_handle::id(handles[i])) + (skip != nullptr ? skip[i] : 0);
+  warp_copy(dst + at, value, len, lane);
+}
+
 __global__ void gather_kernel(DeviceLocations locations, const uint64_t* handles, const uint32_t* skip,
                               const uint64_t* offsets, uint64_t n, char* dst, uint64_t capacity, uint64_t* total_out) {
   if (total_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) *total_out = offsets[n];
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
   for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
-    const uint64_t at = offsets[i];
-    const uint64_t len = offsets[i + 1] - at;
-    // A miss's handle slot was never written by the lookup: read it only for a value.
-    if (len == 0 || at + len > capacity) continue;
-    const char* value = locations.at(value_handle::id(handles[i])) + (skip != nullptr ? skip[i] : 0);
-    warp_copy(dst + at, value, len, lane);
+    gather_one(locations, handles, skip, offsets, i, dst, capacity, lane);
   }
 }
 
-// One warp per key. A byte key (key_offsets[i + 1] > key_offsets[i]) keeps
+// Key i (one warp). A byte key (key_offsets[i + 1] > key_offsets[i]) keeps
 // its hit only when the slot holds a record of the same key bytes that has
 // not expired by `now`, read where the gather will read the value: the
 // record's 2-byte length, its item header when the length's top bit says
 // so (server/byte_key.h), then the key. A uint64 key keeps its hit only
 // when the slot holds no record.
+__device__ void match_record(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
+                             const uint32_t* key_offsets, const char* key_bytes, uint64_t i, uint32_t now,
+                             uint32_t* skip, int lane) {
+  const uint32_t key_len = key_offsets[i + 1] - key_offsets[i];
+  if (found[i] == 0) {
+    if (lane == 0) skip[i] = 0;
+    return;
+  }
+  const uint64_t h = handles[i];
+  bool match = value_handle::is_record(h) == (key_len > 0);
+  uint32_t header = byte_key::kRecordHeaderBytes;
+  if (match && key_len > 0) {
+    const auto* record = reinterpret_cast<const unsigned char*>(locations.at(value_handle::id(h)));
+    const uint32_t raw = record[0] | (static_cast<uint32_t>(record[1]) << 8);
+    const uint32_t stored_len = raw & ~uint32_t{byte_key::kItemHeaderBit};
+    if ((raw & byte_key::kItemHeaderBit) != 0) {
+      header = byte_key::kMaxRecordHeaderBytes;
+      match = header <= value_handle::length(h);
+      if (match) {
+        // The exptime, bytes 6-9 (the header's flags come first), read
+        // bytewise: only the record's start is aligned.
+        const uint32_t exptime = record[6] | (static_cast<uint32_t>(record[7]) << 8) |
+                                 (static_cast<uint32_t>(record[8]) << 16) | (static_cast<uint32_t>(record[9]) << 24);
+        match = !byte_key::is_expired(exptime, now);
+      }
+    }
+    match = match && stored_len == key_len && header + key_len <= value_handle::length(h);
+    bool differ = false;
+    if (match) {
+      const char* key = key_bytes + key_offsets[i];
+      for (uint32_t j = lane; j < key_len; j += 32) differ |= static_cast<char>(record[header + j]) != key[j];
+    }
+    match = match && !__any_sync(0xffffffffu, differ);
+  }
+  if (lane == 0) {
+    if (!match) found[i] = 0;
+    skip[i] = match && key_len > 0 ? header + key_len : 0;
+  }
+}
+
+// One warp per key.
 __global__ void match_records_kernel(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
                                      const uint32_t* key_offsets, const char* key_bytes, uint64_t n, uint32_t now,
                                      uint32_t* skip) {
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
   for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
-    const uint32_t key_len = key_offsets[i + 1] - key_offsets[i];
-    if (found[i] == 0) {
-      if (lane == 0) skip[i] = 0;
-      continue;
+    match_record(locations, handles, found, key_offsets, key_bytes, i, now, skip, lane);
+  }
+}
+
+// Many small gets (n <= kSmallGetsMaxKeys) in one block: the records
+// matched, the lengths scanned and the values gathered, phase after phase
+// (__syncthreads makes each phase's global writes visible to the next).
+// meta, total and dst may be pinned host memory (mapped: unified
+// addressing): the batch's answers are written where the host reads them,
+// with no download.
+__global__ void __launch_bounds__(kScanThreads)
+    small_gets_kernel(DeviceLocations locations, const uint64_t* handles, uint8_t* found, const uint32_t* key_offsets,
+                      const char* key_bytes, const uint8_t* want, uint64_t n, uint32_t now, uint32_t* skip,
+                      uint32_t* meta, uint64_t* offsets, uint64_t* total, char* dst, uint64_t capacity) {
+  __shared__ LengthsBlockScan::TempStorage temp;
+  const int lane = threadIdx.x & 31;
+  const uint64_t warp = threadIdx.x / 32;
+  constexpr uint64_t kWarps = kScanThreads / 32;
+  if (key_offsets != nullptr) {
+    for (uint64_t i = warp; i < n; i += kWarps) {
+      match_record(locations, handles, found, key_offsets, key_bytes, i, now, skip, lane);
     }
-    const uint64_t h = handles[i];
-    bool match = value_handle::is_record(h) == (key_len > 0);
-    uint32_t header = byte_key::kRecordHeaderBytes;
-    if (match && key_len > 0) {
-      const auto* record = reinterpret_cast<const unsigned char*>(locations.at(value_handle::id(h)));
-      const uint32_t raw = record[0] | (static_cast<uint32_t>(record[1]) << 8);
-      const uint32_t stored_len = raw & ~uint32_t{byte_key::kItemHeaderBit};
-      if ((raw & byte_key::kItemHeaderBit) != 0) {
-        header = byte_key::kMaxRecordHeaderBytes;
-        match = header <= value_handle::length(h);
-        if (match) {
-          // The exptime, bytes 6-9 (the header's flags come first), read
-          // bytewise: only the record's start is aligned.
-          const uint32_t exptime = record[6] | (static_cast<uint32_t>(record[7]) << 8) |
-                                   (static_cast<uint32_t>(record[8]) << 16) | (static_cast<uint32_t>(record[9]) << 24);
-          match = !byte_key::is_expired(exptime, now);
-        }
-      }
-      match = match && stored_len == key_len && header + key_len <= value_handle::length(h);
-      bool differ = false;
-      if (match) {
-        const char* key = key_bytes + key_offsets[i];
-        for (uint32_t j = lane; j < key_len; j += 32) differ |= static_cast<char>(record[header + j]) != key[j];
-      }
-      match = match && !__any_sync(0xffffffffu, differ);
-    }
-    if (lane == 0) {
-      if (!match) found[i] = 0;
-      skip[i] = match && key_len > 0 ? header + key_len : 0;
-    }
+    __syncthreads();
+  }
+  lengths_scan_block(handles, found, want, key_offsets != nullptr ? skip : nullptr, n, meta, offsets, total, temp);
+  __syncthreads();
+  for (uint64_t i = warp; i < n; i += kWarps) {
+    gather_one(locations, handles, key_offsets != nullptr ? skip : nullptr, offsets, i, dst, capacity, lane);
   }
 }
 
@@ -251,6 +301,17 @@ cudaError_t launch_match_records(DeviceLocations locations, const uint64_t* hand
   gphkv::cuda::clear_stale_launch_error();
   match_records_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, found, key_offsets,
                                                                                key_bytes, n, now, skip);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_small_gets(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
+                              const uint32_t* key_offsets, const char* key_bytes, const uint8_t* want, uint64_t n,
+                              uint32_t now, uint32_t* skip, uint32_t* meta, uint64_t* offsets, uint64_t* total,
+                              char* dst, uint64_t capacity, cudaStream_t stream) {
+  if (n > kSmallGetsMaxKeys) return cudaErrorInvalidValue;
+  gphkv::cuda::clear_stale_launch_error();
+  small_gets_kernel<<<1, kScanThreads, 0, stream>>>(locations, handles, found, key_offsets, key_bytes, want, n, now,
+                                                    skip, meta, offsets, total, dst, capacity);
   return cudaGetLastError();
 }
 

@@ -66,6 +66,22 @@ cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, c
                                 const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
                                 cudaStream_t stream);
 
+// A small batch's whole value path in one single-block kernel (n at most
+// kSmallGetsMaxKeys): with key_offsets (byte keys) launch_match_records,
+// then launch_lengths_scan (skip passed only with key_offsets), then
+// launch_gather, in that order (`now` as launch_match_records takes it).
+// meta, total and dst may be pinned host
+// memory (device-visible through unified addressing): the answers land where
+// the host reads them, so the batch needs no download, and one launch
+// replaces three (issue 25: at light load a batch's host time was mostly its
+// launches and copies). The inputs (keys aside, read by the lookup) may be
+// pinned host memory too.
+constexpr uint64_t kSmallGetsMaxKeys = 256;
+cudaError_t launch_small_gets(DeviceLocations locations, const uint64_t* handles, uint8_t* found,
+                              const uint32_t* key_offsets, const char* key_bytes, const uint8_t* want, uint64_t n,
+                              uint32_t now, uint32_t* skip, uint32_t* meta, uint64_t* offsets, uint64_t* total,
+                              char* dst, uint64_t capacity, cudaStream_t stream);
+
 // dst[offsets[i], offsets[i + 1]) <- the value of handles[i] (offsets holds
 // n + 1 entries; an empty range copies nothing and reads no handle), for
 // every value that ends within dst_capacity; one that would not fit is

@@ -24,15 +24,20 @@ namespace {
 struct Param {
   engine::Backend backend;
   int hash_bits;
+  // CUDA: batches of at most this many keys take the small path (one kernel
+  // matching the records, scanning and gathering into pinned memory).
+  uint64_t small_gets_keys = 0;
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(info.param.backend == engine::Backend::kCuda ? "Cuda" : "Cpu") + "HashBits" +
-         std::to_string(info.param.hash_bits);
+         std::to_string(info.param.hash_bits) +
+         (info.param.small_gets_keys > 0 ? "Small" + std::to_string(info.param.small_gets_keys) : "");
 }
 
-std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t capacity = 64) {
+std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t capacity = 64, uint64_t small_gets_keys = 0) {
   StoreOptions o;
+  o.gpu_small_gets_keys = small_gets_keys;
   o.backend = backend;
   o.initial_capacity = capacity;
   o.memory_limit_bytes = 256 << 20;
@@ -74,7 +79,7 @@ class ByteKeyStore : public ::testing::TestWithParam<Param> {
     }
     seed_ = engine::testing::test_seed();
     rng_.seed(seed_);
-    store_ = make_store(GetParam().backend);
+    store_ = make_store(GetParam().backend, 64, GetParam().small_gets_keys);
     ASSERT_NE(store_, nullptr);
     // A pool of keys: random printable ones, binary ones with NUL, the longest (250 bytes), "42".
     for (int i = 0; i < 300; ++i) {
@@ -233,7 +238,8 @@ TEST_P(ByteKeyStore, RandomRunsMatchAModel) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ByteKeyStore,
                          ::testing::Values(Param{engine::Backend::kCpu, 64}, Param{engine::Backend::kCpu, 4},
-                                           Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4}),
+                                           Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4},
+                                           Param{engine::Backend::kCuda, 64, 256}, Param{engine::Backend::kCuda, 4, 8}),
                          param_name);
 
 TEST(ByteKeyStoreAliasing, AUint64KeyEqualToAByteKeysTableKeyIsAnotherKey) {

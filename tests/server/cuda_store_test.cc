@@ -30,8 +30,10 @@ void bind(Owned* o, OpKind kind) {
   }
 }
 
-std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory, uint32_t max_value_bytes = 4096) {
+std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory, uint32_t max_value_bytes = 4096,
+                                  uint64_t small_gets_keys = 0) {
   StoreOptions o;
+  o.gpu_small_gets_keys = small_gets_keys;
   o.backend = backend;
   o.initial_capacity = 256;
   o.memory_limit_bytes = memory;
@@ -111,10 +113,11 @@ void apply(Store& s, OpKind kind, const std::vector<Call*>& calls, std::vector<a
   }
 }
 
-TEST(CudaStore, PipelinedGetsMatchTheCpuStoreCallByCall) {
-  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+// small_gets_keys: batches of at most this many keys take the small path
+// (server/cuda/device_gets.h); 0 none.
+void pipelined_gets_match_the_cpu_store(uint64_t small_gets_keys) {
   auto cpu = make_store(engine::Backend::kCpu, 512 << 20);
-  auto gpu = make_store(engine::Backend::kCuda, 512 << 20);
+  auto gpu = make_store(engine::Backend::kCuda, 512 << 20, 4096, small_gets_keys);
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   ASSERT_STREQ(gpu->value_heap_kind(), "device");
@@ -196,6 +199,26 @@ TEST(CudaStore, PipelinedGetsMatchTheCpuStoreCallByCall) {
   EXPECT_EQ(cpu->keys(), gpu->keys());
   EXPECT_GT(gpu->counters().pipelined_get_runs, 0u);
   EXPECT_GT(trim_steps, 0u);
+}
+
+TEST(CudaStore, PipelinedGetsMatchTheCpuStoreCallByCall) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  pipelined_gets_match_the_cpu_store(0);
+}
+
+// Batches of up to 256 keys on the small path (no copies: the lookup reads
+// the pinned keys, one kernel writes the answers into pinned memory), larger
+// ones on the large: runs of 1-5 calls of 0-199 keys take both, mixed in one
+// pipeline, with values moved by a shrink's trim between them.
+TEST(CudaStore, SmallPathGetsMatchTheCpuStoreCallByCall) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  pipelined_gets_match_the_cpu_store(256);
+}
+
+// The same with the small path taking only batches of up to 64 keys.
+TEST(CudaStore, SmallPathOf64KeysGetsMatchTheCpuStoreCallByCall) {
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  pipelined_gets_match_the_cpu_store(64);
 }
 
 TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswered) {

@@ -35,11 +35,15 @@ constexpr uint32_t kMaxValue = 64;
 struct Param {
   engine::Backend backend;
   int hash_bits;
+  // CUDA: get batches of at most this many keys take the small path (its
+  // one kernel checks the expiry where it matches the record).
+  uint64_t small_gets_keys = 0;
 };
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(info.param.backend == engine::Backend::kCuda ? "Cuda" : "Cpu") + "HashBits" +
-         std::to_string(info.param.hash_bits);
+         std::to_string(info.param.hash_bits) +
+         (info.param.small_gets_keys > 0 ? "Small" + std::to_string(info.param.small_gets_keys) : "");
 }
 
 struct ModelItem {
@@ -72,6 +76,7 @@ class ItemFieldsStore : public ::testing::TestWithParam<Param> {
     o.max_put_value_bytes = kMaxValue;
     o.table.cpu_threads = 2;
     o.unix_clock = [this] { return now_; };
+    o.gpu_small_gets_keys = GetParam().small_gets_keys;
     auto s = Store::create(o);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
@@ -301,7 +306,9 @@ TEST_P(ItemFieldsStore, ExpiresAtTheBoundarySecond) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ItemFieldsStore,
                          ::testing::Values(Param{engine::Backend::kCpu, 64}, Param{engine::Backend::kCpu, 4},
-                                           Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4}),
+                                           Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4},
+                                           Param{engine::Backend::kCuda, 64, 256},
+                                           Param{engine::Backend::kCuda, 4, 256}),
                          param_name);
 
 }  // namespace

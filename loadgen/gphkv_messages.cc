@@ -44,7 +44,7 @@ void FillDeleteRequest(const Op& op, v1::DeleteRequest* request, const ByteKeyNa
   SetKeys(op, names, request);
 }
 
-OpResult GetResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect) {
+OpResult GetOpResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect) {
   OpResult r;
   r.ok = true;
   for (bool f : response.found()) r.found += f;
@@ -64,7 +64,7 @@ OpResult GetResult(const v1::GetResponse& response, absl::Span<const uint64_t> k
   return r;
 }
 
-OpResult PutResult(const v1::PutResponse& response, uint64_t sent_bytes) {
+OpResult PutOpResult(const v1::PutResponse& response, uint64_t sent_bytes) {
   OpResult r;
   r.ok = true;
   r.found = response.created_size();
@@ -72,7 +72,7 @@ OpResult PutResult(const v1::PutResponse& response, uint64_t sent_bytes) {
   return r;
 }
 
-OpResult DeleteResult(const v1::DeleteResponse& response) {
+OpResult DeleteOpResult(const v1::DeleteResponse& response) {
   OpResult r;
   r.ok = true;
   for (bool d : response.deleted()) r.found += d;

@@ -23,9 +23,9 @@ void FillDeleteRequest(const Op& op, v1::DeleteRequest* request, const ByteKeyNa
 
 // `keys`: the op's ids, in the request's order. With `inspect`, every value
 // found is read back into OpResult::seen (read_check.h).
-OpResult GetResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect);
-OpResult PutResult(const v1::PutResponse& response, uint64_t sent_bytes);
-OpResult DeleteResult(const v1::DeleteResponse& response);
+OpResult GetOpResult(const v1::GetResponse& response, absl::Span<const uint64_t> keys, const ValuePool* inspect);
+OpResult PutOpResult(const v1::PutResponse& response, uint64_t sent_bytes);
+OpResult DeleteOpResult(const v1::DeleteResponse& response);
 // A call or operation refused with gRPC status `code`.
 OpResult FailedOp(int code);
 

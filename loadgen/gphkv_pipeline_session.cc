@@ -257,13 +257,13 @@ class PipelineSession final : public Session {
     if (resp.code() != 0) return FailedOp(resp.code());
     switch (f.op->type) {
       case OpType::kGet:
-        if (resp.has_get()) return GetResult(resp.get(), f.op->keys, inspect_);
+        if (resp.has_get()) return GetOpResult(resp.get(), f.op->keys, inspect_);
         break;
       case OpType::kPut:
-        if (resp.has_put()) return PutResult(resp.put(), f.sent_bytes);
+        if (resp.has_put()) return PutOpResult(resp.put(), f.sent_bytes);
         break;
       case OpType::kDelete:
-        if (resp.has_delete_()) return DeleteResult(resp.delete_());
+        if (resp.has_delete_()) return DeleteOpResult(resp.delete_());
         break;
     }
     return Named("PROTOCOL_ERROR");  // an OK answer of the wrong kind

@@ -178,9 +178,9 @@ class UnarySession final : public Session {
   OpResult ResultOf(const Call& c) const {
     if (!c.status.ok()) return FailedOp(c.status.error_code());
     switch (c.type) {
-      case OpType::kGet: return GetResult(c.get_response, c.ids, inspect_);
-      case OpType::kPut: return PutResult(c.put_response, c.sent_bytes);
-      case OpType::kDelete: return DeleteResult(c.delete_response);
+      case OpType::kGet: return GetOpResult(c.get_response, c.ids, inspect_);
+      case OpType::kPut: return PutOpResult(c.put_response, c.sent_bytes);
+      case OpType::kDelete: return DeleteOpResult(c.delete_response);
     }
     return OpResult{};
   }

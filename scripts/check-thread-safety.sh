@@ -24,10 +24,18 @@ files=(
 command -v "$clang" >/dev/null || { echo "check-thread-safety: $clang not found (Debian: clang)" >&2; exit 2; }
 [ -f "$build/compile_commands.json" ] || { echo "check-thread-safety: no $build/compile_commands.json (build first)" >&2; exit 2; }
 python3 - "$repo" "$build/compile_commands.json" "$clang" "${files[@]}" <<'EOF'
-import json, shlex, subprocess, sys
+import json, os, re, shlex, subprocess, sys
 
 repo, db, clang, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-entries = {e["file"]: e for e in json.load(open(db))}
+db_entries = json.load(open(db))
+entries = {e["file"]: e for e in db_entries}
+# In a unity build (GPHKV_UNITY_BUILD) the database names the batches
+# (Unity/unity_N_cxx.cxx), each including its sources: a source takes its
+# batch's flags.
+for e in db_entries:
+    if "/Unity/unity_" in e["file"] and os.path.exists(e["file"]):
+        for m in re.finditer(r'#include "([^"]+)"', open(e["file"]).read()):
+            entries.setdefault(m.group(1), e)
 failed = 0
 for f in files:
     path = f"{repo}/{f}"
@@ -36,7 +44,7 @@ for f in files:
         print(f"check-thread-safety: {f} is not in {db}", file=sys.stderr)
         failed += 1
         continue
-    args = shlex.split(e["command"])[1:]
+    args = [path if a == e["file"] else a for a in shlex.split(e["command"])[1:]]
     out = []
     skip = False
     for a in args:

@@ -4,16 +4,10 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "server/elapsed.h"
 #include "spdlog/spdlog.h"
 
 namespace gphkv::server {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
 
 void BulkLoad::reserve(uint64_t pairs) {
   // A hint from a file: never more than the table could hold under --memory.

@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/call_stages.h"
+#include "server/elapsed.h"
 #include "server/thread_name.h"
 
 namespace gphkv::server {
 namespace {
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 int64_t steady_ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }

@@ -7,15 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "server/byte_size.h"
 #include "server/durability/record_format.h"
+#include "server/elapsed.h"
 #include "server/store_recovery.h"
 #include "spdlog/spdlog.h"
 
 namespace gphkv::server {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // What one key can add to a record beyond its value bytes: a uint64 put
 // entry's key and length (12 bytes), or a byte key's lengths (6) and its

@@ -8,12 +8,11 @@
 #include "gphkv/cuda/status.h"
 #include "server/byte_key.h"
 #include "server/cuda/value_kernels.h"
+#include "server/elapsed.h"
 #include "server/value_handle.h"
 
 namespace gphkv::server {
 namespace {
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The small path's one block writes the values into pinned host memory over
 // PCIe, store by store: fine for the few KB of a light-load batch, slower

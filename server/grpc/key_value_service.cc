@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "server/elapsed.h"
 #include "server/grpc/batch_stream.h"
 #include "server/grpc/pipeline_stream.h"
 #include "server/grpc/wire.h"
@@ -9,8 +10,6 @@
 
 namespace gphkv::server::grpcfe {
 namespace {
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void fill_data_dir_stats(const DataDirStatus& status, v1::DataDirStats* out) {
   const durability::DataDirState& s = status.state;

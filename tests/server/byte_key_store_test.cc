@@ -15,25 +15,14 @@
 #include "server/byte_key.h"
 #include "server/store.h"
 #include "tests/engine/table_checks.h"
+#include "tests/server/byte_key_backends.h"
 #include "tests/server/byte_key_calls.h"
 #include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
 namespace {
 
-struct Param {
-  engine::Backend backend;
-  int hash_bits;
-  // CUDA: batches of at most this many keys take the small path (one kernel
-  // matching the records, scanning and gathering into pinned memory).
-  uint64_t small_gets_keys = 0;
-};
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(info.param.backend == engine::Backend::kCuda ? "Cuda" : "Cpu") + "HashBits" +
-         std::to_string(info.param.hash_bits) +
-         (info.param.small_gets_keys > 0 ? "Small" + std::to_string(info.param.small_gets_keys) : "");
-}
+using Param = ByteKeyBackend;
 
 std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t capacity = 64, uint64_t small_gets_keys = 0) {
   StoreOptions o;
@@ -240,7 +229,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, ByteKeyStore,
                          ::testing::Values(Param{engine::Backend::kCpu, 64}, Param{engine::Backend::kCpu, 4},
                                            Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4},
                                            Param{engine::Backend::kCuda, 64, 256}, Param{engine::Backend::kCuda, 4, 8}),
-                         param_name);
+                         byte_key_backend_name);
 
 TEST(ByteKeyStoreAliasing, AUint64KeyEqualToAByteKeysTableKeyIsAnotherKey) {
   for (engine::Backend backend : {engine::Backend::kCpu, engine::Backend::kCuda}) {

@@ -23,6 +23,7 @@
 #include "server/conditional_put.h"
 #include "server/store.h"
 #include "tests/engine/table_checks.h"
+#include "tests/server/byte_key_backends.h"
 #include "tests/server/byte_key_calls.h"
 #include "tests/server/owned_calls.h"
 
@@ -32,19 +33,7 @@ namespace {
 constexpr uint32_t kStart = 1'800'000'000;  // a unix time past 30 days, as a server's is
 constexpr uint32_t kMaxValue = 64;
 
-struct Param {
-  engine::Backend backend;
-  int hash_bits;
-  // CUDA: get batches of at most this many keys take the small path (its
-  // one kernel checks the expiry where it matches the record).
-  uint64_t small_gets_keys = 0;
-};
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(info.param.backend == engine::Backend::kCuda ? "Cuda" : "Cpu") + "HashBits" +
-         std::to_string(info.param.hash_bits) +
-         (info.param.small_gets_keys > 0 ? "Small" + std::to_string(info.param.small_gets_keys) : "");
-}
+using Param = ByteKeyBackend;
 
 struct ModelItem {
   std::string value;
@@ -309,7 +298,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, ItemFieldsStore,
                                            Param{engine::Backend::kCuda, 64}, Param{engine::Backend::kCuda, 4},
                                            Param{engine::Backend::kCuda, 64, 256},
                                            Param{engine::Backend::kCuda, 4, 256}),
-                         param_name);
+                         byte_key_backend_name);
 
 }  // namespace
 }  // namespace gphkv::server

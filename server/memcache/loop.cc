@@ -69,6 +69,15 @@ bool Loop::spin_for_answers(std::chrono::microseconds spin) {
   // sleep: one epoll_wait with no timeout), so a command arriving while the
   // loop waits for answers is read and submitted at once, as when it sleeps.
   constexpr auto kSocketsEvery = std::chrono::microseconds(10);
+  // Answers taken while spinning count as spun, whether the spin's check or
+  // one of its socket rounds (which runs the inbox event if it is active)
+  // takes them: on_inbox counts them before it writes their replies, which
+  // a socket round may send before it returns.
+  spinning_ = true;
+  struct EndSpin {
+    bool& spinning;
+    ~EndSpin() { spinning = false; }
+  } end_spin{spinning_};
   auto now = std::chrono::steady_clock::now();
   const auto until = now + spin;
   auto next_look = now + kSocketsEvery;
@@ -86,7 +95,6 @@ bool Loop::spin_for_answers(std::chrono::microseconds spin) {
   }
   // Taken here; the event_active that posted them finds the inbox empty.
   on_inbox(-1, 0, this);
-  spun_answers_.store(spun_answers_.load(std::memory_order_relaxed) + last_taken_, std::memory_order_relaxed);
   return true;
 }
 
@@ -154,8 +162,10 @@ void Loop::on_inbox(int, short, void* self) {
     l->inbox_pending_ = false;
     l->inbox_posted_.store(false, std::memory_order_relaxed);
   }
-  l->last_taken_ = l->answers_taken_.size();
-  l->awaiting_ -= static_cast<int64_t>(l->last_taken_);
+  const size_t taken = l->answers_taken_.size();
+  l->awaiting_ -= static_cast<int64_t>(taken);
+  if (l->spinning_)
+    l->spun_answers_.store(l->spun_answers_.load(std::memory_order_relaxed) + taken, std::memory_order_relaxed);
   for (int fd : l->sockets_taken_) l->open_connection(fd);
   l->sockets_taken_.clear();
   for (Answer& a : l->answers_taken_) a.connection->answered(a.slot);

@@ -117,7 +117,9 @@ class Loop final : public ConnectionHost {
   std::atomic<uint64_t> sets_{0};
   std::atomic<uint64_t> deletes_{0};
   std::atomic<uint64_t> spun_answers_{0};
-  size_t last_taken_ = 0;  // answers the last on_inbox took (loop thread)
+  // Inside spin_for_answers (loop thread): the answers on_inbox takes count
+  // as spun, before their replies are written.
+  bool spinning_ = false;
 };
 
 }  // namespace gphkv::server::memcache

@@ -88,7 +88,8 @@ TEST(ByteKey, ItemHeadersCarryFlagsExpiryAndCas) {
     if (rng() % 4 != 0) {
       meta.flags = static_cast<uint32_t>(rng() >> (rng() % 33));
       meta.exptime = static_cast<uint32_t>(rng() >> (rng() % 33));
-      meta.cas = rng() >> (rng() % 65);
+      const int cas_shift = static_cast<int>(rng() % 65);  // 64: a CAS of 0
+      meta.cas = cas_shift == 64 ? 0 : rng() >> cas_shift;
     }
     std::string record;
     byte_key::append_record(key, value, meta, &record);

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/item_meta.h"
 #include "server/value_handle.h"  // GPHKV_HOST_DEVICE
 
 namespace gphkv::server::byte_key {
@@ -44,15 +45,6 @@ constexpr uint16_t kItemHeaderBit = 0x8000;
 constexpr uint32_t kItemHeaderBytes = 16;
 // The longest header a record may have.
 constexpr uint32_t kMaxRecordHeaderBytes = kRecordHeaderBytes + kItemHeaderBytes;
-
-// What a byte key's item carries beside its key and value.
-struct ItemMeta {
-  uint32_t flags = 0;
-  uint32_t exptime = 0;  // absolute unix seconds; 0: never expires
-  uint64_t cas = 0;
-  bool empty() const { return flags == 0 && exptime == 0 && cas == 0; }
-  bool operator==(const ItemMeta& o) const { return flags == o.flags && exptime == o.exptime && cas == o.cas; }
-};
 
 // memcached's rule for an item's expiry (items.c): an item whose exptime is
 // set and not after `now` is gone. Shared with the CUDA kernel's check.

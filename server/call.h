@@ -98,6 +98,10 @@ struct PutOp {
   // stored item's flags and expiry instead.
   uint32_t flags = 0;
   int64_t exptime = 0;
+  // Recovery's puts of byte keys (server/pair_call.h): key i's item fields
+  // as they were stored, the expiry absolute; flags and exptime are unused
+  // then. Empty for a client's call.
+  absl::Span<const byte_key::ItemMeta> item_metas = {};
 };
 struct DeleteOp {
   KeySpan keys;

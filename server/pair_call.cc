@@ -30,10 +30,14 @@ PairCall::PairCall(absl::Span<const uint64_t> keys, absl::Span<const std::string
   call_.op = PutOp{keys, value_lengths_, values_, &put_response_, {}};
 }
 
-PairCall::PairCall(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values, int hash_bits) {
+PairCall::PairCall(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values, int hash_bits,
+                   absl::Span<const byte_key::ItemMeta> metas)
+    : metas_(metas.begin(), metas.end()) {
   pack_keys(keys, hash_bits);
   pack_values(values);
-  call_.op = PutOp{keys_, value_lengths_, values_, &put_response_, ByteKeys{key_bytes_, key_lengths_}};
+  PutOp put{keys_, value_lengths_, values_, &put_response_, ByteKeys{key_bytes_, key_lengths_}};
+  put.item_metas = metas_;
+  call_.op = put;
 }
 
 PairCall::PairCall(absl::Span<const uint64_t> keys) { call_.op = DeleteOp{keys, &delete_response_, {}}; }

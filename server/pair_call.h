@@ -11,6 +11,7 @@
 
 #include "absl/types/span.h"
 #include "server/call.h"
+#include "server/item_meta.h"
 
 namespace gphkv::server {
 
@@ -19,8 +20,10 @@ class PairCall {
   // Puts: values[i] is key i's.
   PairCall(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
   // Puts of byte keys, their table keys made with `hash_bits`
-  // (StoreOptions::byte_key_hash_bits).
-  PairCall(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values, int hash_bits);
+  // (StoreOptions::byte_key_hash_bits); metas[i] is keys[i]'s item fields
+  // (empty: all 0).
+  PairCall(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values, int hash_bits,
+           absl::Span<const byte_key::ItemMeta> metas = {});
   // Deletes.
   explicit PairCall(absl::Span<const uint64_t> keys);
   PairCall(absl::Span<const std::string_view> keys, int hash_bits);
@@ -40,6 +43,7 @@ class PairCall {
   std::string key_bytes_;
   std::vector<uint32_t> value_lengths_;
   std::string values_;
+  std::vector<byte_key::ItemMeta> metas_;
   v1::PutResponse put_response_;
   v1::DeleteResponse delete_response_;
   Call call_;

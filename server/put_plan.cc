@@ -37,8 +37,10 @@ PutPlan::PutPlan(absl::Span<Call* const> calls, bool placed) : placed_(placed) {
       off += put.value_lengths[i];
       if (refs[i].is_bytes()) {
         // The item's flags and expiry (Store::resolve_item_fields made the
-        // expiry absolute).
-        const byte_key::ItemMeta meta{put.flags, static_cast<uint32_t>(put.exptime), 0};
+        // expiry absolute), or those recovery read back.
+        const byte_key::ItemMeta meta = put.item_metas.empty()
+                                            ? byte_key::ItemMeta{put.flags, static_cast<uint32_t>(put.exptime), 0}
+                                            : put.item_metas[i];
         byte_key::append_record(refs[i].bytes, value, meta, &records_);
         record_lengths_.push_back(static_cast<uint32_t>(byte_key::record_bytes(refs[i].bytes, value, meta)));
       }

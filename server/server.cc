@@ -210,9 +210,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
   partitions.store = options.store;
-  // The log carries no item fields yet (issue 27): refuse them rather than
-  // lose them at a restart.
-  partitions.store.refuse_item_fields = !options.data_dir.dir.empty();
   partitions.batcher = options.batcher;
   partitions.completion_threads = options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
                                                                   : static_cast<unsigned>(default_completion_threads());

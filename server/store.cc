@@ -86,6 +86,7 @@ void Store::resolve_item_fields(absl::Span<Call* const> calls) {
   for (Call* c : calls) {
     PutOp& op = std::get<PutOp>(c->op);
     if (op.flags != 0) flags_stored_ = true;
+    for (const byte_key::ItemMeta& m : op.item_metas) flags_stored_ |= m.flags != 0;
     if (op.exptime == 0) continue;
     if (t == 0) t = now();
     op.exptime = byte_key::absolute_exptime(op.exptime, t);
@@ -121,38 +122,6 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
-  if (options_.refuse_item_fields) {
-    bool any = false;
-    for (const Call* c : calls) any |= c->put().flags != 0 || c->put().exptime != 0;
-    if (any) {
-      apply_puts_without_item_fields(calls, statuses);
-      return;
-    }
-  }
-  apply_put_run(calls, statuses);
-}
-
-void Store::apply_puts_without_item_fields(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
-  statuses->assign(calls.size(), absl::OkStatus());
-  std::vector<Call*> kept;
-  std::vector<size_t> at;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    if (calls[i]->put().flags != 0 || calls[i]->put().exptime != 0) {
-      (*statuses)[i] = absl::FailedPreconditionError(
-          "nonzero flags or exptime: a server with --data_dir does not keep them yet (its log and snapshots "
-          "carry no item fields); nothing was changed");
-      continue;
-    }
-    kept.push_back(calls[i]);
-    at.push_back(i);
-  }
-  if (kept.empty()) return;
-  std::vector<absl::Status> applied;
-  apply_put_run(kept, &applied);
-  for (size_t j = 0; j < kept.size(); ++j) (*statuses)[at[j]] = std::move(applied[j]);
-}
-
-void Store::apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   resolve_item_fields(calls);
   for (const Call* c : calls) {
     if (c->put().mode != PutMode::kSet) {

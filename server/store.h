@@ -49,6 +49,9 @@ class PutPlan;
 
 class Store {
  public:
+  // The store's clock (StoreOptions::unix_clock), unix seconds: what items'
+  // expiry is checked against.
+  uint32_t now() const;
   static absl::StatusOr<std::unique_ptr<Store>> create(const StoreOptions& options);
   ~Store();
 
@@ -124,8 +127,10 @@ class Store {
   // Stores values[i] under keys[i] (a key repeated: the last wins), admitted
   // as one call: RESOURCE_EXHAUSTED, and nothing changed, past --memory.
   absl::Status put_pairs(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
-  // The same for byte keys (their table keys made here: byte_key_hash_bits).
-  absl::Status put_byte_pairs(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values);
+  // The same for byte keys (their table keys made here: byte_key_hash_bits),
+  // metas[i] the item fields keys[i] takes as they are (empty: all 0).
+  absl::Status put_byte_pairs(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                              absl::Span<const byte_key::ItemMeta> metas = {});
   // Removes the keys that are stored.
   absl::Status erase_keys(absl::Span<const uint64_t> keys);
   absl::Status erase_byte_keys(absl::Span<const std::string_view> keys);
@@ -178,17 +183,10 @@ class Store {
   // Whether these calls take the placed paths: the store is not plain, or a
   // call has byte keys.
   bool needs_placed(absl::Span<Call* const> calls) const;
-  // The store's clock (StoreOptions::unix_clock), unix seconds: what items'
-  // expiry is checked against.
-  uint32_t now() const;
   // Turns each put's exptime into an absolute time by the clock, and notes
-  // whether an item with flags was ever stored (flags_stored_).
+  // whether an item with flags was ever stored (flags_stored_; recovery's
+  // item_metas count too).
   void resolve_item_fields(absl::Span<Call* const> calls);
-  // apply_puts' work once its run is admitted.
-  void apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
-  // With refuse_item_fields: the run's puts with flags or an expiry are
-  // refused (FAILED_PRECONDITION), the others applied in order.
-  void apply_puts_without_item_fields(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // A pair operation as one call through apply_puts or apply_deletes: its status.
   absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);

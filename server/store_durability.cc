@@ -42,6 +42,10 @@ absl::StatusOr<std::unique_ptr<StoreDurability>> StoreDurability::open(
   StoreRecovery sink(store);
   auto dir = durability::DataDir::open(config.dir, config.options, sink, metrics);
   if (!dir.ok()) return dir.status();
+  if (sink.expired() > 0) {
+    spdlog::info("data dir {}: {} items had expired by the time of recovery and were dropped", config.dir,
+                 sink.expired());
+  }
   // Beside the module's line (what was read): what the store holds now.
   spdlog::info("data dir {}: the store holds {} keys ({} bytes of value heap) after recovery, fsync={}", config.dir,
                store.keys(), store.value_heap_bytes(), durability::fsync_policy_name(config.options.log.fsync));
@@ -58,14 +62,24 @@ const std::vector<std::string_view>& StoreDurability::key_views(const ByteKeys& 
   return key_views_;
 }
 
+absl::Span<const byte_key::ItemMeta> StoreDurability::item_metas(const PutOp& put) {
+  if (!put.item_metas.empty()) return put.item_metas;
+  metas_.assign(put.byte_keys.size(), byte_key::ItemMeta{put.flags, static_cast<uint32_t>(put.exptime), 0});
+  return metas_;
+}
+
 void StoreDurability::add_puts(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!statuses[i].ok()) continue;  // refused: nothing changed, nothing to log
     const PutOp& put = run[i]->put();
     if (put.byte_keys.empty()) {
       batch_.add_puts(put.keys, put.value_lengths, put.values);
-    } else {
+    } else if (put.flags == 0 && put.exptime == 0 && put.item_metas.empty()) {
       batch_.add_byte_puts(key_views(put.byte_keys), put.value_lengths, put.values);
+    } else {
+      // The fields the store gave the items: its expiry made absolute, or
+      // for a conditional write the stored item's, which the op took.
+      batch_.add_byte_puts(key_views(put.byte_keys), put.value_lengths, put.values, item_metas(put));
     }
   }
 }

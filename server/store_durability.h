@@ -100,6 +100,8 @@ class StoreDurability {
 
   // A call's byte keys as views (scratch reused).
   const std::vector<std::string_view>& key_views(const ByteKeys& keys);
+  // A byte-key put's item fields, one per key (scratch reused).
+  absl::Span<const byte_key::ItemMeta> item_metas(const PutOp& put);
   void start_snapshot(Store& store);
   // One chunk of the export in progress; false when the writer had no room.
   bool export_chunk(Store& store);
@@ -114,6 +116,7 @@ class StoreDurability {
   std::function<void(const absl::Status&)> on_log_failed_;
   durability::WriteBatch batch_;
   std::vector<std::string_view> key_views_;
+  std::vector<byte_key::ItemMeta> metas_;
   absl::Status log_error_;
   mutable std::mutex mu_;
   std::string published_log_error_;  // log_error_ for status(), under mu_

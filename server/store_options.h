@@ -49,11 +49,6 @@ struct StoreOptions {
   // The store's clock for items' expiry (issue 27), unix seconds. Null: the
   // system's. Tests set one to check expiry at the boundary second.
   std::function<uint32_t()> unix_clock;
-  // Refuse puts with flags or an expiry (FAILED_PRECONDITION, nothing
-  // changed): set for a store whose writes are logged (--data_dir), since
-  // the log and snapshots do not carry a byte key's item fields yet, and a
-  // restart would bring such an item back with flags 0, never expiring.
-  bool refuse_item_fields = false;
 };
 
 }  // namespace gphkv::server

@@ -28,12 +28,14 @@ absl::Status Store::put_pairs(absl::Span<const uint64_t> keys, absl::Span<const 
   return statuses.front();
 }
 
-absl::Status Store::put_byte_pairs(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values) {
+absl::Status Store::put_byte_pairs(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                                   absl::Span<const byte_key::ItemMeta> metas) {
   begin_run("put_byte_pairs");
-  if (keys.size() != values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(keys.size(), " byte keys but ", values.size(), " values"));
+  if (keys.size() != values.size() || (!metas.empty() && metas.size() != keys.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(keys.size(), " byte keys but ", values.size(), " values and ", metas.size(), " item fields"));
   }
-  PairCall put(keys, values, options_.byte_key_hash_bits);
+  PairCall put(keys, values, options_.byte_key_hash_bits, metas);
   return apply_one(put);
 }
 
@@ -147,6 +149,7 @@ absl::Status append_stored(uint64_t key, ValueHandle handle, std::string_view by
   byte_pairs->key_bytes.append(r->key);
   byte_pairs->lengths.push_back(static_cast<uint32_t>(r->value.size()));
   byte_pairs->bytes.append(r->value);
+  byte_pairs->metas.push_back(r->meta);
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/bulk_load.h"
+#include "server/byte_key.h"
 #include "server/byte_size.h"
 
 namespace gphkv::server {
@@ -27,14 +28,20 @@ absl::Status StoreRecovery::on_snapshot_begin(uint64_t pairs, uint64_t value_byt
 absl::Status StoreRecovery::on_puts(const durability::Pairs& pairs) {
   absl::Status s;
   if (pairs.has_byte_keys() && store_.bulk_loading()) {
+    // Fields are kept once some pair has any: the ones before get zeros.
+    const bool fields = pairs.has_item_fields();
+    const bool keep_metas = fields || !kept_metas_.empty();
+    if (keep_metas) kept_metas_.resize(kept_key_lengths_.size());
     for (size_t i = 0; i < pairs.size(); ++i) {
       kept_bytes_.append(pairs.byte_keys[i]);
       kept_bytes_.append(pairs.values[i]);
       kept_key_lengths_.push_back(static_cast<uint32_t>(pairs.byte_keys[i].size()));
       kept_value_lengths_.push_back(static_cast<uint32_t>(pairs.values[i].size()));
+      if (keep_metas) kept_metas_.push_back(fields ? pairs.metas[i] : byte_key::ItemMeta{});
     }
     return s;  // counted in puts_ once put
   }
+  if (pairs.has_item_fields()) return put_byte_items(pairs.byte_keys, pairs.values, pairs.metas);
   if (pairs.has_byte_keys()) {
     s = store_.put_byte_pairs(pairs.byte_keys, pairs.values);
   } else {
@@ -46,6 +53,26 @@ absl::Status StoreRecovery::on_puts(const durability::Pairs& pairs) {
   return s;
 }
 
+absl::Status StoreRecovery::put_byte_items(absl::Span<const std::string_view> keys,
+                                           absl::Span<const std::string_view> values,
+                                           absl::Span<const byte_key::ItemMeta> metas) {
+  const uint32_t now = store_.now();
+  // Stretches of live items are put, stretches of expired ones erased, in order.
+  for (size_t first = 0; first < keys.size();) {
+    const bool expired = byte_key::is_expired(metas[first].exptime, now);
+    size_t end = first + 1;
+    while (end < keys.size() && byte_key::is_expired(metas[end].exptime, now) == expired) ++end;
+    const size_t n = end - first;
+    absl::Status s =
+        expired ? store_.erase_byte_keys(keys.subspan(first, n))
+                : store_.put_byte_pairs(keys.subspan(first, n), values.subspan(first, n), metas.subspan(first, n));
+    if (!s.ok()) return memory_error(s);
+    (expired ? expired_ : puts_) += n;
+    first = end;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StoreRecovery::finish_bulk() {
   if (!store_.bulk_loading()) return absl::OkStatus();
   if (absl::Status s = store_.finish_bulk_load(); !s.ok()) return memory_error(s);
@@ -54,6 +81,7 @@ absl::Status StoreRecovery::finish_bulk() {
 
 absl::Status StoreRecovery::put_kept_byte_pairs() {
   std::vector<std::string_view> keys, values;
+  const absl::Span<const byte_key::ItemMeta> metas = kept_metas_;
   size_t off = 0;
   for (size_t first = 0; first < kept_key_lengths_.size(); first += kKeptPairsPerPut) {
     const size_t n = std::min(kKeptPairsPerPut, kept_key_lengths_.size() - first);
@@ -65,12 +93,17 @@ absl::Status StoreRecovery::put_kept_byte_pairs() {
       values.push_back(std::string_view(kept_bytes_).substr(off, kept_value_lengths_[i]));
       off += kept_value_lengths_[i];
     }
+    if (!metas.empty()) {
+      if (absl::Status s = put_byte_items(keys, values, metas.subspan(first, n)); !s.ok()) return s;
+      continue;
+    }
     if (absl::Status s = store_.put_byte_pairs(keys, values); !s.ok()) return memory_error(s);
     puts_ += n;
   }
   kept_bytes_ = std::string();
   kept_key_lengths_ = {};
   kept_value_lengths_ = {};
+  kept_metas_ = {};
   return absl::OkStatus();
 }
 
@@ -92,9 +125,11 @@ absl::Status StoreRecovery::on_byte_deletes(absl::Span<const std::string_view> k
 
 absl::Status StoreRecovery::on_reset() {
   puts_ = 0;
+  expired_ = 0;
   kept_bytes_ = std::string();
   kept_key_lengths_ = {};
   kept_value_lengths_ = {};
+  kept_metas_ = {};
   return store_.clear();  // abandons a bulk load in progress
 }
 

@@ -15,6 +15,10 @@
 // uint64 pairs are bulk-loaded, and put once the table is built, in the order
 // they came. The two kinds never name the same key, so putting one kind
 // after the other ends in the state the snapshot's order gives.
+//
+// Items that carry fields (issue 27) keep them. One whose expiry has passed
+// by the store's clock is dropped: its key is erased where it came, since
+// the put it came in replaced what the key held before.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +46,9 @@ class StoreRecovery final : public durability::RecoverySink {
   absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) override;
   absl::Status on_reset() override;
 
+  // Items dropped because they had expired.
+  uint64_t expired() const { return expired_; }
+
  private:
   // Byte-key pairs put at most at once from the kept ones.
   static constexpr size_t kKeptPairsPerPut = 4096;
@@ -50,13 +57,19 @@ class StoreRecovery final : public durability::RecoverySink {
   // pairs kept meanwhile are put.
   absl::Status finish_bulk();
   absl::Status put_kept_byte_pairs();
+  // Puts byte keys' pairs with their fields, erasing those expired, in order.
+  absl::Status put_byte_items(absl::Span<const std::string_view> keys, absl::Span<const std::string_view> values,
+                              absl::Span<const byte_key::ItemMeta> metas);
   absl::Status memory_error(const absl::Status& s) const;
 
   Store& store_;
   uint64_t puts_ = 0;  // pairs put so far, for the error
-  // A bulk-loaded snapshot's byte-key pairs: keys and values back to back.
+  uint64_t expired_ = 0;
+  // A bulk-loaded snapshot's byte-key pairs: keys and values back to back,
+  // and their fields (empty while none had any).
   std::string kept_bytes_;
   std::vector<uint32_t> kept_key_lengths_, kept_value_lengths_;
+  std::vector<byte_key::ItemMeta> kept_metas_;
 };
 
 }  // namespace gphkv::server

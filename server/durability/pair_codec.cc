@@ -20,6 +20,17 @@ void append_byte_key(std::string* out, std::string_view key) {
   out->append(key);
 }
 
+void append_item_key(std::string* out, std::string_view key, const ItemMeta& meta) {
+  if (meta.empty()) return append_byte_key(out, key);
+  char h[kByteKeyEntryHeaderBytes + kItemEntryFieldsBytes];
+  store_le16(h, static_cast<uint16_t>(key.size() | kItemEntryBit));
+  store_le32(h + 2, meta.flags);
+  store_le32(h + 6, meta.exptime);
+  store_le64(h + 10, meta.cas);
+  out->append(h, sizeof h);
+  out->append(key);
+}
+
 void append_value(std::string* out, std::string_view value) {
   char h[4];
   store_le32(h, static_cast<uint32_t>(value.size()));
@@ -28,11 +39,22 @@ void append_value(std::string* out, std::string_view value) {
 }
 
 // Reads a byte key's entry at *at: false when it runs past the end or its
-// length is out of range.
-bool read_byte_key(std::string_view bytes, uint64_t* at, std::string_view* key) {
+// length is out of range. With `meta`, an item's fields are read too (zeros
+// for a plain entry); without, a marked entry is malformed.
+bool read_byte_key(std::string_view bytes, uint64_t* at, std::string_view* key, ItemMeta* meta = nullptr) {
   if (bytes.size() - *at < kByteKeyEntryHeaderBytes) return false;
-  const uint16_t n = load_le16(bytes.data() + *at);
+  uint16_t n = load_le16(bytes.data() + *at);
   *at += kByteKeyEntryHeaderBytes;
+  if (meta != nullptr) {
+    *meta = ItemMeta{};
+    if ((n & kItemEntryBit) != 0) {
+      n &= static_cast<uint16_t>(~kItemEntryBit);
+      if (bytes.size() - *at < kItemEntryFieldsBytes) return false;
+      const char* f = bytes.data() + *at;
+      *meta = ItemMeta{load_le32(f), load_le32(f + 4), load_le64(f + 8)};
+      *at += kItemEntryFieldsBytes;
+    }
+  }
   if (n == 0 || n > kMaxByteKeyBytes || bytes.size() - *at < n) return false;
   *key = bytes.substr(*at, n);
   *at += n;
@@ -110,6 +132,41 @@ bool decode_byte_pair_entries(std::string_view bytes, uint64_t* offset, uint64_t
     std::string_view key, value;
     if (!read_byte_key(bytes, &at, &key) || !read_value(bytes, &at, &value)) return false;
     keys->push_back(key);
+    values->push_back(value);
+  }
+  *offset = at;
+  return true;
+}
+
+void append_byte_item_entries(std::string* out, absl::Span<const std::string_view> keys,
+                              absl::Span<const ItemMeta> metas, absl::Span<const std::string_view> values) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    append_item_key(out, keys[i], metas[i]);
+    append_value(out, values[i]);
+  }
+}
+
+void append_byte_item_entries(std::string* out, absl::Span<const std::string_view> keys,
+                              absl::Span<const ItemMeta> metas, absl::Span<const uint32_t> lengths,
+                              std::string_view bytes) {
+  size_t off = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    append_item_key(out, keys[i], metas[i]);
+    append_value(out, bytes.substr(off, lengths[i]));
+    off += lengths[i];
+  }
+}
+
+bool decode_byte_item_entries(std::string_view bytes, uint64_t* offset, uint64_t count,
+                              std::vector<std::string_view>* keys, std::vector<ItemMeta>* metas,
+                              std::vector<std::string_view>* values) {
+  uint64_t at = *offset;
+  for (uint64_t i = 0; i < count && (count != UINT64_MAX || at < bytes.size()); ++i) {
+    std::string_view key, value;
+    ItemMeta meta;
+    if (!read_byte_key(bytes, &at, &key, &meta) || !read_value(bytes, &at, &value)) return false;
+    keys->push_back(key);
+    metas->push_back(meta);
     values->push_back(value);
   }
   *offset = at;

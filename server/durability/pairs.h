@@ -9,20 +9,34 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "server/item_meta.h"
 
 namespace gphkv::server::durability {
+
+// Some of the items' fields are not all 0.
+inline bool any_item_fields(absl::Span<const byte_key::ItemMeta> metas) {
+  for (const byte_key::ItemMeta& m : metas) {
+    if (!m.empty()) return true;
+  }
+  return false;
+}
 
 // values[i] is key i's value. A run holds one kind of key: uint64 keys in
 // `keys`, or byte keys (1 to 4096 arbitrary bytes each, docs/byte-keys.md) in
 // `byte_keys`, the other span empty. The two kinds never name the same key.
-// The views point into a buffer that lives until the call that passed them
-// returns (or, from a PairSource, until its next call).
+// A run of byte keys may carry their items' fields (issue 27): metas[i] is
+// byte_keys[i]'s flags, absolute expiry and CAS; empty: all 0. The views
+// point into a buffer that lives until the call that passed them returns
+// (or, from a PairSource, until its next call).
 struct Pairs {
   absl::Span<const uint64_t> keys;
   absl::Span<const std::string_view> values;
   absl::Span<const std::string_view> byte_keys;
+  absl::Span<const byte_key::ItemMeta> metas;
 
   bool has_byte_keys() const { return !byte_keys.empty(); }
+  // Some item's fields are not all 0: the run needs entries that carry them.
+  bool has_item_fields() const { return any_item_fields(metas); }
   size_t size() const { return values.size(); }
 };
 

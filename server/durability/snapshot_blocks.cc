@@ -22,6 +22,8 @@ std::string decode_block(std::string_view payload, uint32_t version, SnapshotBlo
     whole = decode_pair_entries(payload, &at, UINT64_MAX, &block->keys, &block->values);
   } else if (kind == kSnapshotBlockOfByteKeys) {
     whole = decode_byte_pair_entries(payload, &at, UINT64_MAX, &block->byte_keys, &block->values);
+  } else if (kind == kSnapshotBlockOfByteItems) {
+    whole = decode_byte_item_entries(payload, &at, UINT64_MAX, &block->byte_keys, &block->metas, &block->values);
   } else {
     return absl::StrCat("a block of unknown kind ", static_cast<int>(kind));
   }
@@ -29,6 +31,7 @@ std::string decode_block(std::string_view payload, uint32_t version, SnapshotBlo
   block->keys.clear();
   block->values.clear();
   block->byte_keys.clear();
+  block->metas.clear();
   return "a block whose pairs run past its end";
 }
 

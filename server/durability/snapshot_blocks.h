@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/durability/durability_options.h"
+#include "server/item_meta.h"
 
 namespace gphkv::server::durability {
 
@@ -31,6 +32,7 @@ struct SnapshotBlock {
   std::vector<uint64_t> keys;
   std::vector<std::string_view> values;
   std::vector<std::string_view> byte_keys;  // a block of byte keys (keys empty)
+  std::vector<byte_key::ItemMeta> metas;    // a block of byte-key items: byte_keys[i]'s fields
 };
 
 class SnapshotBlocks {

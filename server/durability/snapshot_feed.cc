@@ -27,7 +27,7 @@ void cut(std::string_view bytes, absl::Span<const uint32_t> lengths, std::vector
 Pairs PairChunk::as_pairs(std::vector<std::string_view>* values, std::vector<std::string_view>* byte_keys) const {
   cut(bytes, lengths, values);
   cut(key_bytes, key_lengths, byte_keys);
-  return Pairs{keys, *values, *byte_keys};
+  return Pairs{keys, *values, *byte_keys, metas};
 }
 
 bool SnapshotFeed::wants_more() const {

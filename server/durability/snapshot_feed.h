@@ -29,12 +29,16 @@ struct PairChunk {
   std::string bytes;
   std::vector<uint32_t> key_lengths;
   std::string key_bytes;
+  // Byte keys' item fields, one per pair (empty: all 0).
+  std::vector<byte_key::ItemMeta> metas;
 
   size_t size() const { return lengths.size(); }
   bool empty() const { return lengths.empty(); }
   void clear();
   // What it holds, about: for the feed's cap.
-  uint64_t bytes_held() const { return bytes.size() + key_bytes.size() + 12 * lengths.size(); }
+  uint64_t bytes_held() const {
+    return bytes.size() + key_bytes.size() + 12 * lengths.size() + sizeof(byte_key::ItemMeta) * metas.size();
+  }
 
   // The chunk as Pairs, each value a view into `bytes` kept in *values and
   // each byte key one into `key_bytes` kept in *byte_keys (valid while the

@@ -5,13 +5,17 @@
 //   header record, payload 48 bytes: u32 version (2), u32 flags (0),
 //                                    u64 sequence, u64 pairs, u64 value bytes,
 //                                    u64 blocks, u64 created (Unix ms)
-//   block records, `blocks` of them: [u8 kind: 1 uint64 keys, 2 byte keys]
-//                                    and that kind's pair entries
-//                                    (pair_codec.h), about
+//   block records, `blocks` of them: [u8 kind: 1 uint64 keys, 2 byte keys,
+//                                    3 byte-key items] and that kind's pair
+//                                    entries (pair_codec.h), about
 //                                    DataDirOptions::snapshot_block_bytes each
 //
 // Version 1 (before byte keys, issue 26) had no kind byte: every block held
-// uint64 keys' entries. This build reads both and writes version 2.
+// uint64 keys' entries. This build reads both and writes version 2. Kind 3
+// came with the item fields (issue 27): only a run of pairs that carries
+// some item's fields is written as one, so a store without them writes
+// what earlier builds wrote, and an earlier build refuses a kind-3 block by
+// its kind.
 //
 // A logical dump of pairs, not the table's image: the table's layout differs
 // between the CPU and CUDA tables and after every rebuild, and the value
@@ -34,6 +38,7 @@ inline constexpr uint32_t kSnapshotVersionUint64Only = 1;
 // A version-2 block's first byte.
 inline constexpr uint8_t kSnapshotBlockOfKeys = 1;
 inline constexpr uint8_t kSnapshotBlockOfByteKeys = 2;
+inline constexpr uint8_t kSnapshotBlockOfByteItems = 3;
 
 struct SnapshotHeader {
   uint32_t version = kSnapshotVersion;

@@ -58,7 +58,7 @@ absl::StatusOr<SnapshotLoad> load_snapshot(const NumberedFile& file, RecoverMode
       off = *b->resume;
       continue;
     }
-    if (absl::Status s = sink.on_puts(Pairs{b->keys, b->values, b->byte_keys}); !s.ok()) return s;
+    if (absl::Status s = sink.on_puts(Pairs{b->keys, b->values, b->byte_keys, b->metas}); !s.ok()) return s;
     ++blocks;
     load.pairs += b->values.size();
     load.bytes_read += b->end - b->offset;

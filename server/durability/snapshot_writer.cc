@@ -45,13 +45,19 @@ absl::Status write_file(const std::string& tmp, PairSource& source, uint64_t blo
     auto more = source.next(&pairs);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    const char kind = static_cast<char>(pairs.has_byte_keys() ? kSnapshotBlockOfByteKeys : kSnapshotBlockOfKeys);
+    const bool items = pairs.has_item_fields();
+    const char kind = static_cast<char>(items                   ? kSnapshotBlockOfByteItems
+                                        : pairs.has_byte_keys() ? kSnapshotBlockOfByteKeys
+                                                                : kSnapshotBlockOfKeys);
     if (!block.empty() && block[0] != kind) {
       if (auto s = flush(); !s.ok()) return s;
     }
     for (size_t i = 0; i < pairs.size(); ++i) {
       if (block.empty()) block.push_back(kind);
-      if (pairs.has_byte_keys()) {
+      if (items) {
+        append_byte_item_entries(&block, pairs.byte_keys.subspan(i, 1), pairs.metas.subspan(i, 1),
+                                 pairs.values.subspan(i, 1));
+      } else if (pairs.has_byte_keys()) {
         append_byte_pair_entries(&block, pairs.byte_keys.subspan(i, 1), pairs.values.subspan(i, 1));
       } else {
         append_pair_entries(&block, pairs.keys.subspan(i, 1), pairs.values.subspan(i, 1));

@@ -11,6 +11,7 @@ constexpr uint8_t kPutRun = 1;
 constexpr uint8_t kDeleteRun = 2;
 constexpr uint8_t kBytePutRun = 3;
 constexpr uint8_t kByteDeleteRun = 4;
+constexpr uint8_t kByteItemPutRun = 5;
 constexpr size_t kSequenceBytes = 8;
 constexpr size_t kRunHeaderBytes = 5;  // kind, count
 
@@ -47,6 +48,11 @@ void WriteBatch::add_puts(absl::Span<const uint64_t> keys, absl::Span<const uint
 }
 
 void WriteBatch::add_puts(const Pairs& pairs) {
+  if (pairs.has_item_fields()) {
+    extend_run(kByteItemPutRun, pairs.byte_keys.size());
+    append_byte_item_entries(&payload_, pairs.byte_keys, pairs.metas, pairs.values);
+    return;
+  }
   if (pairs.has_byte_keys()) {
     extend_run(kBytePutRun, pairs.byte_keys.size());
     append_byte_pair_entries(&payload_, pairs.byte_keys, pairs.values);
@@ -57,7 +63,12 @@ void WriteBatch::add_puts(const Pairs& pairs) {
 }
 
 void WriteBatch::add_byte_puts(absl::Span<const std::string_view> keys, absl::Span<const uint32_t> lengths,
-                               std::string_view bytes) {
+                               std::string_view bytes, absl::Span<const byte_key::ItemMeta> metas) {
+  if (any_item_fields(metas)) {
+    extend_run(kByteItemPutRun, keys.size());
+    append_byte_item_entries(&payload_, keys, metas, lengths, bytes);
+    return;
+  }
   extend_run(kBytePutRun, keys.size());
   append_byte_pair_entries(&payload_, keys, lengths, bytes);
 }
@@ -117,6 +128,13 @@ absl::Status decode_write_batch(std::string_view payload, DecodedBatch* out) {
                                                 " run past its end or hold a key of a length out of range"));
       }
       out->puts += n;
+    } else if (kind == kByteItemPutRun) {
+      if (!decode_byte_item_entries(payload, &at, n, &run.byte_keys, &run.metas, &run.values)) {
+        return absl::DataLossError(absl::StrCat("batch ", out->sequence, ": the ", n,
+                                                " puts of byte-key items of the run at byte ", run_at,
+                                                " run past its end or hold a key of a length out of range"));
+      }
+      out->puts += n;
     } else if (kind == kByteDeleteRun) {
       run.puts = false;
       if (!decode_byte_key_entries(payload, &at, n, &run.byte_keys)) {
@@ -137,7 +155,7 @@ absl::Status DecodedBatch::replay(RecoverySink& sink) const {
   for (const Run& run : runs) {
     absl::Status s;
     if (run.puts) {
-      s = sink.on_puts(Pairs{run.keys, run.values, run.byte_keys});
+      s = sink.on_puts(Pairs{run.keys, run.values, run.byte_keys, run.metas});
     } else {
       s = run.byte_keys.empty() ? sink.on_deletes(run.keys) : sink.on_byte_deletes(run.byte_keys);
     }

@@ -9,10 +9,15 @@
 //     2 deletes:           count keys [u64 key]
 //     3 puts of byte keys: count entries [u16 key length][key][u32 value length][value bytes]
 //     4 deletes of byte keys: count entries [u16 key length][key]
+//     5 puts of byte-key items: count entries as 3's, each with the item's
+//                          flags, absolute expiry and CAS when they are not
+//                          all 0 (pair_codec.h)
 //
-// Kinds 3 and 4 came with byte keys (issue 26): a batch without byte keys is
-// byte for byte what earlier builds wrote, so their logs load as they are,
-// and an earlier build stops at a byte-key run naming its unknown kind.
+// Kinds 3 and 4 came with byte keys (issue 26), kind 5 with the item fields
+// (issue 27): a batch without byte keys is byte for byte what earlier builds
+// wrote, and one without item fields what the builds before issue 27 wrote,
+// so their logs load as they are, and an earlier build stops at a newer run
+// naming its unknown kind.
 //
 // Consecutive additions of one kind extend one run. Replaying a batch onto
 // any state gives the keys it wrote the values it wrote (it carries whole
@@ -39,9 +44,10 @@ class WriteBatch {
   void add_puts(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> lengths, std::string_view bytes);
   void add_puts(const Pairs& pairs);  // either kind of key
   void add_deletes(absl::Span<const uint64_t> keys);
-  // Byte keys' puts (lengths[i] bytes of `bytes` are keys[i]'s value) and deletes.
+  // Byte keys' puts (lengths[i] bytes of `bytes` are keys[i]'s value) and
+  // deletes; metas[i] is keys[i]'s item fields (none: all 0).
   void add_byte_puts(absl::Span<const std::string_view> keys, absl::Span<const uint32_t> lengths,
-                     std::string_view bytes);
+                     std::string_view bytes, absl::Span<const byte_key::ItemMeta> metas = {});
   void add_byte_deletes(absl::Span<const std::string_view> keys);
 
   // Puts and deletes added.
@@ -70,6 +76,7 @@ struct DecodedBatch {
     std::vector<uint64_t> keys;
     std::vector<std::string_view> values;
     std::vector<std::string_view> byte_keys;  // a run of byte keys (keys empty)
+    std::vector<byte_key::ItemMeta> metas;    // a run of byte-key items: byte_keys[i]'s fields
   };
   uint64_t sequence = 0;
   std::vector<Run> runs;

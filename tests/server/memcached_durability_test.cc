@@ -1,7 +1,8 @@
 // The memcached port on a server with --data_dir (issue 26 made byte keys
 // durable): sets, deletes and conditional writes (as what they stored) are
-// logged like gRPC's byte-key writes, so a restarted server answers what was
-// acknowledged, and the gRPC side sees the same keys.
+// logged like gRPC's byte-key writes, with their items' flags and expiry
+// (issue 27), so a restarted server answers what was acknowledged, and the
+// gRPC side sees the same keys.
 #include <filesystem>
 #include <string>
 
@@ -40,23 +41,24 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
     EXPECT_EQ(s.round_trip("incr hits 2\r\n", "42\r\n"), "42\r\n");
     EXPECT_EQ(s.round_trip("append user:1 0 0 1\r\n!\r\n", stored), stored);
     EXPECT_EQ(s.round_trip("add user:1 0 0 1\r\nz\r\n", "NOT_STORED\r\n"), "NOT_STORED\r\n");
-    // Flags and expiry are refused with a data directory, whose log does
-    // not carry them yet (issue 27), and change nothing.
-    const std::string refused =
-        "SERVER_ERROR nonzero flags or exptime: a server with --data_dir does not keep them yet (its log and "
-        "snapshots carry no item fields); nothing was changed\r\n";
-    EXPECT_EQ(s.round_trip("set user:2 5 0 1\r\nX\r\n", refused), refused);
-    EXPECT_EQ(s.round_trip("set user:2 0 100 1\r\nX\r\n", refused), refused);
-    EXPECT_EQ(s.round_trip("add fresh 0 -1 1\r\nX\r\n", refused), refused);
-    EXPECT_EQ(s.round_trip("get user:2 fresh\r\n", seen), seen);
+    // Items keep their flags and expiry through the log (issue 27); an
+    // append keeps the item's. One expired at once is a miss, also after a
+    // restart: its put replaced what the key held, and recovery drops it.
+    EXPECT_EQ(s.round_trip("set flagged 7 0 1\r\nF\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("append flagged 0 0 1\r\n!\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("set lasting 3 100000 2\r\nok\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("set doomed 0 0 1\r\nd\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("set doomed 9 -1 1\r\nD\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("get doomed\r\n", "END\r\n"), "END\r\n");
   }
   auto server = testing::start_server(o);
   ASSERT_NE(server, nullptr);
   MemcacheSocket s(server->memcached_port());
   ASSERT_TRUE(s.connected());
   const std::string want = "VALUE user:1 0 6\r\nalice!\r\nVALUE user:2 0 5\r\nbobby\r\nVALUE big 0 4000\r\n" + big +
-                           "\r\nVALUE quiet 0 2\r\nhi\r\nVALUE hits 0 2\r\n42\r\nEND\r\n";
-  EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet hits\r\n", want), want);
+                           "\r\nVALUE quiet 0 2\r\nhi\r\nVALUE hits 0 2\r\n42\r\nVALUE flagged 7 2\r\nF!\r\n"
+                           "VALUE lasting 3 2\r\nok\r\nEND\r\n";
+  EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet hits flagged lasting doomed\r\n", want), want);
   server.reset();
   std::filesystem::remove_all(o.data_dir.dir);
 }

@@ -67,6 +67,16 @@ struct GetOp {
   // no stored item has nonzero flags, and leaves it empty: an empty vector
   // means every item's flags are 0.
   std::vector<byte_key::ItemMeta>* items = nullptr;
+  // The caller needs the items' CAS versions (memcached's gets and gats):
+  // the placed path serves the call, never the CUDA pipeline.
+  bool needs_cas = false;
+  // memcached's touch, gat and gats: each found item takes this expiry
+  // (memcached's exptime, as PutOp::exptime) and keeps its value, flags and
+  // CAS. The store applies it where it reads the item, on the executor
+  // thread, so it is ordered with the writes around it; the answer is the
+  // item as found (a gat whose exptime expires it returns it once).
+  bool touch = false;
+  int64_t touch_exptime = 0;
 };
 // How a put's value meets what is stored (issue 27's conditional and
 // read-modify-write writes). Every mode but kSet takes one key, and is
@@ -74,13 +84,19 @@ struct GetOp {
 // order with every other write; a refused one changes nothing
 // (server/conditional_put.h gives each mode's rule and status codes).
 enum class PutMode : uint8_t {
-  kSet = 0,        // store the value
-  kAdd = 1,        // only where the key is absent
-  kReplace = 2,    // only where the key is present
-  kAppend = 3,     // the stored value, then this one
-  kPrepend = 4,    // this value, then the stored one
-  kIncrement = 5,  // the stored decimal number plus this one (wraps at 2^64)
-  kDecrement = 6,  // the stored decimal number minus this one (stops at 0)
+  kSet = 0,            // store the value
+  kAdd = 1,            // only where the key is absent
+  kReplace = 2,        // only where the key is present
+  kAppend = 3,         // the stored value, then this one
+  kPrepend = 4,        // this value, then the stored one
+  kIncrement = 5,      // the stored decimal number plus this one (wraps at 2^64)
+  kDecrement = 6,      // the stored decimal number minus this one (stops at 0)
+  kCompareAndSet = 7,  // only where the stored item's CAS is PutOp::cas (memcached's cas)
+  // memcached's flush_all: no keys, every partition; every byte-key item
+  // written before it (its CAS below the store's counter then) becomes a
+  // miss, at once or, with a positive exptime, once the store's clock
+  // reaches that time (memcached's rule for exptime).
+  kFlush = 8,
 };
 struct PutOp {
   KeySpan keys;
@@ -98,9 +114,19 @@ struct PutOp {
   // stored item's flags and expiry instead.
   uint32_t flags = 0;
   int64_t exptime = 0;
+  // kCompareAndSet: the CAS version the stored item must hold. kFlush: its
+  // delay is `exptime` (0 or negative: now).
+  uint64_t cas = 0;
+  // Set by the store, never by a front end: nonzero when the record keeps
+  // this CAS instead of taking a new one (a touch rewrites its item so).
+  uint64_t keep_cas = 0;
+  // Set by the store as it applies the call: the CAS version its first byte
+  // key's record took; key i's took first_cas + i (or keep_cas), which the
+  // log records (server/store_durability.h).
+  uint64_t first_cas = 0;
   // Recovery's puts of byte keys (server/pair_call.h): key i's item fields
-  // as they were stored, the expiry absolute; flags and exptime are unused
-  // then. Empty for a client's call.
+  // as they were stored, the expiry absolute; flags, exptime and keep_cas
+  // are unused then (a CAS of 0 takes a new one). Empty for a client's call.
   absl::Span<const byte_key::ItemMeta> item_metas = {};
 };
 struct DeleteOp {

@@ -10,7 +10,7 @@ namespace gphkv::server {
 int64_t single_partition(const Call& call, const KeyPlacement& placement) {
   if (placement.partitions() == 1) return 0;
   const KeySpan keys = call.keys();
-  if (keys.empty()) return -1;  // a shrink goes to every partition
+  if (keys.empty()) return -1;  // a shrink or a flush_all goes to every partition
   const uint32_t first = placement.partition_of(keys[0]);
   for (size_t i = 1; i < keys.size(); ++i) {
     if (placement.partition_of(keys[i]) != first) return -1;
@@ -29,7 +29,7 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
   // The parts, in partition order, before any Call points into them.
   std::vector<Part>& parts = state->parts_;
   const KeySpan keys = original.keys();
-  if (kind == OpKind::kShrink) {
+  if (kind == OpKind::kShrink || (kind == OpKind::kPut && original.put().mode == PutMode::kFlush)) {
     parts.resize(n);
     for (uint32_t p = 0; p < n; ++p) parts[p].partition = p;
   } else {
@@ -96,12 +96,16 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
                      original.get().packed,
                      &part.get_response,
                      part_byte_keys,
-                     original.get().items != nullptr ? &part.items : nullptr};
+                     original.get().items != nullptr ? &part.items : nullptr,
+                     original.get().needs_cas,
+                     original.get().touch,
+                     original.get().touch_exptime};
         break;
       case OpKind::kPut:
         // A conditional put has one key, so never splits; a set keeps its item fields.
-        c.op = PutOp{part.keys,      part.value_lengths,  part.values,          &part.put_response,
-                     part_byte_keys, original.put().mode, original.put().flags, original.put().exptime};
+        c.op = PutOp{part.keys,         part.value_lengths,  part.values,          &part.put_response,
+                     part_byte_keys,    original.put().mode, original.put().flags, original.put().exptime,
+                     original.put().cas};
         break;
       case OpKind::kDelete: c.op = DeleteOp{part.keys, &part.delete_response, part_byte_keys}; break;
       case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;

@@ -28,12 +28,14 @@ const char* put_mode_name(PutMode mode) {
     case PutMode::kPrepend: return "prepend";
     case PutMode::kIncrement: return "incr";
     case PutMode::kDecrement: return "decr";
+    case PutMode::kCompareAndSet: return "cas";
+    case PutMode::kFlush: return "flush_all";
   }
   return "put";
 }
 
 absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, std::string_view operand,
-                         uint32_t max_value_bytes, ResolvedPut* out) {
+                         uint32_t max_value_bytes, ResolvedPut* out, uint64_t stored_cas, uint64_t expected_cas) {
   if (mode == PutMode::kAdd) {
     if (stored) return absl::AlreadyExistsError("add: the key is stored already; nothing was changed");
     out->value.assign(operand);
@@ -44,6 +46,13 @@ absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, s
   }
   switch (mode) {
     case PutMode::kReplace: out->value.assign(operand); break;
+    case PutMode::kCompareAndSet:
+      if (stored_cas != expected_cas) {
+        return absl::AbortedError(absl::StrCat("cas: the item's CAS version is not ", expected_cas,
+                                               " (it was written since); nothing was changed"));
+      }
+      out->value.assign(operand);
+      break;
     case PutMode::kAppend:
     case PutMode::kPrepend: {
       const uint64_t size = uint64_t{stored->size()} + operand.size();
@@ -78,6 +87,8 @@ absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, s
     }
     case PutMode::kSet:
     case PutMode::kAdd: break;
+    case PutMode::kFlush:  // holds no key: Store::apply_conditional applies it before any read
+      return absl::InternalError("flush_all is not a conditional write of a key");
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,8 @@
 //   add on a present key                        ALREADY_EXISTS  (NOT_STORED)
 //   replace, append, prepend, incr, decr absent NOT_FOUND       (NOT_STORED / NOT_FOUND)
 //   incr/decr of a stored value not a number    INVALID_ARGUMENT (CLIENT_ERROR)
+//   cas absent                                  NOT_FOUND       (NOT_FOUND)
+//   cas where the item's CAS differs            ABORTED         (EXISTS)
 //   a result longer than --max_value_bytes      RESOURCE_EXHAUSTED (SERVER_ERROR)
 // A refused put changes nothing.
 #pragma once
@@ -37,9 +39,11 @@ struct ResolvedPut {
 
 // What a put of `mode` and `operand` (its value: bytes, or the delta of
 // incr/decr) stores where the key holds `stored` (nullopt: absent), or why
-// it is refused. `mode` is not kSet.
+// it is refused. `mode` is not kSet. kCompareAndSet stores `operand` only
+// where `stored_cas`, the stored item's CAS version, is `expected_cas`.
 absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, std::string_view operand,
-                         uint32_t max_value_bytes, ResolvedPut* out);
+                         uint32_t max_value_bytes, ResolvedPut* out, uint64_t stored_cas = 0,
+                         uint64_t expected_cas = 0);
 
 // The mode's name, for messages ("add", "incr").
 const char* put_mode_name(PutMode mode);

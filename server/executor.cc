@@ -314,7 +314,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     const bool write = kind == OpKind::kPut || kind == OpKind::kDelete;
     // No read runs, and nothing is answered, past a write not yet logged.
     if (!write) commit_writes(false);
-    if (kind == OpKind::kGet && store_->can_pipeline_gets()) {
+    if (kind == OpKind::kGet && store_->can_pipeline_gets(run)) {
       if (static_cast<int>(in_flight_.size()) >= store_->pipeline_depth()) finish_oldest_gets();
       const Clock::time_point t0 = Clock::now();
       if (absl::Status s = store_->submit_gets(run); !s.ok()) {

@@ -11,8 +11,14 @@ std::string KeyRef::identity() const {
 }
 
 absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& table, const ValueHeap& heap,
-                        const CollidedKeys& collided, bool with_values, uint32_t now, PlacedKeys* out) {
+                        const CollidedKeys& collided, bool with_values, uint32_t now, PlacedKeys* out,
+                        uint64_t flushed_below) {
   const size_t n = keys.size();
+  // A byte key's item that expired, or was written before a flush_all
+  // (uint64 keys have no item fields: neither applies).
+  auto gone = [&](size_t i, const byte_key::ItemMeta& m) {
+    return keys[i].is_bytes() && (byte_key::is_expired(m.exptime, now) || m.cas < flushed_below);
+  };
   std::vector<uint64_t> table_keys(n), handles(n);
   std::vector<uint8_t> found(n);
   for (size_t i = 0; i < n; ++i) table_keys[i] = keys[i].table_key;
@@ -61,7 +67,7 @@ absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& tab
   for (size_t i = 0; i < n; ++i) {
     KeyPlace& p = places[i];
     if (owned[i]) {
-      p = KeyPlace{KeyHome::kTable, true, handles[i], {}, meta[i], byte_key::is_expired(meta[i].exptime, now)};
+      p = KeyPlace{KeyHome::kTable, true, handles[i], {}, meta[i], gone(i, meta[i])};
       continue;
     }
     if (!collided.empty()) {
@@ -96,7 +102,7 @@ absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& tab
     const std::optional<byte_key::Record> r = byte_key::parse_record(stored);
     p.value = r->value;
     p.meta = r->meta;
-    p.expired = byte_key::is_expired(r->meta.exptime, now);
+    p.expired = gone(i, r->meta);
   }
   return absl::OkStatus();
 }

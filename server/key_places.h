@@ -56,7 +56,7 @@ struct KeyPlace {
   // A byte key's item fields (issue 27), read with its record: from the
   // table slot's record always, from CollidedKeys with values.
   byte_key::ItemMeta meta;
-  // Stored, but expired at place_keys' `now`: a miss for reads (gets, and
+  // Stored, but expired at place_keys' `now` or flushed: a miss for reads (gets, and
   // the conditional writes' read), while a put overwrites the slot in place
   // and a delete frees it, giving the memory back.
   bool expired = false;
@@ -72,8 +72,11 @@ struct PlacedKeys {
 // CollidedKeys: for puts, whose keys are distinct. `with_values` also reads
 // the values of the stored keys (gets); without it, the heap is read only
 // for byte keys whose slot holds a record (to compare its key).
-// `now` (unix seconds) marks the byte keys' items that expired (expired).
+// `now` (unix seconds) marks the byte keys' items that expired (expired),
+// and so are those whose CAS version is below `flushed_below` (written
+// before a flush_all, PutMode::kFlush).
 absl::Status place_keys(absl::Span<const KeyRef> keys, engine::ElasticTable& table, const ValueHeap& heap,
-                        const CollidedKeys& collided, bool with_values, uint32_t now, PlacedKeys* out);
+                        const CollidedKeys& collided, bool with_values, uint32_t now, PlacedKeys* out,
+                        uint64_t flushed_below = 0);
 
 }  // namespace gphkv::server

@@ -6,7 +6,7 @@
 
 namespace gphkv::server {
 
-PutPlan::PutPlan(absl::Span<Call* const> calls, bool placed) : placed_(placed) {
+PutPlan::PutPlan(absl::Span<Call* const> calls, bool placed, uint64_t* next_cas) : placed_(placed) {
   groups_.reserve(calls.size());
   group_first_.reserve(calls.size());
   uint32_t occurrences = 0;
@@ -37,10 +37,20 @@ PutPlan::PutPlan(absl::Span<Call* const> calls, bool placed) : placed_(placed) {
       off += put.value_lengths[i];
       if (refs[i].is_bytes()) {
         // The item's flags and expiry (Store::resolve_item_fields made the
-        // expiry absolute), or those recovery read back.
-        const byte_key::ItemMeta meta = put.item_metas.empty()
-                                            ? byte_key::ItemMeta{put.flags, static_cast<uint32_t>(put.exptime), 0}
-                                            : put.item_metas[i];
+        // expiry absolute), or those recovery read back; and its CAS version:
+        // a new one for every write (a refused call's number is skipped,
+        // which keeps them unique), or the one a touch keeps or recovery
+        // read back, which the counter then moves past.
+        byte_key::ItemMeta meta{put.flags, static_cast<uint32_t>(put.exptime), put.keep_cas};
+        if (!put.item_metas.empty()) meta = put.item_metas[i];
+        if (next_cas != nullptr) {
+          if (meta.cas == 0) {
+            meta.cas = (*next_cas)++;
+          } else if (meta.cas >= *next_cas) {
+            *next_cas = meta.cas + 1;
+          }
+        }
+        if (i == 0) std::get<PutOp>(calls[g]->op).first_cas = meta.cas;
         byte_key::append_record(refs[i].bytes, value, meta, &records_);
         record_lengths_.push_back(static_cast<uint32_t>(byte_key::record_bytes(refs[i].bytes, value, meta)));
       }

@@ -33,7 +33,10 @@ class PutPlan {
   // (find_stored), unless `placed`: then by their identity, uint64 or byte
   // key, and each lives in its table slot or in CollidedKeys (place(),
   // server/key_places.h); a byte key's value is stored as its record.
-  explicit PutPlan(absl::Span<Call* const> calls, bool placed = false);
+  // Each byte key's record takes the next CAS version from *next_cas (issue
+  // 27: unique and increasing per store, never 0), or its put's keep_cas;
+  // null: CAS 0 (tests of the plan alone).
+  explicit PutPlan(absl::Span<Call* const> calls, bool placed = false, uint64_t* next_cas = nullptr);
   // One group: values[i] is keys[i]'s. The views must outlive the plan.
   PutPlan(absl::Span<const uint64_t> keys, absl::Span<const std::string_view> values);
 

@@ -16,6 +16,8 @@ bool RunOrder::writes_first(std::vector<Call*>& calls) {
   // has its writes first (or none, or no gets).
   bool seen_get = false, write_after_get = false;
   for (const Call* c : calls) {
+    // A flush_all writes every key: nothing moves past it.
+    if (c->kind() == OpKind::kPut && c->put().mode == PutMode::kFlush) return false;
     if (!is_write(c)) {
       seen_get = true;
     } else if (seen_get) {

@@ -210,6 +210,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
   partitions.store = options.store;
+  // Neither a flush nor a touch is logged yet (issue 27): refuse them
+  // rather than have a restart undo them.
+  partitions.store.refuse_unlogged_ops = !options.data_dir.dir.empty();
   partitions.batcher = options.batcher;
   partitions.completion_threads = options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
                                                                   : static_cast<unsigned>(default_completion_threads());

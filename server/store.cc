@@ -44,6 +44,11 @@ void Store::begin_run(const char* method) {
     ownership_broken("Store", method,
                      "pipelined gets are in flight; the executor must finish them before it applies a run");
   }
+  if (flush_at_ != 0 && now() >= flush_at_) {
+    // A delayed flush_all's time came: what was written before this run is gone.
+    flushed_below_ = next_cas_;
+    flush_at_ = 0;
+  }
 }
 
 absl::Status Store::finish_rebuild() {
@@ -53,11 +58,7 @@ absl::Status Store::finish_rebuild() {
   return s;
 }
 
-void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
-  begin_run("apply_gets");
-  ++counters_.sync_get_runs;
-  read_values(calls, statuses);
-}
+// Store::apply_gets: server/store_touch.cc (a run's touches are ordered with its reads).
 
 void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   if (needs_placed(calls)) {
@@ -72,7 +73,18 @@ void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>
 // no key waits in CollidedKeys.
 // Nor does it return flags (GetOp::flags), so not once an item has some.
 bool Store::can_pipeline_gets() const {
-  return gets_ != nullptr && !table_->rebuilding() && collided_.empty() && !flags_stored_;
+  return gets_ != nullptr && !table_->rebuilding() && collided_.empty() && !flags_stored_ && flushed_below_ == 0 &&
+         flush_at_ == 0;
+}
+
+// Nor does it return CAS versions, nor rewrite what it finds: gets and gats,
+// and touches, take the host's placed path.
+bool Store::can_pipeline_gets(absl::Span<Call* const> calls) const {
+  if (!can_pipeline_gets()) return false;
+  for (const Call* c : calls) {
+    if (c->get().needs_cas || c->get().touch) return false;
+  }
+  return true;
 }
 
 uint32_t Store::now() const {
@@ -105,7 +117,7 @@ size_t Store::gets_in_flight() const { return gets_ ? gets_->in_flight() : 0; }
 
 absl::Status Store::submit_gets(absl::Span<Call* const> calls) {
   owner_.check("submit_gets");
-  if (!can_pipeline_gets()) return absl::FailedPreconditionError("the CUDA get pipeline is not usable now");
+  if (!can_pipeline_gets(calls)) return absl::FailedPreconditionError("the CUDA get pipeline is not usable now");
   engine::StreamOrderedTable* table = table_->serving_table().stream_ordered();
   if (table == nullptr) return absl::InternalError("the CUDA get pipeline needs a table on the device");
   ++counters_.pipelined_get_runs;
@@ -122,6 +134,38 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
+  if (options_.refuse_unlogged_ops) {
+    bool any = false;
+    for (const Call* c : calls) any |= c->put().mode == PutMode::kFlush;
+    if (any) {
+      apply_puts_without_flushes(calls, statuses);
+      return;
+    }
+  }
+  apply_put_run(calls, statuses);
+}
+
+void Store::apply_puts_without_flushes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  std::vector<Call*> kept;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i]->put().mode == PutMode::kFlush) {
+      (*statuses)[i] = absl::FailedPreconditionError(
+          "flush_all: a server with --data_dir does not log a flush yet (a restart would bring the flushed items "
+          "back); nothing was changed");
+      continue;
+    }
+    kept.push_back(calls[i]);
+    at.push_back(i);
+  }
+  if (kept.empty()) return;
+  std::vector<absl::Status> applied;
+  apply_put_run(kept, &applied);
+  for (size_t j = 0; j < kept.size(); ++j) (*statuses)[at[j]] = std::move(applied[j]);
+}
+
+void Store::apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   resolve_item_fields(calls);
   for (const Call* c : calls) {
     if (c->put().mode != PutMode::kSet) {
@@ -129,7 +173,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
       return;
     }
   }
-  PutPlan plan(calls, /*placed=*/needs_placed(calls));
+  PutPlan plan(calls, /*placed=*/needs_placed(calls), &next_cas_);
   apply_plan(plan, statuses);
 }
 

@@ -89,6 +89,9 @@ class Store {
   // overlay is on the host, so apply_gets serves gets then.
   // Gets of byte keys take it too: their records are compared on the device.
   bool can_pipeline_gets() const;
+  // And for these gets: not for those that need CAS versions or touch
+  // (GetOp::needs_cas, GetOp::touch), which the host's placed path serves.
+  bool can_pipeline_gets(absl::Span<Call* const> calls) const;
   int pipeline_depth() const;
   size_t gets_in_flight() const;
   // Enqueues a run of gets (gets_in_flight() < pipeline_depth()). On error
@@ -187,6 +190,11 @@ class Store {
   // whether an item with flags was ever stored (flags_stored_; recovery's
   // item_metas count too).
   void resolve_item_fields(absl::Span<Call* const> calls);
+  // apply_puts' work once its run is admitted.
+  void apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // With refuse_unlogged_ops: the run's flushes are refused
+  // (FAILED_PRECONDITION), the others applied in order.
+  void apply_puts_without_flushes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // A pair operation as one call through apply_puts or apply_deletes: its status.
   absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
@@ -195,6 +203,10 @@ class Store {
   // apply_puts for a run that holds conditional puts (server/store_conditional.cc).
   void apply_puts_in_order(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   absl::Status apply_conditional(Call& call);
+  // flush_all, at once or delayed (PutMode::kFlush, server/store_conditional.cc).
+  void apply_flush(const PutOp& op);
+  // A touching get's found items, rewritten with its new expiry (server/store_touch.cc).
+  absl::Status touch_found(const Call& call);
   void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
 
   ThreadOwner owner_{"Store"};
@@ -206,6 +218,19 @@ class Store {
   // which reads each record's flags on the host: the CUDA pipeline's
   // download carries values only (a follow-up may add the flags to it).
   bool flags_stored_ = false;
+  // The next CAS version a byte key's record takes (PutPlan): every write of
+  // an item takes a new one, so they are unique and increasing per store,
+  // never 0. The log and snapshots keep each item's, and recovery moves
+  // the counter past every one it puts back (PutPlan).
+  uint64_t next_cas_ = 1;
+  // flush_all (PutMode::kFlush): byte-key items whose CAS is below
+  // flushed_below_ were written before it and read as misses (key_places.h);
+  // flush_at_, when not 0, is a delayed flush's time by the store's clock,
+  // which the first run at or after it applies (begin_run). The CUDA
+  // pipeline does not compare CAS versions, so once a flush was asked for
+  // the placed path serves gets (a follow-up may pass the bound to the kernel).
+  uint64_t flushed_below_ = 0;
+  uint32_t flush_at_ = 0;
   const char* heap_kind_;
   MemoryBudget budget_;
   SyncGets sync_gets_;

@@ -25,15 +25,32 @@ void Store::apply_puts_in_order(absl::Span<Call* const> calls, std::vector<absl:
     size_t end = begin;
     while (end < calls.size() && calls[end]->put().mode == PutMode::kSet) ++end;
     const absl::Span<Call* const> run = calls.subspan(begin, end - begin);
-    PutPlan plan(run, /*placed=*/needs_placed(run));
+    PutPlan plan(run, /*placed=*/needs_placed(run), &next_cas_);
     apply_plan(plan, &sets);
     std::copy(sets.begin(), sets.end(), statuses->begin() + static_cast<std::ptrdiff_t>(begin));
     begin = end;
   }
 }
 
+void Store::apply_flush(const PutOp& op) {
+  if (op.exptime <= 0) {
+    // Every item written so far took a CAS below next_cas_.
+    flushed_below_ = next_cas_;
+    flush_at_ = 0;
+    return;
+  }
+  // memcached's rule for the delay: up to 30 days relative, else absolute; a
+  // later flush_all replaces a pending one, as memcached's does.
+  flush_at_ = byte_key::absolute_exptime(op.exptime, now());
+  if (now() >= flush_at_) apply_flush(PutOp{});
+}
+
 absl::Status Store::apply_conditional(Call& call) {
   PutOp& op = std::get<PutOp>(call.op);
+  if (op.mode == PutMode::kFlush) {
+    apply_flush(op);
+    return absl::OkStatus();
+  }
   if (op.keys.size() != 1 || op.value_lengths.size() != 1) {
     // The intake refuses these (request_validation.cc); a caller inside the
     // server that builds one has a bug.
@@ -52,7 +69,8 @@ absl::Status Store::apply_conditional(Call& call) {
   if (held.found_size() == 1 && held.found(0)) {
     stored = std::string_view(held.values()).substr(0, held.value_lengths(0));
   }
-  if (stored && op.mode != PutMode::kAdd && op.mode != PutMode::kReplace && held_items.size() == 1) {
+  if (stored && op.mode != PutMode::kAdd && op.mode != PutMode::kReplace && op.mode != PutMode::kCompareAndSet &&
+      held_items.size() == 1) {
     // append, prepend, incr and decr keep the item's flags and expiry, as
     // memcached's do (its absolute expiry: Store::resolve_item_fields keeps it).
     op.flags = held_items[0].flags;
@@ -63,7 +81,10 @@ absl::Status Store::apply_conditional(Call& call) {
   const PutMode mode = op.mode;
   const uint32_t max_value_bytes =
       options_.max_put_value_bytes != 0 ? options_.max_put_value_bytes : options_.max_value_bytes;
-  if (absl::Status s = resolve_put(mode, stored, op.values, max_value_bytes, &resolved); !s.ok()) return s;
+  const uint64_t stored_cas = held_items.size() == 1 ? held_items[0].cas : 0;
+  if (absl::Status s = resolve_put(mode, stored, op.values, max_value_bytes, &resolved, stored_cas, op.cas); !s.ok()) {
+    return s;
+  }
   // From here the call is a plain set of what it stores: the plan, the log
   // and a later look at the call all see that.
   call.resolved_value.assign(resolved.value.begin(), resolved.value.end());
@@ -73,7 +94,7 @@ absl::Status Store::apply_conditional(Call& call) {
   op.mode = PutMode::kSet;
 
   Call* const puts[] = {&call};
-  PutPlan plan(puts, /*placed=*/needs_placed(puts));
+  PutPlan plan(puts, /*placed=*/needs_placed(puts), &next_cas_);
   std::vector<absl::Status> put_status;
   apply_plan(plan, &put_status);
   if (put_status[0].ok() && op.response != nullptr && (mode == PutMode::kIncrement || mode == PutMode::kDecrement)) {

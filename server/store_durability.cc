@@ -15,10 +15,10 @@ namespace gphkv::server {
 namespace {
 
 // What one key can add to a record beyond its value bytes: a uint64 put
-// entry's key and length (12 bytes), or a byte key's lengths (6) and its
-// bytes, plus a run header (5) when every call starts a run of its own.
+// entry's key and length (12 bytes), or a byte key's lengths (6), item
+// fields (16) and its bytes, plus a run header (5) when every call starts a run of its own.
 constexpr uint64_t kRecordBytesPerKey = 12 + 5;
-constexpr uint64_t kRecordBytesPerByteKey = 6 + 5;
+constexpr uint64_t kRecordBytesPerByteKey = 6 + 16 + 5;
 constexpr uint64_t kRecordSequenceBytes = 8;
 
 }  // namespace
@@ -65,6 +65,9 @@ const std::vector<std::string_view>& StoreDurability::key_views(const ByteKeys& 
 absl::Span<const byte_key::ItemMeta> StoreDurability::item_metas(const PutOp& put) {
   if (!put.item_metas.empty()) return put.item_metas;
   metas_.assign(put.byte_keys.size(), byte_key::ItemMeta{put.flags, static_cast<uint32_t>(put.exptime), 0});
+  for (size_t i = 0; i < metas_.size(); ++i) {
+    metas_[i].cas = put.keep_cas != 0 ? put.keep_cas : put.first_cas == 0 ? 0 : put.first_cas + i;
+  }
   return metas_;
 }
 
@@ -74,11 +77,10 @@ void StoreDurability::add_puts(absl::Span<Call* const> run, const std::vector<ab
     const PutOp& put = run[i]->put();
     if (put.byte_keys.empty()) {
       batch_.add_puts(put.keys, put.value_lengths, put.values);
-    } else if (put.flags == 0 && put.exptime == 0 && put.item_metas.empty()) {
-      batch_.add_byte_puts(key_views(put.byte_keys), put.value_lengths, put.values);
     } else {
-      // The fields the store gave the items: its expiry made absolute, or
-      // for a conditional write the stored item's, which the op took.
+      // The fields the store gave the items: its expiry made absolute (for
+      // a conditional write the stored item's, which the op took), and the
+      // CAS versions the records took.
       batch_.add_byte_puts(key_views(put.byte_keys), put.value_lengths, put.values, item_metas(put));
     }
   }

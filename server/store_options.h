@@ -49,6 +49,11 @@ struct StoreOptions {
   // The store's clock for items' expiry (issue 27), unix seconds. Null: the
   // system's. Tests set one to check expiry at the boundary second.
   std::function<uint32_t()> unix_clock;
+  // Refuse flush_all and touching gets (touch, gat, gats) with
+  // FAILED_PRECONDITION, nothing changed: set for a store whose writes are
+  // logged (--data_dir), since neither is logged yet, and a restart would
+  // bring flushed items back and undo a touch's expiry (store_touch.cc).
+  bool refuse_unlogged_ops = false;
 };
 
 }  // namespace gphkv::server

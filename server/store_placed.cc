@@ -13,7 +13,9 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
   std::vector<KeyRef> keys;
   for (Call* c : calls) append_key_refs(c->get(), &keys);
   PlacedKeys placed;
-  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/true, now(), &placed); !s.ok()) {
+  if (absl::Status s =
+          place_keys(keys, *table_, *heap_, collided_, /*with_values=*/true, now(), &placed, flushed_below_);
+      !s.ok()) {
     statuses->assign(calls.size(), s);
     return;
   }
@@ -67,7 +69,8 @@ void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl
   PlacedKeys placed;
   // A collided key's record is read to see whether it expired; a table
   // slot's is read anyway, to compare its key.
-  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/!collided_.empty(), now(), &placed);
+  if (absl::Status s = place_keys(keys, *table_, *heap_, collided_, /*with_values=*/!collided_.empty(), now(), &placed,
+                                  flushed_below_);
       !s.ok()) {
     statuses->assign(calls.size(), s);
     return;

@@ -11,9 +11,6 @@ namespace {
 
 // The refusals, one per reason, so a client's log says what to wait for.
 // SERVER_ERROR: the request is well formed, this server cannot do it yet.
-constexpr ParseError kCasRefused{ErrorKind::kServerError, "not supported yet (cas)"};
-constexpr ParseError kExpiryRefused{ErrorKind::kServerError, "not supported yet (touch, gat, gats)"};
-constexpr ParseError kFlushRefused{ErrorKind::kServerError, "not supported yet (flush_all)"};
 constexpr ParseError kStatsArgsRefused{ErrorKind::kServerError, "not supported yet (stats with arguments)"};
 constexpr ParseError kMetaRefused{ErrorKind::kServerError, "not supported yet (meta commands mg ms md ma me)"};
 
@@ -28,6 +25,7 @@ PutMode put_mode(CommandKind kind) {
     case CommandKind::kPrepend: return PutMode::kPrepend;
     case CommandKind::kIncr: return PutMode::kIncrement;
     case CommandKind::kDecr: return PutMode::kDecrement;
+    case CommandKind::kCas: return PutMode::kCompareAndSet;
     default: return PutMode::kSet;
   }
 }
@@ -46,6 +44,10 @@ Routing route_command(const Command& command) {
   switch (command.kind) {
     case CommandKind::kGet:
     case CommandKind::kGets:
+    case CommandKind::kGat:
+    case CommandKind::kGats:
+    case CommandKind::kTouch:
+    case CommandKind::kFlushAll:
     case CommandKind::kDelete: return Routing{CommandRoute::kIntake, {}};
     // set, add and replace store their flags and exptime; memcached ignores
     // append's and prepend's: the item keeps its own (the store keeps them).
@@ -54,6 +56,7 @@ Routing route_command(const Command& command) {
     case CommandKind::kReplace:
     case CommandKind::kAppend:
     case CommandKind::kPrepend:
+    case CommandKind::kCas:
     case CommandKind::kIncr:
     case CommandKind::kDecr: return Routing{CommandRoute::kIntake, {}};
     case CommandKind::kVersion:
@@ -62,11 +65,6 @@ Routing route_command(const Command& command) {
     case CommandKind::kStats:
       return command.stats_args.empty() ? Routing{CommandRoute::kStats, {}} : refused(kStatsArgsRefused);
     case CommandKind::kQuit: return Routing{CommandRoute::kQuit, {}};
-    case CommandKind::kCas: return refused(kCasRefused);
-    case CommandKind::kTouch:
-    case CommandKind::kGat:
-    case CommandKind::kGats: return refused(kExpiryRefused);
-    case CommandKind::kFlushAll: return refused(kFlushRefused);
     case CommandKind::kMetaGet:
     case CommandKind::kMetaSet:
     case CommandKind::kMetaDelete:
@@ -112,6 +110,7 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
     case CommandKind::kReplace:
     case CommandKind::kAppend:
     case CommandKind::kPrepend:
+    case CommandKind::kCas:
     case CommandKind::kIncr:
     case CommandKind::kDecr:
       if (command.kind == CommandKind::kIncr || command.kind == CommandKind::kDecr) {
@@ -126,11 +125,20 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
       call.op =
           PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys, put_mode(command.kind)};
       if (command.kind == CommandKind::kSet || command.kind == CommandKind::kAdd ||
-          command.kind == CommandKind::kReplace) {
+          command.kind == CommandKind::kReplace || command.kind == CommandKind::kCas) {
         // memcached's exptime rule is the store's (PutOp::exptime).
         std::get<PutOp>(call.op).flags = command.client_flags;
         std::get<PutOp>(call.op).exptime = command.exptime;
       }
+      std::get<PutOp>(call.op).cas = command.cas_unique;  // cas: the version the item must hold
+      break;
+    case CommandKind::kFlushAll:
+      // No keys: the store's every partition; its delay is the exptime.
+      value_.clear();
+      value_length_ = 0;
+      put_.Clear();
+      call.op = PutOp{table_keys, {}, value_, &put_, keys, PutMode::kFlush};
+      std::get<PutOp>(call.op).exptime = command.exptime;
       break;
     case CommandKind::kDelete:
       delete_.Clear();
@@ -141,6 +149,14 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
       get_.Clear();
       items_.clear();
       call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys, &items_};
+      {
+        GetOp& get = std::get<GetOp>(call.op);
+        get.needs_cas = command.kind == CommandKind::kGets || command.kind == CommandKind::kGats;
+        // touch, gat and gats: each found item takes the new expiry (memcached's exptime rule).
+        get.touch = command.kind == CommandKind::kTouch || command.kind == CommandKind::kGat ||
+                    command.kind == CommandKind::kGats;
+        get.touch_exptime = command.exptime;
+      }
       break;
   }
   call.received = Clock::now();
@@ -159,7 +175,8 @@ void IntakeCommand::recycle(size_t max_bytes) {
 }
 
 void IntakeCommand::append_reply(const absl::Status& status, std::string* out) const {
-  const bool get_family = kind_ == CommandKind::kGet || kind_ == CommandKind::kGets;
+  const bool get_family = kind_ == CommandKind::kGet || kind_ == CommandKind::kGets || kind_ == CommandKind::kGat ||
+                          kind_ == CommandKind::kGats;
   if (noreply_ && !get_family) return;
   const PutMode mode = put_mode(kind_);
   const bool arithmetic = mode == PutMode::kIncrement || mode == PutMode::kDecrement;
@@ -170,7 +187,11 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
       return;
     }
     if (status.code() == absl::StatusCode::kNotFound && mode != PutMode::kSet) {
-      memcache::append_reply(out, arithmetic ? Reply::kNotFound : Reply::kNotStored);
+      memcache::append_reply(out, arithmetic || mode == PutMode::kCompareAndSet ? Reply::kNotFound : Reply::kNotStored);
+      return;
+    }
+    if (status.code() == absl::StatusCode::kAborted && mode == PutMode::kCompareAndSet) {
+      memcache::append_reply(out, Reply::kExists);  // the item was written since the client's gets
       return;
     }
     if (status.code() == absl::StatusCode::kInvalidArgument && arithmetic) {
@@ -197,17 +218,21 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
     case CommandKind::kAdd:
     case CommandKind::kReplace:
     case CommandKind::kAppend:
-    case CommandKind::kPrepend: memcache::append_reply(out, Reply::kStored); return;
+    case CommandKind::kPrepend:
+    case CommandKind::kCas: memcache::append_reply(out, Reply::kStored); return;
+    case CommandKind::kFlushAll: memcache::append_reply(out, Reply::kOk); return;
+    case CommandKind::kTouch:
+      memcache::append_reply(out, get_.found_size() > 0 && get_.found(0) ? Reply::kTouched : Reply::kNotFound);
+      return;
     case CommandKind::kDelete:
       memcache::append_reply(out,
                              delete_.deleted_size() > 0 && delete_.deleted(0) ? Reply::kDeleted : Reply::kNotFound);
       return;
     default: break;
   }
-  // get/gets: a VALUE per found key, in request order, then END, with the
-  // item's flags (none filled: every item's are 0, GetOp::items). No CAS
-  // versions yet (issue 27), so gets says 0, which no item of memcached
-  // ever has, and `cas` is refused.
+  // get/gets/gat/gats: a VALUE per found key, in request order, then END,
+  // with the item's flags (none filled: every item's are 0, GetOp::items);
+  // gets and gats add its CAS version (GetOp::needs_cas: always filled).
   size_t key_offset = 0;
   size_t value_offset = 0;
   const std::string& values = get_.values();
@@ -219,8 +244,8 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
     const std::string_view data(values.data() + value_offset, length);
     value_offset += length;
     const uint32_t flags = i < items_.size() ? items_[i].flags : 0;
-    if (kind_ == CommandKind::kGets) {
-      append_value(out, key, flags, data, 0);
+    if (kind_ == CommandKind::kGets || kind_ == CommandKind::kGats) {
+      append_value(out, key, flags, data, i < items_.size() ? items_[i].cas : 0);
     } else {
       append_value(out, key, flags, data);
     }

@@ -29,9 +29,10 @@ enum class CommandRoute : uint8_t {
 };
 
 // The route of a parsed command, and for kRefused the reply's error (its
-// text is static). A set with nonzero flags or exptime is refused too: the
-// store keeps neither yet, and storing the value without them would give
-// a later get a wrong answer.
+// text is static): the meta commands and stats with arguments. cas, touch,
+// gat, gats and flush_all go to the store (issue 27): cas as a conditional
+// put, touch/gat/gats as touching gets (GetOp::touch), flush_all as a
+// key-less put to every partition (PutMode::kFlush).
 struct Routing {
   CommandRoute route = CommandRoute::kRefused;
   ParseError refusal;
@@ -41,8 +42,8 @@ Routing route_command(const Command& command);
 // The reply of a kLocal command (version, verbosity, mn).
 void append_local_reply(const Command& command, std::string_view version, std::string* out);
 
-// One get, gets, storage command (set, add, replace, append, prepend), incr,
-// decr or delete between the intake and its reply: it owns
+// One get, gets, gat, gats, touch, storage command (set, add, replace,
+// append, prepend, cas), incr, decr or delete between the intake and its reply: it owns
 // the key and value bytes its Call views (the connection's read buffer is
 // reused as soon as the command is parsed), the table keys, and the
 // response the store fills. Built on the connection's thread; its Call's
@@ -78,7 +79,7 @@ class IntakeCommand {
   std::string value_;
   uint32_t value_length_ = 0;
   v1::GetResponse get_;
-  std::vector<byte_key::ItemMeta> items_;  // the found items' flags (GetOp::items)
+  std::vector<byte_key::ItemMeta> items_;  // the found items' flags and CAS (GetOp::items)
   v1::PutResponse put_;
   v1::DeleteResponse delete_;
 };

@@ -236,6 +236,8 @@ void Loop::count_command(CommandKind kind, size_t keys) {
   switch (kind) {
     case CommandKind::kGet:
     case CommandKind::kGets:
+    case CommandKind::kGat:
+    case CommandKind::kGats:
       get_keys_.store(get_keys_.load(std::memory_order_relaxed) + keys, std::memory_order_relaxed);
       break;
     case CommandKind::kSet: sets_.store(sets_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); break;

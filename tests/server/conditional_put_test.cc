@@ -46,6 +46,25 @@ TEST(ResolvePut, AddAndReplaceDependOnPresence) {
   EXPECT_EQ(r.value, "new");
 }
 
+TEST(ResolvePut, CompareAndSetNeedsTheItemsOwnCas) {
+  ResolvedPut r;
+  const uint64_t held = 0x1234567890abcdefull;
+  EXPECT_EQ(resolve_put(PutMode::kCompareAndSet, "old", "new", 1000, &r, held, held).code(), absl::StatusCode::kOk);
+  EXPECT_EQ(r.value, "new");
+  r.value = "untouched";
+  for (uint64_t other : {uint64_t{0}, held - 1, held + 1, held ^ (uint64_t{1} << 63), UINT64_MAX}) {
+    EXPECT_EQ(resolve_put(PutMode::kCompareAndSet, "old", "new", 1000, &r, held, other).code(),
+              absl::StatusCode::kAborted)
+        << other;
+  }
+  EXPECT_EQ(r.value, "untouched");
+  // Absent: NOT_FOUND, whatever the unique.
+  EXPECT_EQ(resolve_put(PutMode::kCompareAndSet, std::nullopt, "new", 1000, &r, 0, 0).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(resolve_put(PutMode::kCompareAndSet, std::nullopt, "new", 1000, &r, 0, held).code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST(ResolvePut, AppendAndPrependJoinBytesUpToTheLimit) {
   ResolvedPut r;
   const std::string binary("a\0b", 3);

@@ -21,6 +21,7 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
   o.data_dir.dir = ::testing::TempDir() + "/memcached_data_dir";
   std::filesystem::remove_all(o.data_dir.dir);
   const std::string big(4000, 'v');
+  std::string lasting_cas;
   {
     auto server = testing::start_server(o);
     ASSERT_NE(server, nullptr);
@@ -50,6 +51,25 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
     EXPECT_EQ(s.round_trip("set doomed 0 0 1\r\nd\r\n", stored), stored);
     EXPECT_EQ(s.round_trip("set doomed 9 -1 1\r\nD\r\n", stored), stored);
     EXPECT_EQ(s.round_trip("get doomed\r\n", "END\r\n"), "END\r\n");
+    // cas works: the versions are logged and come back (checked below).
+    ASSERT_TRUE(s.send("gets lasting\r\n"));
+    const std::string lasting = s.read_available();
+    ASSERT_EQ(lasting.rfind("VALUE lasting 3 2 ", 0), 0u) << lasting;
+    lasting_cas = lasting.substr(18, lasting.find('\r') - 18);
+    EXPECT_EQ(s.round_trip("cas user:2 0 0 1 1\r\nX\r\n", "EXISTS\r\n"), "EXISTS\r\n");
+    // flush_all and touch, gat, gats are refused: neither is logged yet, so a
+    // restart would bring flushed items back and undo a touch's expiry.
+    // flush_all reaches both partitions: the refusal names the first.
+    ASSERT_TRUE(s.send("flush_all\r\n"));
+    const std::string flush = s.read_available(std::chrono::milliseconds(300));
+    EXPECT_EQ(flush.rfind("SERVER_ERROR ", 0), 0u) << flush;
+    EXPECT_NE(flush.find("does not log a flush yet"), std::string::npos) << flush;
+    const std::string touch_refused =
+        "SERVER_ERROR touch, gat and gats: a server with --data_dir does not log a touch yet (a restart would "
+        "undo its expiry); nothing was changed\r\n";
+    EXPECT_EQ(s.round_trip("touch user:2 10\r\n", touch_refused), touch_refused);
+    EXPECT_EQ(s.round_trip("gat 10 user:2\r\n", touch_refused), touch_refused);
+    EXPECT_EQ(s.round_trip("get user:2\r\n", seen), seen);
   }
   auto server = testing::start_server(o);
   ASSERT_NE(server, nullptr);
@@ -59,6 +79,14 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
                            "\r\nVALUE quiet 0 2\r\nhi\r\nVALUE hits 0 2\r\n42\r\nVALUE flagged 7 2\r\nF!\r\n"
                            "VALUE lasting 3 2\r\nok\r\nEND\r\n";
   EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet hits flagged lasting doomed\r\n", want), want);
+  // The item came back with its version: a cas with it still matches.
+  const std::string lasting = "VALUE lasting 3 2 " + lasting_cas + "\r\nok\r\nEND\r\n";
+  EXPECT_EQ(s.round_trip("gets lasting\r\n", lasting), lasting);
+  EXPECT_EQ(s.round_trip("cas lasting 3 0 3 " + lasting_cas + "\r\nnew\r\n", "STORED\r\n"), "STORED\r\n");
+  ASSERT_TRUE(s.send("gets lasting\r\n"));
+  const std::string after = s.read_available();
+  ASSERT_EQ(after.rfind("VALUE lasting 3 3 ", 0), 0u) << after;
+  EXPECT_GT(std::stoull(after.substr(18)), std::stoull(lasting_cas)) << "versions go on increasing after a restart";
   server.reset();
   std::filesystem::remove_all(o.data_dir.dir);
 }

@@ -389,7 +389,8 @@ assert c.get('py:a') == b'1'
 assert c.get_many(['py:a', 'py:none']) == {'py:a': b'1'}
 assert c.set_many({'py:m1': b'x', 'py:m2': b'y' * 5000}) == []
 assert c.get_many(['py:m1', 'py:m2']) == {'py:m1': b'x', 'py:m2': b'y' * 5000}
-assert c.gets('py:m1') == (b'x', b'0')
+value, unique = c.gets('py:m1')
+assert value == b'x' and int(unique) > 0
 assert c.delete('py:a') is True
 assert c.delete('py:a') is False
 assert c.get('py:a') is None
@@ -402,12 +403,16 @@ assert c.get('py:b') == b'120'
 assert c.incr('py:b', 5) == 125
 assert c.decr('py:b', 200) == 0
 assert c.incr('py:none', 1) is None
-try:
-    c.cas('py:b', b'9', b'1')
-    sys.exit('cas was not refused')
-except MemcacheServerError:
-    pass
-assert c.get('py:b') == b'0'
+# cas: True stored, False EXISTS (written since), None NOT_FOUND.
+value, unique = c.gets('py:b')
+assert value == b'0'
+assert c.cas('py:b', b'9', unique) is True
+assert c.cas('py:b', b'8', unique) is False
+assert c.cas('py:none', b'8', unique) is None
+assert c.get('py:b') == b'9'
+assert c.touch('py:b', 3600) is True
+assert c.touch('py:none', 3600) is False
+assert c.gets('py:b')[1] != unique
 assert c.version()
 c.set('py:quiet', b'q', noreply=True)
 assert c.get('py:quiet') == b'q'
@@ -430,6 +435,8 @@ assert f.get('py:e') is None
 assert f.add('py:e', b'n', expire=3600) is True
 assert f.get('py:e') == b'n'
 f.quit()
+assert c.flush_all() is True
+assert c.get_many(['py:b', 'py:m1', 'py:quiet']) == {}
 c.quit()
 print('pymemcache ok')
 )PY";

@@ -6,9 +6,13 @@
 // keys 0..15, so CollidedKeys and the records in the table both go through
 // the log, the snapshots and recovery. The directory is copied at random
 // moments and recovered into a fresh store, which must hold exactly the
-// model: by its export (each key once), and by a get of every key.
+// model: by its export (each key once), and by a get of every key. Then
+// items with flags, expiry and CAS versions (issue 27) the same way, the
+// clock stepping (ItemFieldsAndVersionsComeBack).
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -66,6 +70,7 @@ class ByteKeyDurability : public ::testing::TestWithParam<Param> {
     o.max_value_bytes = 4096 + byte_key::kRecordHeaderBytes + byte_key::kMaxKeyBytesLimit;
     o.table.cpu_threads = 2;
     o.byte_key_hash_bits = GetParam().hash_bits;
+    o.unix_clock = [clock = clock_] { return clock->load(); };
     auto s = Store::create(o);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? std::move(*s) : nullptr;
@@ -94,24 +99,29 @@ class ByteKeyDurability : public ::testing::TestWithParam<Param> {
   }
   static uint64_t u64_key(std::mt19937_64& rng) { return rng() % 4 == 0 ? rng() % 64 : rng() % 5000; }
 
-  // The store's contents by its snapshot export, each key exactly once.
-  NamedModel exported(Store& store) const {
-    NamedModel m;
+  // Every run of pairs the store's snapshot export gives.
+  template <typename Fn>
+  void for_each_exported(Store& store, Fn&& fn) const {
     auto e = StoreExport::start(store);
     EXPECT_TRUE(e.ok()) << e.status();
-    if (!e.ok()) return m;
+    if (!e.ok()) return;
     durability::PairChunk ids, byte_pairs;
     std::vector<std::string_view> values, keys;
     while (!e->done()) {
       EXPECT_TRUE(e->next_chunk(store, &ids, &byte_pairs).ok());
-      for (const durability::PairChunk* c : {&ids, &byte_pairs}) {
-        const durability::Pairs p = c->as_pairs(&values, &keys);
-        for (size_t i = 0; i < p.size(); ++i) {
-          const std::string name = p.has_byte_keys() ? bytes_name(p.byte_keys[i]) : u64_name(p.keys[i]);
-          EXPECT_TRUE(m.emplace(name, std::string(p.values[i])).second) << "exported twice: " << name;
-        }
-      }
+      for (const durability::PairChunk* c : {&ids, &byte_pairs}) fn(c->as_pairs(&values, &keys));
     }
+  }
+
+  // The store's contents by its snapshot export, each key exactly once.
+  NamedModel exported(Store& store) const {
+    NamedModel m;
+    for_each_exported(store, [&](const durability::Pairs& p) {
+      for (size_t i = 0; i < p.size(); ++i) {
+        const std::string name = p.has_byte_keys() ? bytes_name(p.byte_keys[i]) : u64_name(p.keys[i]);
+        EXPECT_TRUE(m.emplace(name, std::string(p.values[i])).second) << "exported twice: " << name;
+      }
+    });
     return m;
   }
 
@@ -163,8 +173,30 @@ class ByteKeyDurability : public ::testing::TestWithParam<Param> {
     expect_gets(*store, model);
   }
 
+  // Every key's item as the store gives it back, without the expired ones:
+  // "value|flags|exptime|cas" (the CAS left out without `with_cas`).
+  NamedModel exported_items(Store& store, bool with_cas) const {
+    NamedModel m;
+    for_each_exported(store, [&](const durability::Pairs& p) {
+      for (size_t i = 0; i < p.size() && p.has_byte_keys(); ++i) {
+        const byte_key::ItemMeta meta = p.metas.empty() ? byte_key::ItemMeta{} : p.metas[i];
+        if (byte_key::is_expired(meta.exptime, clock_->load())) continue;
+        m[bytes_name(p.byte_keys[i])] = item_text(p.values[i], meta, with_cas);
+      }
+    });
+    return m;
+  }
+  static std::string item_text(std::string_view value, const byte_key::ItemMeta& meta, bool with_cas) {
+    std::string text(value);
+    absl::StrAppend(&text, "|", meta.flags, "|", meta.exptime);
+    if (with_cas) absl::StrAppend(&text, "|", meta.cas);
+    return text;
+  }
+
   uint64_t seed_ = 0;
   std::string dir_;
+  // The stores' clock (unix seconds), stepped by the tests.
+  std::shared_ptr<std::atomic<uint32_t>> clock_ = std::make_shared<std::atomic<uint32_t>>(1'800'000'000);
 };
 
 TEST_P(ByteKeyDurability, TheLogSnapshotsAndRecoveryKeepBothKindsOfKey) {
@@ -241,6 +273,116 @@ TEST_P(ByteKeyDurability, TheLogSnapshotsAndRecoveryKeepBothKindsOfKey) {
   d.close(*store);
   durable->reset();
   expect_recovered(dir_, model, "after close (its final snapshot)");
+}
+
+// Items with flags and expiry (issue 27) through the log, fuzzy snapshots and
+// crash copies, the clock stepping: a recovered store holds every live item
+// with its value, flags, absolute expiry and CAS version exactly as the
+// serving store does, drops what expired (an item put expired at once over
+// a live one included: its key ends absent), and gives later writes higher
+// versions than every one it brought back.
+TEST_P(ByteKeyDurability, ItemFieldsAndVersionsComeBack) {
+  SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed_);
+  std::mt19937_64 rng(seed_);
+  auto store = make_store();
+  ASSERT_NE(store, nullptr);
+  auto durable = StoreDurability::open(config_of(dir_), *store, nullptr, nullptr);
+  ASSERT_TRUE(durable.ok()) << durable.status();
+  StoreDurability& d = **durable;
+  struct Item {
+    std::string value;
+    uint32_t flags = 0, exptime = 0;  // exptime absolute
+  };
+  std::map<std::string, Item> items;
+  const auto live_model = [&] {
+    NamedModel m;
+    for (const auto& [key, it] : items) {
+      if (!byte_key::is_expired(it.exptime, clock_->load())) {
+        m[bytes_name(key)] = item_text(it.value, byte_key::ItemMeta{it.flags, it.exptime, 0}, false);
+      }
+    }
+    return m;
+  };
+  int copies = 0, expired_seen = 0;
+  for (int batch = 0; batch < 250; ++batch) {
+    if (rng() % 4 == 0) clock_->fetch_add(static_cast<uint32_t>(rng() % 3));
+    std::vector<std::unique_ptr<OwnedCall>> puts;
+    for (int c = 1 + static_cast<int>(rng() % 3); c > 0; --c) {
+      std::vector<std::string> keys, values;
+      for (int i = 1 + static_cast<int>(rng() % 12); i > 0; --i) {
+        keys.push_back(byte_key(rng));
+        values.push_back(absl::StrCat(batch, ":", std::string(rng() % 60, 'v')));
+      }
+      puts.push_back(make_byte_put(keys, values, GetParam().hash_bits));
+      PutOp& op = std::get<PutOp>(puts.back()->call.op);
+      op.flags = rng() % 2 == 0 ? 0 : static_cast<uint32_t>(rng());
+      const int64_t choices[] = {0, 0, 1, 2, 5, -1, int64_t{clock_->load()} + 1000};
+      op.exptime = choices[rng() % 7];
+      const uint32_t at = byte_key::absolute_exptime(op.exptime, clock_->load());
+      for (size_t i = 0; i < keys.size(); ++i) items[keys[i]] = Item{values[i], op.flags, at};
+    }
+    std::vector<Call*> run;
+    for (auto& c : puts) run.push_back(&c->call);
+    std::vector<absl::Status> statuses;
+    store->apply_puts(run, &statuses);
+    for (const absl::Status& s : statuses) ASSERT_TRUE(s.ok()) << s;
+    d.add_puts(run, statuses);
+    if (rng() % 4 == 0) {
+      std::vector<std::string> keys;
+      for (int i = 1 + static_cast<int>(rng() % 8); i > 0; --i) {
+        keys.push_back(byte_key(rng));
+        items.erase(keys.back());
+      }
+      auto del = make_byte_del(keys, GetParam().hash_bits);
+      Call* dels[] = {&del->call};
+      store->apply_deletes(dels, &statuses);
+      ASSERT_TRUE(statuses[0].ok());
+      d.add_deletes(dels, statuses);
+    }
+    ASSERT_TRUE(d.commit().ok());
+    d.snapshot_step(*store);
+    const NamedModel model = live_model();
+    if (batch % 25 == 24 || (d.exporting() && rng() % 20 == 0)) {
+      while (!d.exporting() && d.status().state.snapshot_running) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      const std::string copy = dir_ + "-copy";
+      fs::remove_all(copy);
+      fs::copy(dir_, copy);
+      SCOPED_TRACE(absl::StrCat("a copy after batch ", batch));
+      auto recovered = make_store();
+      ASSERT_NE(recovered, nullptr);
+      auto rd = StoreDurability::open(config_of(copy), *recovered, nullptr, nullptr);
+      ASSERT_TRUE(rd.ok()) << rd.status();
+      ASSERT_EQ(exported_items(*recovered, false), model);
+      ASSERT_EQ(exported_items(*recovered, true), exported_items(*store, true)) << "the same CAS versions";
+      expired_seen += static_cast<int>(items.size() - model.size());
+      rd->reset();
+      fs::remove_all(copy);
+      ++copies;
+    }
+  }
+  EXPECT_GE(copies, 10);
+  EXPECT_GT(expired_seen, 0) << "some items had expired at a copy";
+  d.close(*store);
+  durable->reset();
+  auto recovered = make_store();
+  ASSERT_NE(recovered, nullptr);
+  auto rd = StoreDurability::open(config_of(dir_), *recovered, nullptr, nullptr);
+  ASSERT_TRUE(rd.ok()) << rd.status();
+  ASSERT_EQ(exported_items(*recovered, true), exported_items(*store, true)) << "after close (its final snapshot)";
+  // A write after recovery takes a version above every one brought back.
+  uint64_t highest = 0;
+  for_each_exported(*recovered, [&](const durability::Pairs& p) {
+    for (const byte_key::ItemMeta& m : p.metas) highest = std::max(highest, m.cas);
+  });
+  ASSERT_GT(highest, 0u);
+  auto put = make_byte_put({"written after recovery"}, {"v"}, GetParam().hash_bits);
+  Call* after[] = {&put->call};
+  std::vector<absl::Status> statuses;
+  recovered->apply_puts(after, &statuses);
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0];
+  EXPECT_GT(std::get<PutOp>(put->call.op).first_cas, highest);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ByteKeyDurability,

@@ -17,6 +17,7 @@
 #include "server/conditional_put.h"
 #include "server/store.h"
 #include "tests/engine/table_checks.h"
+#include "tests/server/backend_store_test.h"
 #include "tests/server/byte_key_calls.h"
 #include "tests/server/owned_calls.h"
 
@@ -43,24 +44,11 @@ std::optional<uint64_t> model_number(std::string v) {
   return std::stoull(v);
 }
 
-class ConditionalStore : public ::testing::TestWithParam<Param> {
+class ConditionalStore : public BackendStoreTest<Param> {
  protected:
-  void SetUp() override {
-    if (GetParam().backend == engine::Backend::kCuda && engine::cuda_device_count() == 0) {
-      GTEST_SKIP() << "no CUDA device visible";
-    }
-    seed_ = engine::testing::test_seed();
-    rng_.seed(seed_);
-    StoreOptions o;
-    o.backend = GetParam().backend;
-    o.initial_capacity = 64;
-    o.memory_limit_bytes = 64 << 20;
+  void configure(StoreOptions& o) override {
     o.max_value_bytes = kMaxValueBytes + 300;  // room for a byte key's record
     o.max_put_value_bytes = kMaxValueBytes;
-    o.table.cpu_threads = 2;
-    auto s = Store::create(o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
   }
 
   std::string key_name(int k) const { return GetParam().byte_keys ? "key:" + std::to_string(k) : std::to_string(k); }
@@ -173,9 +161,6 @@ class ConditionalStore : public ::testing::TestWithParam<Param> {
     model_.erase(key_name(key));
   }
 
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Store> store_;
   std::map<std::string, std::string> model_;
   std::map<std::pair<PutMode, absl::StatusCode>, int> seen_;  // the outcomes the runs covered
 };

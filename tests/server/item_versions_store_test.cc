@@ -28,54 +28,17 @@
 #include "tests/engine/table_checks.h"
 #include "tests/server/byte_key_backends.h"
 #include "tests/server/byte_key_calls.h"
+#include "tests/server/item_model.h"
+#include "tests/server/item_store_test.h"
 #include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
 namespace {
 
-constexpr uint32_t kStart = 1'800'000'000;
-constexpr uint32_t kMaxValue = 64;
-
 using Param = ByteKeyBackend;
 
-struct ModelItem {
-  std::string value;
-  uint32_t flags = 0;
-  uint32_t exptime = 0;  // absolute
-  uint64_t cas = 0;
-  bool flushed = false;
-};
-
-// memcached's exptime rule, written apart from byte_key::absolute_exptime.
-uint32_t model_exptime(int64_t raw, uint32_t now) {
-  if (raw == 0) return 0;
-  if (raw < 0) return now;
-  if (raw <= 30 * 24 * 3600) return now + static_cast<uint32_t>(raw);
-  return static_cast<uint32_t>(raw);
-}
-
-class ItemVersionsStore : public ::testing::TestWithParam<Param> {
+class ItemVersionsStore : public ItemStoreTest {
  protected:
-  void SetUp() override {
-    if (GetParam().backend == engine::Backend::kCuda && engine::cuda_device_count() == 0) {
-      GTEST_SKIP() << "no CUDA device visible";
-    }
-    seed_ = engine::testing::test_seed();
-    rng_.seed(seed_);
-    StoreOptions o;
-    o.backend = GetParam().backend;
-    o.initial_capacity = 64;
-    o.memory_limit_bytes = 64 << 20;
-    o.max_value_bytes = kMaxValue + byte_key::kMaxRecordHeaderBytes + byte_key::kDefaultMaxKeyBytes;
-    o.max_put_value_bytes = kMaxValue;
-    o.table.cpu_threads = 2;
-    o.unix_clock = [this] { return now_; };
-    o.gpu_small_gets_keys = GetParam().small_gets_keys;
-    auto s = Store::create(o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-  }
-
   std::string key(int k) const { return "v:" + std::to_string(k); }
   // A delayed flush takes effect at the first operation at or after its time.
   void tick_flush() {
@@ -177,65 +140,11 @@ class ItemVersionsStore : public ::testing::TestWithParam<Param> {
     std::vector<absl::Status> st;
     store_->apply_puts({&c->call}, &st);
 
-    std::optional<ModelItem> after;
-    absl::StatusCode want = absl::StatusCode::kOk;
     const ModelItem fresh{value, flags, model_exptime(exptime, now_), 0, false};
-    switch (mode) {
-      case PutMode::kSet: after = fresh; break;
-      case PutMode::kAdd:
-        if (held)
-          want = absl::StatusCode::kAlreadyExists;
-        else
-          after = fresh;
-        break;
-      case PutMode::kReplace:
-        if (!held)
-          want = absl::StatusCode::kNotFound;
-        else
-          after = fresh;
-        break;
-      case PutMode::kCompareAndSet:
-        if (!held)
-          want = absl::StatusCode::kNotFound;
-        else if (held->cas != unique)
-          want = absl::StatusCode::kAborted;
-        else
-          after = fresh;
-        break;
-      case PutMode::kAppend:
-      case PutMode::kPrepend:
-        if (!held) {
-          want = absl::StatusCode::kNotFound;
-        } else {
-          after = *held;
-          after->value = mode == PutMode::kAppend ? held->value + value : value + held->value;
-          if (after->value.size() > kMaxValue) {
-            want = absl::StatusCode::kResourceExhausted;
-            after.reset();
-          }
-        }
-        break;
-      case PutMode::kIncrement:
-      case PutMode::kDecrement: {
-        if (!held) {
-          want = absl::StatusCode::kNotFound;
-          break;
-        }
-        const std::string& v = held->value;
-        if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos ||
-            (v.size() == 20 && v > "18446744073709551615")) {
-          want = absl::StatusCode::kInvalidArgument;
-          break;
-        }
-        const uint64_t n = std::stoull(v), d = std::stoull(value);
-        after = *held;
-        after->value = std::to_string(mode == PutMode::kIncrement ? n + d : (n > d ? n - d : 0));
-        break;
-      }
-      case PutMode::kFlush: FAIL() << "not a keyed write";
-    }
-    ASSERT_EQ(st[0].code(), want) << put_mode_name(mode) << " of key " << k << " at " << now_ << ": " << st[0]
-                                  << ", seed " << seed_;
+    const ModelWrite w = model_write(mode, held, fresh, unique, kMaxValue);
+    std::optional<ModelItem> after = w.after;
+    ASSERT_EQ(st[0].code(), w.code) << put_mode_name(mode) << " of key " << k << " at " << now_ << ": " << st[0]
+                                    << ", seed " << seed_;
     if (!after) return;
     // A new version, above every earlier one.
     after->cas = stored_cas(k);
@@ -291,11 +200,6 @@ class ItemVersionsStore : public ::testing::TestWithParam<Param> {
     model_.erase(k);
   }
 
-  uint32_t now_ = kStart;
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Store> store_;
-  std::map<int, ModelItem> model_;  // expired and flushed items stay until overwritten or deleted
   uint64_t max_cas_ = 0;
   uint32_t flush_at_ = 0;
 };

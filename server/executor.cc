@@ -12,6 +12,7 @@
 #include "server/call_stages.h"
 #include "server/elapsed.h"
 #include "server/thread_name.h"
+#include "spdlog/spdlog.h"
 
 namespace gphkv::server {
 namespace {
@@ -88,6 +89,7 @@ void Executor::loop() {
     }
     if (durable_ != nullptr && snapshot_step()) continue;
     if (shrink_step()) continue;
+    if (sweep_step()) continue;
     // Shared: get runs still in flight after run_batch returns point into it.
     const Clock::time_point asked = Clock::now();
     pub_idle_since_ns_.store(steady_ns(asked), std::memory_order_relaxed);
@@ -130,6 +132,18 @@ bool Executor::shrink_step() {
   if (!s.ok() || !store_->shrinking()) finish_shrinks(s);
   publish();
   return store_->shrinking() && batcher_->empty();
+}
+
+bool Executor::sweep_step() {
+  if (!store_->sweep_wanted()) return false;
+  if (!batcher_->empty() && Clock::now() < next_sweep_step_) return false;
+  finish_all_gets();  // the sweep deletes: no gather in flight may read what it frees
+  const Clock::time_point t0 = Clock::now();
+  if (const absl::Status s = store_->sweep_step(); !s.ok()) spdlog::warn("expiry sweep: {}", s.ToString());
+  const Clock::time_point t1 = Clock::now();
+  next_sweep_step_ = t1 + kServePerTrim * (t1 - t0);
+  publish();
+  return store_->sweeping() && batcher_->empty();
 }
 
 void Executor::finish_shrinks(const absl::Status& trimmed) {
@@ -384,6 +398,10 @@ void Executor::publish() {
   // (server/partition_metrics.h), per partition and in total; the counters
   // here add this partition's increments to the server's.
   if (metrics_ != nullptr) {
+    if (const uint64_t n = store_->counters().items_swept; n > reported_swept_) {
+      metrics_->items_swept->Increment(static_cast<double>(n - reported_swept_));
+      reported_swept_ = n;
+    }
     if (const uint64_t r = store_->counters().relocations; r > reported_relocations_) {
       metrics_->insert_relocations->Increment(static_cast<double>(r - reported_relocations_));
       reported_relocations_ = r;

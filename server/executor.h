@@ -123,6 +123,10 @@ class Executor {
   // calls' answers once it is done. True when the loop should come back
   // here before waiting for a batch (the trim goes on and no call waits).
   bool shrink_step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  // Between batches: a step of the expiry sweep (Store::sweep_step), paced
+  // as the trim is. True when the loop should come back here (a pass goes
+  // on and no call waits).
+  bool sweep_step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // The table's part of the shrinks waiting for the trim, and their answers
   // (the trim's error instead, when it failed).
   void finish_shrinks(const absl::Status& trimmed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
@@ -169,6 +173,7 @@ class Executor {
   // kServePerTrim * d of serving.
   static constexpr int kServePerTrim = 4;
   Clock::time_point next_trim_step_ ABSL_GUARDED_BY(executor_thread_){};
+  Clock::time_point next_sweep_step_ ABSL_GUARDED_BY(executor_thread_){};
 
   // The thread that owns the store and the fields guarded by it (loop()).
   ThreadRole executor_thread_;
@@ -194,6 +199,7 @@ class Executor {
   std::atomic<double> pub_load_factor_{0};
   std::atomic<bool> pub_rebuilding_{false};
   uint64_t reported_relocations_ ABSL_GUARDED_BY(executor_thread_) = 0;
+  uint64_t reported_swept_ ABSL_GUARDED_BY(executor_thread_) = 0;
   uint64_t memory_limit_bytes_;
   std::map<std::string, uint64_t> reported_rebuilds_
       ABSL_GUARDED_BY(executor_thread_);  // by cause: rebuilds already counted in metrics

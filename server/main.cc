@@ -93,6 +93,10 @@ ABSL_FLAG(int32_t, grpc_threads, 0,
 ABSL_FLAG(int, gpu_pipeline_depth, 2,
           "CUDA: get batches in flight at once, each on its own stream with pinned buffers (0 = every get "
           "synchronous); see docs/performance.md");
+ABSL_FLAG(uint32_t, expiry_sweep_seconds, 10,
+          "a pass of the expiry sweep over the stored items at most this often, between batches, once some item "
+          "was given an expiry or a flush_all was asked for: it deletes what expired or was flushed, so their "
+          "memory comes back (0 = never: only a write or delete of the key frees it); see docs/memcached.md");
 ABSL_FLAG(uint32_t, gpu_small_gets_keys, 256,
           "CUDA: a get batch of at most this many keys (at most 256; 0 = none) whose values likely take at most 64 "
           "KiB takes the small path: the lookup reads its keys from pinned host memory and one kernel writes its "
@@ -230,6 +234,7 @@ int main(int argc, char** argv) {
   if (o.store.gpu_pipeline_depth < 0 || o.store.gpu_pipeline_depth > 8) {
     return fail("--gpu_pipeline_depth must be in [0, 8]");
   }
+  o.store.sweep_interval_seconds = absl::GetFlag(FLAGS_expiry_sweep_seconds);
   o.store.gpu_small_gets_keys = absl::GetFlag(FLAGS_gpu_small_gets_keys);
   if (o.store.gpu_small_gets_keys > 256) return fail("--gpu_small_gets_keys must be in [0, 256]");
   o.data_dir.dir = absl::GetFlag(FLAGS_data_dir);

@@ -137,6 +137,9 @@ ServiceMetrics::ServiceMetrics() {
   insert_relocations =
       &counter_family(r, "gphkv_insert_relocations_total", "Keys relocated by the insert path (Extended Move).")
            .Add({});
+  items_swept = &counter_family(r, "gphkv_items_swept_total",
+                                "Byte-key items the expiry sweep deleted: expired, or hidden by a flush_all.")
+                     .Add({});
   build_info_ = &gauge_family(r, "gphkv_build_info", "Version, backend and device of this server; always 1.");
 }
 

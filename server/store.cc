@@ -98,7 +98,11 @@ void Store::resolve_item_fields(absl::Span<Call* const> calls) {
   for (Call* c : calls) {
     PutOp& op = std::get<PutOp>(c->op);
     if (op.flags != 0) flags_stored_ = true;
-    for (const byte_key::ItemMeta& m : op.item_metas) flags_stored_ |= m.flags != 0;
+    for (const byte_key::ItemMeta& m : op.item_metas) {
+      flags_stored_ |= m.flags != 0;
+      items_may_expire_ |= m.exptime != 0;
+    }
+    items_may_expire_ |= op.exptime != 0;
     if (op.exptime == 0) continue;
     if (t == 0) t = now();
     op.exptime = byte_key::absolute_exptime(op.exptime, t);

@@ -84,6 +84,19 @@ class Store {
   absl::Status shrink_step();
   void apply_shrinks(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
 
+  // The expiry sweep (server/store_sweep.cc): between batches, with no
+  // pipelined get in flight, the executor calls sweep_step() while
+  // sweep_wanted(). A pass lists the table's slots, then each step reads the
+  // items of up to kSweepKeys of them and deletes those that expired or that
+  // a flush_all hid (StoreCounters::items_swept); the next pass starts
+  // StoreOptions::sweep_interval_seconds after one ends, once some item was
+  // given an expiry or a flush was asked for. Deletes that change no answer:
+  // not logged (recovery drops expired items itself).
+  static constexpr size_t kSweepKeys = 4096;
+  bool sweep_wanted() const;
+  bool sweeping() const { return sweeping_; }
+  absl::Status sweep_step();
+
   // The pipelined CUDA get path (server/get_pipeline.h). Usable while the
   // store has it (CUDA backend, depth > 0) and no rebuild runs: the rebuild
   // overlay is on the host, so apply_gets serves gets then.
@@ -115,6 +128,8 @@ class Store {
   // The serving table plus, while a rebuild runs, the one being built.
   uint64_t table_bytes() const { return table_->table_bytes(); }
   uint64_t value_heap_bytes() const { return heap_->reserved_bytes(); }
+  // Of those, the bytes live values take (each rounded up to its slot).
+  uint64_t value_bytes_used() const { return heap_->used_bytes(); }
   uint64_t memory_limit_bytes() const { return budget_.limit_bytes(); }
   const StoreCounters& counters() const { return counters_; }
   const engine::ElasticTable& table() const { return *table_; }
@@ -195,6 +210,9 @@ class Store {
   // With refuse_unlogged_ops: the run's flushes are refused
   // (FAILED_PRECONDITION), the others applied in order.
   void apply_puts_without_flushes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // Deletes the items of `byte_pairs` (read just now) that expired or that a
+  // flush hid; the sweep's work.
+  absl::Status erase_gone(const durability::PairChunk& byte_pairs);
   // A pair operation as one call through apply_puts or apply_deletes: its status.
   absl::Status apply_one(PairCall& call);
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
@@ -230,6 +248,14 @@ class Store {
   // pipeline does not compare CAS versions, so once a flush was asked for
   // the placed path serves gets (a follow-up may pass the bound to the kernel).
   uint64_t flushed_below_ = 0;
+  // The sweep: an item was ever given an expiry (resolve_item_fields); the
+  // pass in progress (its listed slots and the next to read); when the next
+  // pass may start (the store's clock).
+  bool items_may_expire_ = false;
+  bool sweeping_ = false;
+  std::vector<uint64_t> sweep_keys_;
+  size_t sweep_next_ = 0;
+  uint32_t next_sweep_at_ = 0;
   uint32_t flush_at_ = 0;
   const char* heap_kind_;
   MemoryBudget budget_;

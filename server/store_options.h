@@ -54,6 +54,11 @@ struct StoreOptions {
   // logged (--data_dir), since neither is logged yet, and a restart would
   // bring flushed items back and undo a touch's expiry (store_touch.cc).
   bool refuse_unlogged_ops = false;
+  // The expiry sweep (Store::sweep_step): a pass over the table's items at
+  // most this often, once some item was given an expiry or a flush was
+  // asked for; 0: never (expired items then give their memory back only
+  // when their key is written or deleted).
+  uint32_t sweep_interval_seconds = 10;
 };
 
 }  // namespace gphkv::server

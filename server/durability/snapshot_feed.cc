@@ -8,6 +8,7 @@ void PairChunk::clear() {
   key_bytes.clear();
   lengths.clear();
   bytes.clear();
+  metas.clear();
 }
 
 namespace {

@@ -24,6 +24,7 @@ class ItemStoreTest : public BackendStoreTest<ByteKeyBackend> {
     o.max_put_value_bytes = kMaxValue;
     o.unix_clock = [this] { return now_; };
     o.gpu_small_gets_keys = GetParam().small_gets_keys;
+    o.byte_key_hash_bits = GetParam().hash_bits;  // the store's own table keys (a sweep's deletes) as the calls'
   }
 
   uint32_t now_ = kStart;

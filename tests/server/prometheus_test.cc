@@ -54,6 +54,7 @@ TEST(Metrics, PageReportsTrafficTableAndBuildInfo) {
            "gphkv_request_duration_seconds_count{op=\"put\"} 1\n",
            "gphkv_rebuilds_total{cause=\"load_factor\"} 0\n",
            "gphkv_insert_relocations_total 0\n",
+           "gphkv_items_swept_total 0\n",
            "# TYPE gphkv_batch_keys histogram\n",
            "# TYPE gphkv_batch_calls histogram\n",
            "# TYPE gphkv_queue_wait_seconds histogram\n",

@@ -8,6 +8,11 @@
 //     del KEY...            remove keys
 //     add|replace|append|prepend KEY VALUE, incr|decr KEY [DELTA]
 //                           conditional writes (docs/service.md); a refusal exits 1
+//     cas --cas=N KEY VALUE store only if KEY's CAS version is N (a refusal exits 1)
+//     gets KEY...           values with their flags, expiry and CAS version (byte keys)
+//     touch --ttl=S KEY...  set the keys' expiry, keeping their values (byte keys)
+//   put, add, replace and cas take --ttl=SECONDS (memcached's exptime) and
+//   --flags=N for byte keys (docs/service.md, "Item fields").
 //     stats                 the server's table, memory, batching and data directory state
 //     shrink                rebuild the table for the keys stored now (after mass deletes)
 //     health                exit 0 when the server reports SERVING
@@ -19,6 +24,7 @@
 //
 // Exit status: 0 success; 1 a key was not found (get), a conditional write
 // was refused (ALREADY_EXISTS, NOT_FOUND), or the server is not serving (health); 2 usage error; 3 the RPC failed.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -51,6 +57,11 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call (e.g
 ABSL_FLAG(bool, json, false, "print one JSON object (for scripts) instead of text");
 ABSL_FLAG(bool, raw, false, "get: write only the value bytes of found keys, nothing else");
 ABSL_FLAG(std::string, file, "", "put: read the value from this file");
+ABSL_FLAG(int64_t, ttl, 0,
+          "put/add/replace/cas/touch, byte keys: the expiry by memcached's rule (0 never; up to 2592000 seconds "
+          "from now; beyond, an absolute unix time; negative, expired at once)");
+ABSL_FLAG(uint32_t, flags, 0, "put/add/replace/cas, byte keys: 32 bits of client flags stored with the item");
+ABSL_FLAG(uint64_t, cas, 0, "cas: the CAS version the item must hold (gets prints it)");
 ABSL_FLAG(std::string, key_format, "auto",
           "how KEY arguments are read: auto (decimal digits or 0x and hex digits are a uint64 key, anything else a "
           "byte key), u64 (uint64 keys only), bytes (every KEY is a byte key of its bytes: \"42\" is not 42), hex "
@@ -74,6 +85,10 @@ const char* kUsage =
     "  append KEY VALUE    add VALUE after KEY's value (prepend: before it); KEY must be stored\n"
     "  incr KEY [DELTA]    add DELTA (default 1) to KEY's decimal value and print it (decr: subtract,\n"
     "                      stopping at 0). A refused add/replace/append/prepend/incr/decr exits 1\n"
+    "  cas --cas=N KEY VALUE  store VALUE only if KEY's CAS version is N (else exits 1)\n"
+    "  gets KEY...         print values with their flags, expiry and CAS version (byte keys)\n"
+    "  touch --ttl=S KEY...  set the keys' expiry, keeping values and flags (byte keys)\n"
+    "  put, add, replace and cas take --ttl=SECONDS and --flags=N (byte keys only)\n"
     "  stats               the server's table, memory, batching and data directory state\n"
     "  shrink              rebuild the table for the keys stored now (after mass deletes)\n"
     "  health              exit 0 when the server reports SERVING, 1 otherwise\n"
@@ -224,6 +239,16 @@ int cmd_get(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
   return all_found ? 0 : kExitMissing;
 }
 
+// A write's item fields from --ttl, --flags and --cas.
+gphkv::WriteOptions item_options(gphkv::v1::WriteMode mode) {
+  gphkv::WriteOptions o;
+  o.mode = mode;
+  o.exptime = absl::GetFlag(FLAGS_ttl);
+  o.flags = absl::GetFlag(FLAGS_flags);
+  if (mode == gphkv::v1::WRITE_MODE_CAS) o.cas = absl::GetFlag(FLAGS_cas);
+  return o;
+}
+
 int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
   const std::string file = absl::GetFlag(FLAGS_file);
   if (args.size() < 3) return usage_error("put needs KEY and VALUE, KEY --file=F, or KEY -");
@@ -246,8 +271,22 @@ int cmd_put(gphkv::ShardedClient& client, const std::vector<std::string>& args, 
     return usage_error("put needs exactly KEY and VALUE (or KEY --file=F, or KEY - for stdin)");
   }
   const std::vector<std::string_view> values{value};
-  auto r = key.is_bytes ? client.Put(std::vector<std::string_view>{key.bytes}, values)
-                        : client.Put(std::vector<uint64_t>{key.u64}, values);
+  const gphkv::WriteOptions item = item_options(gphkv::v1::WRITE_MODE_SET);
+  if (!key.is_bytes && (item.flags != 0 || item.exptime != 0)) {
+    return usage_error("--ttl and --flags are for byte keys only");
+  }
+  absl::StatusOr<std::vector<bool>> r;
+  if (key.is_bytes && (item.flags != 0 || item.exptime != 0)) {
+    auto written = client.Write(std::string_view(key.bytes), value, item);
+    if (written.ok()) {
+      r = std::vector<bool>{written->created_size() > 0 && written->created(0)};
+    } else {
+      r = written.status();
+    }
+  } else {
+    r = key.is_bytes ? client.Put(std::vector<std::string_view>{key.bytes}, values)
+                     : client.Put(std::vector<uint64_t>{key.u64}, values);
+  }
   if (!r.ok()) return rpc_error(r.status(), json);
   const bool created = (*r)[0];
   if (json) {
@@ -272,10 +311,15 @@ int cmd_write(gphkv::ShardedClient& client, const std::vector<std::string>& args
   if (!parsed.ok()) return usage_error(std::string(parsed.status().message()));
   const gphkv::cli::CliKey& key = (*parsed)[0];
   const std::string value = args.size() == 4 ? args[3] : "1";
-  auto r = key.is_bytes ? client.Write(std::string_view(key.bytes), value, mode) : client.Write(key.u64, value, mode);
+  const gphkv::WriteOptions item = item_options(mode);
+  const bool has_item_fields = item.flags != 0 || item.exptime != 0 || mode == gphkv::v1::WRITE_MODE_CAS;
+  if (!key.is_bytes && has_item_fields) return usage_error("--ttl, --flags and cas are for byte keys only");
+  if (mode == gphkv::v1::WRITE_MODE_CAS && item.cas == 0) return usage_error("cas needs --cas=N (gets prints N)");
+  auto r = key.is_bytes ? client.Write(std::string_view(key.bytes), value, item) : client.Write(key.u64, value, mode);
   if (!r.ok()) {
     const absl::StatusCode code = r.status().code();
-    if (code != absl::StatusCode::kAlreadyExists && code != absl::StatusCode::kNotFound) {
+    if (code != absl::StatusCode::kAlreadyExists && code != absl::StatusCode::kNotFound &&
+        code != absl::StatusCode::kAborted) {
       return rpc_error(r.status(), json);
     }
     // The store said no: nothing changed, and that is an answer, not a failure.
@@ -297,6 +341,76 @@ int cmd_write(gphkv::ShardedClient& client, const std::vector<std::string>& args
     std::cout << gphkv::cli::KeyText(key) << "\tstored\n";
   }
   return 0;
+}
+
+// The byte keys args[from..] name; a usage error's message for a uint64 key.
+absl::StatusOr<std::vector<gphkv::cli::CliKey>> parse_byte_keys(const std::vector<std::string>& args, size_t from) {
+  auto keys = parse_keys(args, from);
+  if (!keys.ok()) return keys.status();
+  for (const gphkv::cli::CliKey& k : *keys) {
+    if (!k.is_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(gphkv::cli::KeyText(k),
+                                                     " is a uint64 key; only byte keys carry flags, expiry and CAS "
+                                                     "(--key_format=bytes reads it as one)"));
+    }
+  }
+  return keys;
+}
+
+// gets (with_items) and touch: each key's value and item fields; exit 1 when one is missing.
+int cmd_items(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool touch, bool json) {
+  if (args.size() < 3) return usage_error(absl::StrCat(args[1], " needs at least one KEY"));
+  auto keys = parse_byte_keys(args, 2);
+  if (!keys.ok()) return usage_error(std::string(keys.status().message()));
+  std::vector<std::string_view> views;
+  for (const gphkv::cli::CliKey& k : *keys) views.push_back(k.bytes);
+  auto r = touch ? client.Touch(views, absl::GetFlag(FLAGS_ttl)) : client.GetItems(views);
+  if (!r.ok()) return rpc_error(r.status(), json);
+  bool all_found = true;
+  size_t offset = 0;
+  if (json) std::cout << "{\"results\":[";
+  for (size_t i = 0; i < keys->size(); ++i) {
+    const int k = static_cast<int>(i);
+    const bool found = k < r->found_size() && r->found(k);
+    all_found &= found;
+    const uint32_t len = k < r->value_lengths_size() ? r->value_lengths(k) : 0;
+    const std::string_view v = std::string_view(r->values()).substr(std::min<size_t>(offset, r->values().size()), len);
+    offset += len;
+    const uint32_t flags = k < r->flags_size() ? r->flags(k) : 0;
+    const uint32_t exptime = k < r->exptime_size() ? r->exptime(k) : 0;
+    const uint64_t cas = k < r->cas_size() ? r->cas(k) : 0;
+    if (json) {
+      std::cout << (i ? "," : "") << "{" << gphkv::cli::KeyJsonFields((*keys)[i])
+                << ",\"found\":" << (found ? "true" : "false");
+      if (found) {
+        std::cout << ",\"flags\":" << flags << ",\"exptime\":" << exptime << ",\"cas\":" << cas;
+        if (!touch) {
+          std::cout << ",\"length\":" << v.size() << ",\"value_base64\":\""
+                    << absl::Base64Escape(absl::string_view(v.data(), v.size())) << "\"";
+          if (printable(v)) std::cout << ",\"value\":" << json_string(v);
+        }
+      }
+      std::cout << "}";
+      continue;
+    }
+    std::cout << gphkv::cli::KeyText((*keys)[i]) << "\t";
+    if (!found) {
+      std::cout << "(not found)\n";
+      continue;
+    }
+    if (touch) {
+      std::cout << "touched\n";
+      continue;
+    }
+    std::cout << "flags=" << flags << " exptime=" << exptime << " cas=" << cas << "\t";
+    if (printable(v)) {
+      std::cout << v << "\n";
+    } else {
+      std::cout << "(" << v.size() << " bytes) \"" << absl::CHexEscape(absl::string_view(v.data(), v.size())) << "\"\n";
+    }
+  }
+  if (json) std::cout << "]}\n";
+  return all_found ? 0 : kExitMissing;
 }
 
 int cmd_del(gphkv::ShardedClient& client, const std::vector<std::string>& args, bool json) {
@@ -552,6 +666,9 @@ int main(int argc, char** argv) {
   if (cmd == "prepend") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_PREPEND, json);
   if (cmd == "incr") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_INCREMENT, json);
   if (cmd == "decr") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_DECREMENT, json);
+  if (cmd == "cas") return cmd_write(*client, args, gphkv::v1::WRITE_MODE_CAS, json);
+  if (cmd == "gets") return cmd_items(*client, args, /*touch=*/false, json);
+  if (cmd == "touch") return cmd_items(*client, args, /*touch=*/true, json);
   if (cmd == "stats") {
     if (args.size() != 2) return usage_error("stats takes no arguments");
     return cmd_stats(*client, json);

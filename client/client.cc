@@ -241,16 +241,68 @@ absl::Status Client::unary_put(const v1::PutRequest& req, v1::PutResponse* resp)
 }
 
 absl::StatusOr<v1::PutResponse> Client::Write(uint64_t key, std::string_view value, v1::WriteMode mode) {
-  return write(key, value, mode);
+  WriteOptions options;
+  options.mode = mode;
+  return write(key, value, options);
 }
 absl::StatusOr<v1::PutResponse> Client::Write(std::string_view key, std::string_view value, v1::WriteMode mode) {
-  return write(key, value, mode);
+  WriteOptions options;
+  options.mode = mode;
+  return write(key, value, options);
+}
+absl::StatusOr<v1::PutResponse> Client::Write(std::string_view key, std::string_view value,
+                                              const WriteOptions& options) {
+  return write(key, value, options);
+}
+
+absl::StatusOr<v1::GetResponse> Client::GetItems(absl::Span<const std::string_view> keys) {
+  if (keys.empty()) return no_keys("GetItems");
+  v1::GetRequest req = make_get_request(keys, /*exists_only=*/false);
+  req.set_with_items(true);
+  return get_message(std::move(req), /*in_write_order=*/false);
+}
+
+absl::StatusOr<v1::GetResponse> Client::Touch(absl::Span<const std::string_view> keys, int64_t exptime) {
+  if (keys.empty()) return no_keys("Touch");
+  v1::GetRequest req = make_get_request(keys, /*exists_only=*/false);
+  req.set_with_items(true);
+  req.set_touch(true);
+  req.set_touch_exptime(exptime);
+  return get_message(std::move(req), /*in_write_order=*/true);
+}
+
+absl::StatusOr<v1::GetResponse> Client::get_message(v1::GetRequest req, bool in_write_order) {
+  if (coalescer_) {
+    // An Operation, not the packed gets (which take no item fields), behind
+    // the thread's earlier requests.
+    v1::Operation op;
+    *op.mutable_get() = std::move(req);
+    Waiter<absl::StatusOr<v1::GetResponse>> w;
+    coalescer_->submit(std::move(op), [&w](const absl::Status& s, v1::OperationResult* r) {
+      if (s.ok()) {
+        w.set(std::move(*r->mutable_get()));
+      } else {
+        w.set(s);
+      }
+    });
+    return w.wait();
+  }
+  v1::GetResponse resp;
+  grpc::ClientContext ctx;
+  prepare(&ctx);
+  const InTurn turn(order_.get(),
+                    in_write_order ? detail::ThreadOrder::Kind::kWrite : detail::ThreadOrder::Kind::kRead);
+  if (auto s = to_absl(stub_->Get(&ctx, req, &resp)); !s.ok()) return s;
+  return resp;
 }
 
 template <class Key>
-absl::StatusOr<v1::PutResponse> Client::write(Key key, std::string_view value, v1::WriteMode mode) {
+absl::StatusOr<v1::PutResponse> Client::write(Key key, std::string_view value, const WriteOptions& options) {
   v1::PutRequest req = make_put_request(absl::Span<const Key>(&key, 1), absl::Span<const std::string_view>(&value, 1));
-  req.set_mode(mode);
+  req.set_mode(options.mode);
+  req.set_flags(options.flags);
+  req.set_exptime(options.exptime);
+  req.set_cas(options.cas);
   if (coalescer_) {
     // Through the thread's coalescing stream, behind its earlier requests.
     v1::Operation op;

@@ -360,6 +360,61 @@ absl::StatusOr<v1::PutResponse> ShardedClient::Write(std::string_view key, std::
   auto set = shards();
   return set->clients[set->router.shard_of(key)]->Write(key, value, mode);
 }
+absl::StatusOr<v1::PutResponse> ShardedClient::Write(std::string_view key, std::string_view value,
+                                                     const WriteOptions& options) {
+  auto set = shards();
+  return set->clients[set->router.shard_of(key)]->Write(key, value, options);
+}
+absl::StatusOr<v1::GetResponse> ShardedClient::GetItems(absl::Span<const std::string_view> keys) {
+  return items_by_shard(keys, [](Client& c, absl::Span<const std::string_view> k) { return c.GetItems(k); });
+}
+absl::StatusOr<v1::GetResponse> ShardedClient::Touch(absl::Span<const std::string_view> keys, int64_t exptime) {
+  return items_by_shard(keys,
+                        [exptime](Client& c, absl::Span<const std::string_view> k) { return c.Touch(k, exptime); });
+}
+
+absl::StatusOr<v1::GetResponse> ShardedClient::items_by_shard(
+    absl::Span<const std::string_view> keys,
+    const std::function<absl::StatusOr<v1::GetResponse>(Client&, absl::Span<const std::string_view>)>& ask) {
+  auto set = shards();
+  std::vector<std::vector<size_t>> at(set->clients.size());
+  for (size_t i = 0; i < keys.size(); ++i) at[set->router.shard_of(keys[i])].push_back(i);
+  const int n = static_cast<int>(keys.size());
+  v1::GetResponse out;
+  out.mutable_found()->Resize(n, false);
+  out.mutable_value_lengths()->Resize(n, 0);
+  out.mutable_flags()->Resize(n, 0);
+  out.mutable_exptime()->Resize(n, 0);
+  out.mutable_cas()->Resize(n, 0);
+  std::vector<std::string_view> values(keys.size());
+  std::vector<v1::GetResponse> answers(set->clients.size());
+  for (size_t s = 0; s < at.size(); ++s) {
+    if (at[s].empty()) continue;
+    std::vector<std::string_view> shard_keys;
+    for (size_t i : at[s]) shard_keys.push_back(keys[i]);
+    absl::StatusOr<v1::GetResponse> r = ask(*set->clients[s], shard_keys);
+    if (!r.ok()) return r.status();
+    answers[s] = *std::move(r);
+    const v1::GetResponse& a = answers[s];
+    size_t offset = 0;
+    for (size_t j = 0; j < at[s].size() && static_cast<int>(j) < a.found_size(); ++j) {
+      const int i = static_cast<int>(at[s][j]);
+      const int k = static_cast<int>(j);
+      out.set_found(i, a.found(k));
+      out.set_value_lengths(i, a.value_lengths(k));
+      if (k < a.cas_size()) {
+        out.set_flags(i, a.flags(k));
+        out.set_exptime(i, a.exptime(k));
+        out.set_cas(i, a.cas(k));
+      }
+      values[static_cast<size_t>(i)] = std::string_view(a.values()).substr(offset, a.value_lengths(k));
+      offset += a.value_lengths(k);
+    }
+  }
+  for (const std::string_view v : values) out.mutable_values()->append(v);
+  return out;
+}
+
 void ShardedClient::GetAsync(absl::Span<const uint64_t> keys, bool exists_only,
                              std::function<void(absl::StatusOr<GetResult>)> done) {
   get_async(keys, exists_only, std::move(done));

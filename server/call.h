@@ -77,6 +77,10 @@ struct GetOp {
   // item as found (a gat whose exptime expires it returns it once).
   bool touch = false;
   int64_t touch_exptime = 0;
+  // The wire's GetRequest.with_items: the placed path also writes each key's
+  // flags, expiry and CAS into the response (GetResponse.flags, exptime,
+  // cas; zeros for a miss). Set with needs_cas, so that path serves it.
+  bool with_items = false;
 };
 // How a put's value meets what is stored (issue 27's conditional and
 // read-modify-write writes). Every mode but kSet takes one key, and is

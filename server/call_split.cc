@@ -99,7 +99,8 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
                      original.get().items != nullptr ? &part.items : nullptr,
                      original.get().needs_cas,
                      original.get().touch,
-                     original.get().touch_exptime};
+                     original.get().touch_exptime,
+                     original.get().with_items};
         break;
       case OpKind::kPut:
         // A conditional put has one key, so never splits; a set keeps its item fields.
@@ -188,6 +189,12 @@ absl::Status SplitCall::merge_gets() {
   std::vector<const char*> source(static_cast<size_t>(n), nullptr);
   out->mutable_found()->Resize(n, false);
   out->mutable_value_lengths()->Resize(n, 0);
+  const bool with_items = original_.get().with_items;
+  if (with_items) {
+    out->mutable_flags()->Resize(n, 0);
+    out->mutable_exptime()->Resize(n, 0);
+    out->mutable_cas()->Resize(n, 0);
+  }
   bool* found = out->mutable_found()->mutable_data();
   uint32_t* lengths = out->mutable_value_lengths()->mutable_data();
   uint64_t bytes = 0;
@@ -204,6 +211,11 @@ absl::Status SplitCall::merge_gets() {
       const int k = static_cast<int>(j);
       found[i] = k < r.found_size() && r.found(k);
       lengths[i] = k < r.value_lengths_size() ? r.value_lengths(k) : 0;
+      if (with_items && k < r.cas_size()) {
+        out->set_flags(static_cast<int>(i), r.flags(k));
+        out->set_exptime(static_cast<int>(i), r.exptime(k));
+        out->set_cas(static_cast<int>(i), r.cas(k));
+      }
       if (!found[i]) continue;
       source[i] = values;
       values += lengths[i];

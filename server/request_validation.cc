@@ -29,6 +29,46 @@ absl::Status validate_value_mode(const v1::GetRequest& req) {
   return absl::OkStatus();
 }
 
+absl::Status validate_item_fields(const v1::PutRequest& req, bool uint64_keys) {
+  if (req.cas() != 0 && req.mode() != v1::WRITE_MODE_CAS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PutRequest.cas is ", req.cas(), " but mode is not WRITE_MODE_CAS; only a cas reads it"));
+  }
+  if (!uint64_keys) return absl::OkStatus();
+  const char* field = req.flags() != 0                   ? "flags"
+                      : req.exptime() != 0               ? "exptime"
+                      : req.mode() == v1::WRITE_MODE_CAS ? "mode WRITE_MODE_CAS"
+                                                         : nullptr;
+  if (field == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("PutRequest.", field,
+                                                 ": only byte keys carry item fields (flags, expiry, CAS); "
+                                                 "this request has uint64 keys"));
+}
+
+absl::Status validate_item_fields(const v1::GetRequest& req, bool uint64_keys, bool packed) {
+  const char* field = req.with_items() ? "with_items" : req.touch() ? "touch" : nullptr;
+  if (field == nullptr) {
+    if (req.touch_exptime() != 0) {
+      return absl::InvalidArgumentError("GetRequest.touch_exptime is set but touch is not; only a touch reads it");
+    }
+    return absl::OkStatus();
+  }
+  if (packed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BatchRequest.gets.", field, ": packed gets take no item fields; send such a get as an Operation"));
+  }
+  if (uint64_keys) {
+    return absl::InvalidArgumentError(absl::StrCat("GetRequest.", field,
+                                                   ": only byte keys carry item fields (flags, expiry, CAS); "
+                                                   "this request has uint64 keys"));
+  }
+  if (req.touch() && req.value_mode() == v1::VALUE_MODE_EXISTS) {
+    return absl::InvalidArgumentError(
+        "GetRequest.touch reads the items' values to rewrite them; use VALUE_MODE_VALUES with it");
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 absl::Status validate_byte_keys(const char* what, const ByteKeys& keys, const RequestLimits& limits) {
@@ -47,8 +87,8 @@ absl::Status validate_byte_keys(const char* what, const ByteKeys& keys, const Re
 // incr/decr's delta is a number.
 absl::Status validate_mode(const PutOp& put) {
   const auto mode = static_cast<uint8_t>(put.mode);
-  // kCompareAndSet comes from the memcached port only (the gRPC WriteMode has
-  // no CAS yet: wire_calls.cc refuses what WriteMode does not name).
+  // kFlush comes from the memcached port only (wire_calls.cc refuses what
+  // WriteMode does not name; WRITE_MODE_CAS is kCompareAndSet).
   if (mode > static_cast<uint8_t>(PutMode::kFlush)) {
     return absl::InvalidArgumentError(absl::StrCat("PutRequest.mode ", mode,
                                                    " is not a WriteMode (0 SET, 1 ADD, 2 REPLACE, 3 APPEND, "

@@ -31,6 +31,13 @@ absl::Status validate(const Call& call, const RequestLimits& limits);
 // What only the wire can get wrong, checked where its requests become calls
 // (server/wire_calls.h): a GetRequest's value_mode.
 absl::Status validate_value_mode(const v1::GetRequest& req);
+// The item fields (issue 27, docs/service.md "Item fields"), which only byte
+// keys carry: a put's flags and exptime, WRITE_MODE_CAS and its cas (cas
+// only with that mode); a get's with_items and touch (touch not with
+// VALUE_MODE_EXISTS; neither in a Batches message's packed gets).
+// INVALID_ARGUMENT naming the field.
+absl::Status validate_item_fields(const v1::PutRequest& req, bool uint64_keys);
+absl::Status validate_item_fields(const v1::GetRequest& req, bool uint64_keys, bool packed);
 // The packed gets of a Batches message (BatchRequest.gets and get_counts):
 // each request 1 .. max_call_keys keys, the counts adding up to the keys, and
 // all of them at most `max_keys` (what the batcher can ever queue at once).

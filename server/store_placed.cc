@@ -27,6 +27,11 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
     if (get.items != nullptr) get.items->assign(static_cast<size_t>(n), byte_key::ItemMeta{});
     out->mutable_found()->Resize(n, false);
     out->mutable_value_lengths()->Resize(n, 0);
+    if (get.with_items) {
+      out->mutable_flags()->Resize(n, 0);
+      out->mutable_exptime()->Resize(n, 0);
+      out->mutable_cas()->Resize(n, 0);
+    }
     uint64_t bytes = 0;
     const size_t first = pos;
     for (int i = 0; i < n; ++i, ++pos) {
@@ -34,6 +39,11 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
       if (!p.stored || p.expired) continue;
       out->set_found(i, true);
       if (get.items != nullptr) (*get.items)[static_cast<size_t>(i)] = p.meta;
+      if (get.with_items) {
+        out->set_flags(i, p.meta.flags);
+        out->set_exptime(i, p.meta.exptime);
+        out->set_cas(i, p.meta.cas);
+      }
       if (get.exists_only) continue;
       out->set_value_lengths(i, static_cast<uint32_t>(p.value.size()));
       bytes += p.value.size();

@@ -34,23 +34,36 @@ absl::StatusOr<GetOp> get_op(const v1::GetRequest& req, v1::GetResponse* respons
   if (absl::Status s = validate_value_mode(req); !s.ok()) return s;
   absl::StatusOr<WireKeys> keys = wire_keys("GetRequest", req, table_keys);
   if (!keys.ok()) return keys.status();
-  return GetOp{keys->keys, req.value_mode() == v1::VALUE_MODE_EXISTS, packed, response, keys->byte_keys};
+  if (absl::Status s = validate_item_fields(req, keys->byte_keys.empty(), packed); !s.ok()) return s;
+  GetOp op{keys->keys, req.value_mode() == v1::VALUE_MODE_EXISTS, packed, response, keys->byte_keys};
+  // Item fields and touch are the placed path's (server/store_placed.cc),
+  // which needs_cas makes serve the call.
+  op.with_items = req.with_items();
+  op.touch = req.touch();
+  op.touch_exptime = req.touch_exptime();
+  op.needs_cas = op.with_items || op.touch;
+  return op;
 }
 
 absl::StatusOr<PutOp> put_op(const v1::PutRequest& req, v1::PutResponse* response, std::vector<uint64_t>* table_keys) {
   if (!v1::WriteMode_IsValid(req.mode())) {
     return absl::InvalidArgumentError(absl::StrCat("PutRequest.mode ", req.mode(),
                                                    " is not a WriteMode (0 SET, 1 ADD, 2 REPLACE, 3 APPEND, "
-                                                   "4 PREPEND, 5 INCREMENT, 6 DECREMENT)"));
+                                                   "4 PREPEND, 5 INCREMENT, 6 DECREMENT, 7 CAS)"));
   }
   absl::StatusOr<WireKeys> keys = wire_keys("PutRequest", req, table_keys);
   if (!keys.ok()) return keys.status();
+  if (absl::Status s = validate_item_fields(req, keys->byte_keys.empty()); !s.ok()) return s;
+  // WriteMode's numbers are PutMode's (WRITE_MODE_CAS is kCompareAndSet).
   return PutOp{keys->keys,
                absl::Span<const uint32_t>(req.value_lengths().data(), static_cast<size_t>(req.value_lengths_size())),
                req.values(),
                response,
                keys->byte_keys,
-               static_cast<PutMode>(req.mode())};
+               static_cast<PutMode>(req.mode()),
+               req.flags(),
+               req.exptime(),
+               req.cas()};
 }
 
 absl::StatusOr<DeleteOp> delete_op(const v1::DeleteRequest& req, v1::DeleteResponse* response,

@@ -321,5 +321,69 @@ TEST(ShardedClient, ADnsNameOfOneAddressIsOneShard) {
   EXPECT_EQ(again->value(0), "a");
 }
 
+// Item fields across shards (issue 27): Write with flags and expiry on each
+// key's shard, GetItems and Touch of keys on every shard merged in key order
+// (values, flags, expiry, CAS), against a model; a cas with a stale version
+// is ABORTED and changes nothing.
+TEST(ShardedClient, ItemFieldsAcrossShardsMatchAModel) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(absl::StrCat("GPHKV_TEST_SEED=", seed));
+  std::mt19937_64 rng(seed);
+  Shards shards = start_shards(3);
+  auto client = connect(shards.list());
+  ASSERT_NE(client, nullptr);
+  std::vector<std::string> keys;
+  std::map<std::string, std::pair<std::string, uint32_t>> model;  // value, flags
+  for (int i = 0; i < 30; ++i) keys.push_back(absl::StrCat("sharded:item:", i));
+  for (size_t i = 0; i < keys.size(); i += 2) {  // every other key stored
+    WriteOptions w;
+    w.flags = static_cast<uint32_t>(rng());
+    w.exptime = 1000;
+    const std::string value = absl::StrCat("v", rng() % 1000);
+    ASSERT_TRUE(client->Write(std::string_view(keys[i]), value, w).ok());
+    model[keys[i]] = {value, w.flags};
+  }
+  // `expiring`: the stored items hold the expiry they were written with, not 0.
+  auto check = [&](const v1::GetResponse& r, bool expiring) {
+    ASSERT_EQ(r.found_size(), static_cast<int>(keys.size()));
+    ASSERT_EQ(r.cas_size(), static_cast<int>(keys.size()));
+    size_t offset = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const int k = static_cast<int>(i);
+      auto it = model.find(keys[i]);
+      ASSERT_EQ(r.found(k), it != model.end()) << keys[i];
+      if (it == model.end()) {
+        EXPECT_EQ(r.cas(k), 0u);
+        continue;
+      }
+      EXPECT_EQ(r.values().substr(offset, r.value_lengths(k)), it->second.first) << keys[i];
+      offset += r.value_lengths(k);
+      EXPECT_EQ(r.flags(k), it->second.second) << keys[i];
+      EXPECT_EQ(r.exptime(k) != 0, expiring) << keys[i];
+      EXPECT_NE(r.cas(k), 0u) << keys[i];
+    }
+  };
+  auto got = client->GetItems(views(keys));
+  ASSERT_TRUE(got.ok()) << got.status();
+  check(*got, true);
+  // Touch to "never": every found key's expiry becomes 0, the rest unchanged.
+  auto touched = client->Touch(views(keys), 0);
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  check(*touched, true);
+  auto after = client->GetItems(views(keys));
+  ASSERT_TRUE(after.ok());
+  for (size_t i = 0; i < keys.size(); i += 2) {
+    EXPECT_EQ(after->exptime(static_cast<int>(i)), 0u) << keys[i];
+    EXPECT_EQ(after->cas(static_cast<int>(i)), got->cas(static_cast<int>(i))) << keys[i];
+  }
+  WriteOptions stale;
+  stale.mode = v1::WRITE_MODE_CAS;
+  stale.cas = got->cas(0) + 1;
+  EXPECT_EQ(client->Write(std::string_view(keys[0]), "x", stale).status().code(), absl::StatusCode::kAborted);
+  auto again = client->GetItems(views(keys));
+  ASSERT_TRUE(again.ok());
+  check(*again, false);
+}
+
 }  // namespace
 }  // namespace gphkv

@@ -132,6 +132,17 @@ class GetResult {
   absl::InlinedVector<uint32_t, 32> ends_;
 };
 
+// A byte key's item fields for Client::Write (docs/service.md, "Item
+// fields"): the put's mode (WRITE_MODE_CAS compares `cas`), its client
+// flags and its expiry by memcached's exptime rule (0 never; up to 30 days
+// seconds from now; beyond, an absolute unix time; negative, expired at once).
+struct WriteOptions {
+  v1::WriteMode mode = v1::WRITE_MODE_SET;
+  uint32_t flags = 0;
+  int64_t exptime = 0;
+  uint64_t cas = 0;
+};
+
 // A bidirectional Pipeline stream: many operations in flight, answered by id.
 // Send from one thread and Receive from another (or alternate on one).
 class PipelineStream {
@@ -186,6 +197,17 @@ class Client {
   // thread's other requests, as a Put is.
   absl::StatusOr<v1::PutResponse> Write(uint64_t key, std::string_view value, v1::WriteMode mode);
   absl::StatusOr<v1::PutResponse> Write(std::string_view key, std::string_view value, v1::WriteMode mode);
+  // The same with a byte key's flags, expiry and, for WRITE_MODE_CAS, the
+  // CAS version the item must hold (else ABORTED; NOT_FOUND when absent).
+  absl::StatusOr<v1::PutResponse> Write(std::string_view key, std::string_view value, const WriteOptions& options);
+  // A get of byte keys that also answers each item's flags, absolute expiry
+  // and CAS version (GetResponse.flags, exptime, cas; 0 for a miss).
+  absl::StatusOr<v1::GetResponse> GetItems(absl::Span<const std::string_view> keys);
+  // memcached's gat: each found key takes `exptime` (as WriteOptions') and
+  // keeps its value, flags and CAS; the answer is the items as found, with
+  // their fields. FAILED_PRECONDITION from a server with --data_dir. Kept in
+  // order with the thread's writes.
+  absl::StatusOr<v1::GetResponse> Touch(absl::Span<const std::string_view> keys, int64_t exptime);
   absl::StatusOr<v1::StatsResponse> Stats();
   // Asks the server to rebuild its table for the keys stored now (after mass
   // deletes); see the Shrink RPC in gphkv.proto.
@@ -232,7 +254,10 @@ class Client {
   template <class Key>
   absl::StatusOr<std::vector<bool>> remove(absl::Span<const Key> keys);
   template <class Key>
-  absl::StatusOr<v1::PutResponse> write(Key key, std::string_view value, v1::WriteMode mode);
+  absl::StatusOr<v1::PutResponse> write(Key key, std::string_view value, const WriteOptions& options);
+  // A GetRequest sent whole, as an Operation of the coalescing stream or a
+  // unary Get in the thread's order (as a write when in_write_order).
+  absl::StatusOr<v1::GetResponse> get_message(v1::GetRequest req, bool in_write_order);
   // A Put without coalescing, in the thread's order behind its earlier calls.
   absl::Status unary_put(const v1::PutRequest& req, v1::PutResponse* resp);
   template <class Key>

@@ -101,6 +101,12 @@ class ShardedClient {
   // NOT_FOUND, ...) come back as that shard gave them.
   absl::StatusOr<v1::PutResponse> Write(uint64_t key, std::string_view value, v1::WriteMode mode);
   absl::StatusOr<v1::PutResponse> Write(std::string_view key, std::string_view value, v1::WriteMode mode);
+  absl::StatusOr<v1::PutResponse> Write(std::string_view key, std::string_view value, const WriteOptions& options);
+  // Client::GetItems and Client::Touch, each shard asked for its keys in
+  // turn, the answers merged into one response in key order; the first
+  // shard's refusal is the call's (the shards asked before it were touched).
+  absl::StatusOr<v1::GetResponse> GetItems(absl::Span<const std::string_view> keys);
+  absl::StatusOr<v1::GetResponse> Touch(absl::Span<const std::string_view> keys, int64_t exptime);
 
   // `done` runs once, on a gRPC thread, when every shard has answered. The
   // ShardedClient must outlive the calls.
@@ -139,6 +145,10 @@ class ShardedClient {
   // The calls, for either kind of key (sharded_client.cc).
   template <class Key>
   absl::StatusOr<GetResult> get(absl::Span<const Key> keys, bool exists_only);
+  // GetItems and Touch: `ask` one shard's client for its keys.
+  absl::StatusOr<v1::GetResponse> items_by_shard(
+      absl::Span<const std::string_view> keys,
+      const std::function<absl::StatusOr<v1::GetResponse>(Client&, absl::Span<const std::string_view>)>& ask);
   template <class Key>
   absl::StatusOr<std::vector<bool>> put(absl::Span<const Key> keys, absl::Span<const std::string_view> values);
   template <class Key>

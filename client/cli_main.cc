@@ -492,10 +492,10 @@ std::string data_dir_text(const gphkv::v1::DataDirStats& d) {
 std::string partition_json(const gphkv::v1::PartitionStats& p) {
   return absl::StrFormat(R"({"partition":%d,"gpu":%d,"device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
                          R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
-                         R"("batched_keys":%d,"rebuilding":%s%s})",
+                         R"("batched_keys":%d,"evictions":%d,"items_swept":%d,"rebuilding":%s%s})",
                          p.partition(), p.gpu(), absl::CEscape(p.device()), p.keys(), p.load_factor(), p.table_bytes(),
                          p.value_heap_bytes(), p.memory_limit_bytes(), p.rebuilds(), p.batches(), p.batched_keys(),
-                         p.rebuilding() ? "true" : "false",
+                         p.evictions(), p.items_swept(), p.rebuilding() ? "true" : "false",
                          p.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(p.data_dir())) : "");
 }
 
@@ -505,11 +505,11 @@ std::string stats_json(const gphkv::v1::StatsResponse& s) {
   return absl::StrFormat(
       R"({"backend":"%s","device":"%s","keys":%d,"load_factor":%.6f,"table_bytes":%d,)"
       R"("value_heap_bytes":%d,"memory_limit_bytes":%d,"rebuilds":%d,"batches":%d,)"
-      R"("batched_keys":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s,)"
+      R"("batched_keys":%d,"evictions":%d,"items_swept":%d,"uptime_seconds":%.3f,"version":"%s","rebuilding":%s%s,)"
       R"("partitions":[%s]})",
       absl::CEscape(s.backend()), absl::CEscape(s.device()), s.keys(), s.load_factor(), s.table_bytes(),
-      s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.uptime_seconds(),
-      absl::CEscape(s.version()), s.rebuilding() ? "true" : "false",
+      s.value_heap_bytes(), s.memory_limit_bytes(), s.rebuilds(), s.batches(), s.batched_keys(), s.evictions(),
+      s.items_swept(), s.uptime_seconds(), absl::CEscape(s.version()), s.rebuilding() ? "true" : "false",
       s.has_data_dir() ? absl::StrCat(",\"data_dir\":", data_dir_json(s.data_dir())) : "", partitions);
 }
 
@@ -533,10 +533,10 @@ std::string stats_text(const gphkv::v1::StatsResponse& s) {
              "version            %s\nbackend            %s\ndevice             %s\nkeys               %d\n"
              "load_factor        %.4f\ntable_bytes        %d\nvalue_heap_bytes   %d\n"
              "memory_limit_bytes %d\nrebuilds           %d\nrebuilding         %s\nbatches            %d\n"
-             "batched_keys       %d\nuptime_seconds     %.1f\n",
+             "batched_keys       %d\nevictions          %d\nitems_swept        %d\nuptime_seconds     %.1f\n",
              s.version(), s.backend(), s.device(), s.keys(), s.load_factor(), s.table_bytes(), s.value_heap_bytes(),
              s.memory_limit_bytes(), s.rebuilds(), s.rebuilding() ? "yes" : "no", s.batches(), s.batched_keys(),
-             s.uptime_seconds()) +
+             s.evictions(), s.items_swept(), s.uptime_seconds()) +
          partitions_text(s) + (s.has_data_dir() ? data_dir_text(s.data_dir()) : "data_dir           (none)\n");
 }
 

@@ -394,6 +394,8 @@ void Executor::publish() {
   pub_batches_.store(batches_, std::memory_order_relaxed);
   pub_batched_keys_.store(batched_keys_, std::memory_order_relaxed);
   pub_rebuilding_.store(store_->rebuilding(), std::memory_order_relaxed);
+  pub_evictions_.store(store_->counters().evictions, std::memory_order_relaxed);
+  pub_items_swept_.store(store_->counters().items_swept, std::memory_order_relaxed);
   // The table gauges are set from stats() when the metrics are scraped
   // (server/partition_metrics.h), per partition and in total; the counters
   // here add this partition's increments to the server's.
@@ -401,6 +403,10 @@ void Executor::publish() {
     if (const uint64_t n = store_->counters().items_swept; n > reported_swept_) {
       metrics_->items_swept->Increment(static_cast<double>(n - reported_swept_));
       reported_swept_ = n;
+    }
+    if (const uint64_t n = store_->counters().evictions; n > reported_evictions_) {
+      metrics_->evictions->Increment(static_cast<double>(n - reported_evictions_));
+      reported_evictions_ = n;
     }
     if (const uint64_t r = store_->counters().relocations; r > reported_relocations_) {
       metrics_->insert_relocations->Increment(static_cast<double>(r - reported_relocations_));
@@ -428,6 +434,8 @@ ExecutorStats Executor::stats() const {
   s.batches = pub_batches_.load(std::memory_order_relaxed);
   s.batched_keys = pub_batched_keys_.load(std::memory_order_relaxed);
   s.rebuilding = pub_rebuilding_.load(std::memory_order_relaxed);
+  s.evictions = pub_evictions_.load(std::memory_order_relaxed);
+  s.items_swept = pub_items_swept_.load(std::memory_order_relaxed);
   // A wait under way counts up to now, so a scrape between two runs splits
   // the idle time between them (may count a wait ending meanwhile twice:
   // the counter only moves forward, PartitionMetrics).

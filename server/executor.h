@@ -68,6 +68,9 @@ struct ExecutorStats {
   uint64_t batched_keys = 0;
   // Of `keys`, those that lost their table slot to a collision (docs/byte-keys.md).
   uint64_t collided_keys = 0;
+  // Items evicted at the --memory cap, and those the expiry sweep deleted (StoreCounters).
+  uint64_t evictions = 0;
+  uint64_t items_swept = 0;
   bool rebuilding = false;
   // Where the executor thread waited (nanoseconds in all): for calls, for a
   // free get slot (answers of earlier batches still being filled), for the
@@ -194,12 +197,14 @@ class Executor {
   uint64_t batched_keys_ ABSL_GUARDED_BY(executor_thread_) = 0;
   // Stats readers run on gRPC threads: they read these, never the store.
   std::atomic<uint64_t> pub_keys_{0}, pub_table_bytes_{0}, pub_heap_bytes_{0}, pub_rebuilds_{0}, pub_batches_{0},
-      pub_batched_keys_{0}, pub_collided_keys_{0}, pub_idle_ns_{0}, pub_slot_wait_ns_{0}, pub_device_wait_ns_{0};
+      pub_batched_keys_{0}, pub_collided_keys_{0}, pub_idle_ns_{0}, pub_slot_wait_ns_{0}, pub_device_wait_ns_{0},
+      pub_evictions_{0}, pub_items_swept_{0};
   std::atomic<int64_t> pub_idle_since_ns_{0};  // when the wait for calls under way began (steady clock); 0: none
   std::atomic<double> pub_load_factor_{0};
   std::atomic<bool> pub_rebuilding_{false};
   uint64_t reported_relocations_ ABSL_GUARDED_BY(executor_thread_) = 0;
   uint64_t reported_swept_ ABSL_GUARDED_BY(executor_thread_) = 0;
+  uint64_t reported_evictions_ ABSL_GUARDED_BY(executor_thread_) = 0;
   uint64_t memory_limit_bytes_;
   std::map<std::string, uint64_t> reported_rebuilds_
       ABSL_GUARDED_BY(executor_thread_);  // by cause: rebuilds already counted in metrics

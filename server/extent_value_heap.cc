@@ -271,6 +271,7 @@ void ExtentValueHeap::place_one(uint32_t len, uint64_t addr, std::vector<ValueHa
     records_.emplace_back();
   }
   records_[id].length = len;
+  records_[id].accessed = 1;  // a new value counts as used
   attach(id, addr);
   used_ += g * kGranuleBytes;
   ++live_;
@@ -303,6 +304,22 @@ absl::StatusOr<ValueHandle> ExtentValueHeap::allocate(std::string_view bytes) {
     return s;
   }
   return h[0];
+}
+
+absl::Status ExtentValueHeap::mark_accessed(absl::Span<const ValueHandle> handles) {
+  for (ValueHandle h : handles) records_[value_handle::id(h)].accessed = 1;
+  return absl::OkStatus();
+}
+
+absl::Status ExtentValueHeap::read_accessed(absl::Span<const ValueHandle> handles, std::vector<uint8_t>* bits) {
+  bits->resize(handles.size());
+  for (size_t i = 0; i < handles.size(); ++i) (*bits)[i] = records_[value_handle::id(handles[i])].accessed;
+  return absl::OkStatus();
+}
+
+absl::Status ExtentValueHeap::clear_accessed(absl::Span<const ValueHandle> handles) {
+  for (ValueHandle h : handles) records_[value_handle::id(h)].accessed = 0;
+  return absl::OkStatus();
 }
 
 }  // namespace gphkv::server

@@ -2,8 +2,9 @@
 // 8-byte granules carved from chunks of backing memory, with all the
 // bookkeeping on the host.
 //
-// Why extents and not size classes: a store cannot evict, so memory freed by
-// deletes and overwrites must serve whatever sizes come next. Freed extents
+// Why extents and not size classes: a store does not evict by default, so
+// memory freed by deletes and overwrites must serve whatever sizes come
+// next. Freed extents
 // merge with their free neighbours (FreeExtents), so space freed by large
 // values serves small ones at once; and because a handle names an id, not an
 // address, the heap can move live values out of sparse chunks (compaction)
@@ -51,6 +52,10 @@ class ExtentValueHeap : public ValueHeap {
   void reserve_values(uint64_t values) override;
   void release(ValueHandle handle) override;
   uint32_t length(ValueHandle handle) const override { return records_[value_handle::id(handle)].length; }
+  // The host's access bits, in the records (a device heap keeps its own).
+  absl::Status mark_accessed(absl::Span<const ValueHandle> handles) override;
+  absl::Status read_accessed(absl::Span<const ValueHandle> handles, std::vector<uint8_t>* bits) override;
+  absl::Status clear_accessed(absl::Span<const ValueHandle> handles) override;
   double backing_seconds() const override { return backing_seconds_; }
   uint64_t reserved_bytes() const override { return reserved_; }
   uint64_t used_bytes() const override { return used_; }
@@ -126,8 +131,10 @@ class ExtentValueHeap : public ValueHeap {
 
   struct Record {
     uint64_t addr = kNoAddr;  // kNoAddr: the id is free
-    uint32_t length = 0;
-    uint32_t member = 0;  // index in its chunk's members
+    uint32_t length : 31;     // value_handle::kMaxLength needs 25 bits
+    uint32_t accessed : 1;    // the host's access bit (mark_accessed)
+    uint32_t member = 0;      // index in its chunk's members
+    Record() : length(0), accessed(0) {}
   };
   struct Chunk {
     char* base = nullptr;  // null: not mapped (the index is spare)

@@ -97,6 +97,14 @@ ABSL_FLAG(uint32_t, expiry_sweep_seconds, 10,
           "a pass of the expiry sweep over the stored items at most this often, between batches, once some item "
           "was given an expiry or a flush_all was asked for: it deletes what expired or was flushed, so their "
           "memory comes back (0 = never: only a write or delete of the key frees it); see docs/memcached.md");
+ABSL_FLAG(uint32_t, default_ttl, 0,
+          "seconds from the write after which a byte-key item stored without an expiry (set, add, replace, cas; "
+          "memcached's exptime 0, gRPC's exptime unset) expires, at most 2592000 (30 days); 0 = never; see "
+          "docs/memcached.md");
+ABSL_FLAG(std::string, eviction, "none",
+          "at the --memory cap: none (a put that does not fit gets RESOURCE_EXHAUSTED) or lru (the store evicts "
+          "items an approximate LRU, CLOCK with access bits the gets set, picks until the put fits); lru is "
+          "refused with --data_dir; see docs/memcached.md");
 ABSL_FLAG(uint32_t, gpu_small_gets_keys, 256,
           "CUDA: a get batch of at most this many keys (at most 256; 0 = none) whose values likely take at most 64 "
           "KiB takes the small path: the lookup reads its keys from pinned host memory and one kernel writes its "
@@ -235,6 +243,16 @@ int main(int argc, char** argv) {
     return fail("--gpu_pipeline_depth must be in [0, 8]");
   }
   o.store.sweep_interval_seconds = absl::GetFlag(FLAGS_expiry_sweep_seconds);
+  o.store.default_ttl_seconds = absl::GetFlag(FLAGS_default_ttl);
+  if (int64_t{o.store.default_ttl_seconds} > gphkv::server::byte_key::kMaxRelativeExptime) {
+    return fail(absl::StrCat("--default_ttl must be at most ", gphkv::server::byte_key::kMaxRelativeExptime,
+                             " seconds (30 days): memcached reads a larger exptime as a unix time"));
+  }
+  if (const std::string eviction = absl::GetFlag(FLAGS_eviction); eviction == "lru") {
+    o.store.evict = true;
+  } else if (eviction != "none") {
+    return fail(absl::StrCat("--eviction must be none or lru, not \"", eviction, "\""));
+  }
   o.store.gpu_small_gets_keys = absl::GetFlag(FLAGS_gpu_small_gets_keys);
   if (o.store.gpu_small_gets_keys > 256) return fail("--gpu_small_gets_keys must be in [0, 256]");
   o.data_dir.dir = absl::GetFlag(FLAGS_data_dir);
@@ -258,7 +276,7 @@ int main(int argc, char** argv) {
       "memory={} "
       "max_value_bytes={} max_key_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} spin_us={} "
       "max_queue_keys={} "
-      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} data_dir={}",
+      "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} eviction={} data_dir={}",
       o.listen_address, o.memcached.address.empty() ? "(off)" : o.memcached.address,
       o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
       o.tls.client_ca_file.empty() ? "(none)" : o.tls.client_ca_file,
@@ -269,6 +287,7 @@ int main(int argc, char** argv) {
       o.batcher.spin.count(), o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
       o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
+      o.store.evict ? "lru" : "none",
       o.data_dir.dir.empty()
           ? std::string("(none)")
           : absl::StrCat(o.data_dir.dir, " fsync=", absl::GetFlag(FLAGS_fsync), " recover=",

@@ -14,6 +14,11 @@ void MemoryBudget::fit_table_to_heap() {
   table_->set_max_table_bytes(std::max<uint64_t>(1, limit_ - std::min(limit_, heap)));
 }
 
+bool MemoryBudget::could_ever_fit(uint64_t heap_bytes) const {
+  const uint64_t table = table_->table_bytes();
+  return table <= limit_ && heap_bytes <= limit_ - table;
+}
+
 absl::Status MemoryBudget::admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths,
                                      std::vector<ValueHandle>* slots, bool packed) {
   const uint64_t table_need = std::max(table_->table_bytes(), table_->bytes_to_hold(projected_keys));

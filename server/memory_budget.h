@@ -38,6 +38,9 @@ class MemoryBudget {
   // success `slots` holds the call's value slots (their bytes unwritten);
   // otherwise RESOURCE_EXHAUSTED naming the sizes, and nothing was taken.
   // packed: the slots are taken with ValueHeap::allocate_packed_slots (a bulk load).
+  // Whether values of `heap_bytes` could fit beside the tables held now,
+  // were the value heap empty: eviction does not start for a put that could not.
+  bool could_ever_fit(uint64_t heap_bytes) const;
   absl::Status admit_put(uint64_t projected_keys, absl::Span<const uint32_t> lengths, std::vector<ValueHandle>* slots,
                          bool packed = false);
 

@@ -126,6 +126,8 @@ ExecutorStats total_stats(const std::vector<ExecutorStats>& parts) {
     t.batches += s.batches;
     t.batched_keys += s.batched_keys;
     t.collided_keys += s.collided_keys;
+    t.evictions += s.evictions;
+    t.items_swept += s.items_swept;
     t.rebuilding = t.rebuilding || s.rebuilding;
   }
   return t;

@@ -1,5 +1,7 @@
 #include "server/put_plan.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "server/byte_key.h"
 #include "server/value_handle.h"
@@ -111,7 +113,7 @@ absl::Status PutPlan::place(engine::ElasticTable& table, const ValueHeap& heap, 
   return absl::OkStatus();
 }
 
-absl::Status PutPlan::admit(size_t gi, MemoryBudget& budget) {
+absl::Status PutPlan::admit(size_t gi, MemoryBudget& budget, Evictor* evictor) {
   const Group& g = groups_[gi];
   const size_t n = g.keys.size();
   const uint32_t* entry = entry_.data() + group_first_[gi];
@@ -123,7 +125,20 @@ absl::Status PutPlan::admit(size_t gi, MemoryBudget& budget) {
       ++group_new;
     }
   }
-  if (absl::Status st = budget.admit_put(base_keys_ + new_keys_ + group_new, g.lengths, &slots_); !st.ok()) return st;
+  absl::Status st = budget.admit_put(base_keys_ + new_keys_ + group_new, g.lengths, &slots_);
+  if (!st.ok() && evictor != nullptr && st.code() == absl::StatusCode::kResourceExhausted) {
+    uint64_t bytes = 0;
+    for (uint32_t len : g.lengths) bytes += (uint64_t{len} + 7) / 8 * 8;  // 8-byte granules
+    for (int round = 0; round < kEvictionRounds && !st.ok() && budget.could_ever_fit(bytes); ++round) {
+      absl::StatusOr<uint64_t> evicted = evictor->evict(std::max<uint64_t>(bytes, 8) << round, held_table_keys());
+      if (!evicted.ok()) return evicted.status();
+      if (*evicted == 0) break;
+      base_keys_ -= std::min(base_keys_, *evicted);
+      st = budget.admit_put(base_keys_ + new_keys_ + group_new, g.lengths, &slots_);
+      if (!st.ok() && st.code() != absl::StatusCode::kResourceExhausted) return st;
+    }
+  }
+  if (!st.ok()) return st;
   // Admitted: created flags against the state before this call, then the
   // group's values become the pending ones (the last occurrence wins).
   if (g.response != nullptr) {
@@ -145,6 +160,18 @@ absl::Status PutPlan::admit(size_t gi, MemoryBudget& budget) {
   }
   new_keys_ += group_new;
   return absl::OkStatus();
+}
+
+const absl::flat_hash_set<uint64_t>& PutPlan::held_table_keys() {
+  if (!held_made_) {
+    if (placed_) {
+      for (const KeyRef& k : entries_) held_.insert(k.table_key);
+    } else {
+      held_.insert(keys_.keys.begin(), keys_.keys.end());
+    }
+    held_made_ = true;
+  }
+  return held_;
 }
 
 void PutPlan::table_batch(std::vector<uint64_t>* keys, std::vector<uint64_t>* handles) const {

@@ -20,6 +20,7 @@
 #include "server/call.h"
 #include "server/collided_keys.h"
 #include "server/distinct_keys.h"
+#include "server/evictor.h"
 #include "server/key_places.h"
 #include "server/memory_budget.h"
 #include "server/value_heap.h"
@@ -48,8 +49,12 @@ class PutPlan {
   bool placed() const { return placed_; }
   // Admits group gi or says why not (then nothing changed for it). Called
   // for each group in order, after find_stored; fills an admitted call's
-  // created flags and takes its value slots.
-  absl::Status admit(size_t gi, MemoryBudget& budget);
+  // created flags and takes its value slots. With an evictor, a call
+  // --memory refuses is tried again after evicting (server/evictor.h): the
+  // bytes of its slots first, twice as many each round, at most
+  // kEvictionRounds rounds.
+  static constexpr int kEvictionRounds = 8;
+  absl::Status admit(size_t gi, MemoryBudget& budget, Evictor* evictor = nullptr);
 
   // Every admitted value, in the order the calls carry them.
   absl::Span<const ValueHandle> written_handles() const { return written_handles_; }
@@ -110,6 +115,11 @@ class PutPlan {
   std::vector<std::string_view> written_bytes_;
   uint64_t base_keys_ = 0;  // keys stored before the run
   uint64_t new_keys_ = 0;   // keys the admitted groups add
+  // The table keys of the run's keys: what eviction must not take (made
+  // on the first eviction).
+  const absl::flat_hash_set<uint64_t>& held_table_keys();
+  absl::flat_hash_set<uint64_t> held_;
+  bool held_made_ = false;
   // Scratch of admit().
   std::vector<ValueHandle> slots_;
 };

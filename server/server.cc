@@ -209,6 +209,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
         std::chrono::microseconds(backend == engine::Backend::kCuda ? kCudaMaxDelayUs : kCpuMaxDelayUs);
     spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
+  if (options.store.evict && !options.data_dir.dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--eviction=lru with --data_dir: evictions are not logged yet, so a restart would bring every evicted item "
+        "back (past --memory); run a cache (--eviction=lru) without --data_dir, or a store (--data_dir) with "
+        "--eviction=none");
+  }
   partitions.store = options.store;
   // Neither a flush nor a touch is logged yet (issue 27): refuse them
   // rather than have a restart undo them.
@@ -286,6 +292,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     mc.connection.parser.max_key_length = options.limits.max_key_bytes;
     mc.connection.parser.max_value_length = options.limits.max_value_bytes;
     mc.version = std::string(memcache::kProtocolVersion) + " gphkv-" GPHKV_VERSION;
+    mc.store_totals = [partitions = impl->partitions.get()] {
+      const ExecutorStats t = total_stats(partitions->stats());
+      return memcache::StoreTotals{t.keys, t.memory_limit_bytes, t.evictions, t.items_swept};
+    };
     auto listener = memcache::Listener::start(impl->intake.get(), std::move(mc));
     if (!listener.ok()) {
       impl->grpc_server->Shutdown();

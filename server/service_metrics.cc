@@ -140,6 +140,9 @@ ServiceMetrics::ServiceMetrics() {
   items_swept = &counter_family(r, "gphkv_items_swept_total",
                                 "Byte-key items the expiry sweep deleted: expired, or hidden by a flush_all.")
                      .Add({});
+  evictions = &counter_family(r, "gphkv_evictions_total",
+                              "Items evicted at the --memory cap to make room for a put (--eviction=lru).")
+                   .Add({});
   build_info_ = &gauge_family(r, "gphkv_build_info", "Version, backend and device of this server; always 1.");
 }
 

@@ -75,6 +75,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>* rebuilds;  // label cause
   prometheus::Counter* insert_relocations;
   prometheus::Counter* items_swept;
+  prometheus::Counter* evictions;
 
   // gphkv_build_info{version,backend,device} 1.
   void set_build_info(const std::string& version, const std::string& backend, const std::string& device);

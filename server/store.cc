@@ -65,7 +65,7 @@ void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>
     apply_placed_gets(calls, statuses);
     return;
   }
-  sync_gets_.apply(calls, *table_, *heap_, options_.max_response_bytes, statuses);
+  sync_gets_.apply(calls, *table_, *heap_, options_.evict, options_.max_response_bytes, statuses);
 }
 
 // The pipeline takes a slot that is not the key's own (a record of other
@@ -101,6 +101,14 @@ void Store::resolve_item_fields(absl::Span<Call* const> calls) {
     for (const byte_key::ItemMeta& m : op.item_metas) {
       flags_stored_ |= m.flags != 0;
       items_may_expire_ |= m.exptime != 0;
+    }
+    // --default_ttl: a client's write that stores a new item without an
+    // expiry takes the default (not recovery's puts, which carry each
+    // item's fields, nor the modes that keep the stored item's expiry).
+    if (op.exptime == 0 && options_.default_ttl_seconds != 0 && op.item_metas.empty() && c->has_byte_keys() &&
+        (op.mode == PutMode::kSet || op.mode == PutMode::kAdd || op.mode == PutMode::kReplace ||
+         op.mode == PutMode::kCompareAndSet)) {
+      op.exptime = options_.default_ttl_seconds;
     }
     items_may_expire_ |= op.exptime != 0;
     if (op.exptime == 0) continue;
@@ -187,7 +195,8 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
     statuses->assign(plan.groups(), s);
     return;
   }
-  for (size_t gi = 0; gi < plan.groups(); ++gi) (*statuses)[gi] = plan.admit(gi, budget_);
+  for (size_t gi = 0; gi < plan.groups(); ++gi)
+    (*statuses)[gi] = plan.admit(gi, budget_, options_.evict ? this : nullptr);
   // Every admitted value, written to the heap in one go before the table
   // learns the handles (one upload + place kernel on a device).
   auto refuse_admitted = [&](absl::Status why) {

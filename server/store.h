@@ -47,7 +47,7 @@ struct DistinctKeys;
 class PairCall;
 class PutPlan;
 
-class Store {
+class Store : private Evictor {
  public:
   // The store's clock (StoreOptions::unix_clock), unix seconds: what items'
   // expiry is checked against.
@@ -93,6 +93,12 @@ class Store {
   // given an expiry or a flush was asked for. Deletes that change no answer:
   // not logged (recovery drops expired items itself).
   static constexpr size_t kSweepKeys = 4096;
+  // The eviction (StoreOptions::evict, server/store_eviction.cc): the hand
+  // looks at this many table slots a step, and frees at least
+  // memory_limit_bytes() / kEvictionSlackDivisor a time it runs, so that a
+  // store at its cap evicts in batches, not a few items per put.
+  static constexpr size_t kClockStepKeys = 8192;
+  static constexpr uint64_t kEvictionSlackDivisor = 512;
   bool sweep_wanted() const;
   bool sweeping() const { return sweeping_; }
   absl::Status sweep_step();
@@ -226,6 +232,11 @@ class Store {
   // A touching get's found items, rewritten with its new expiry (server/store_touch.cc).
   absl::Status touch_found(const Call& call);
   void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // CLOCK over the table's slots (Evictor, server/store_eviction.cc).
+  absl::StatusOr<uint64_t> evict(uint64_t bytes, const absl::flat_hash_set<uint64_t>& held) override;
+  // One step of the hand over clock_keys_ from clock_next_: evicts until
+  // *freed reaches `goal`; adds to *freed and *evicted.
+  absl::Status clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t>& held, uint64_t* freed, uint64_t* evicted);
 
   ThreadOwner owner_{"Store"};
   StoreOptions options_;
@@ -257,6 +268,10 @@ class Store {
   size_t sweep_next_ = 0;
   uint32_t next_sweep_at_ = 0;
   uint32_t flush_at_ = 0;
+  // The eviction's hand: the table keys listed when its pass began, and the
+  // next one it looks at.
+  std::vector<uint64_t> clock_keys_;
+  size_t clock_next_ = 0;
   const char* heap_kind_;
   MemoryBudget budget_;
   SyncGets sync_gets_;

@@ -23,6 +23,7 @@ struct StoreCounters {
   uint64_t pipelined_get_runs = 0;     // get runs that took the CUDA pipeline
   uint64_t late_get_downloads = 0;     // pipelined runs whose values outgrew the download sent with them
   uint64_t items_swept = 0;            // expired or flushed items the sweep deleted (Store::sweep_step)
+  uint64_t evictions = 0;              // items evicted at the --memory cap (StoreOptions::evict)
 
   // A rebuild was swapped in.
   void count_rebuild(const engine::RebuildEvent& e);

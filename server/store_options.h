@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "gphkv/engine/table.h"
+#include "server/evictor.h"
 
 namespace gphkv::server {
 
@@ -59,6 +60,18 @@ struct StoreOptions {
   // asked for; 0: never (expired items then give their memory back only
   // when their key is written or deleted).
   uint32_t sweep_interval_seconds = 10;
+  // --default_ttl (issue 27): the expiry, in seconds from the write, of a
+  // byte-key item set, added, replaced or cas'd without one (at most 30
+  // days: memcached reads larger numbers as absolute times); 0: none.
+  uint32_t default_ttl_seconds = 0;
+  // At the --memory cap (issue 27): false, a put that does not fit is
+  // refused (RESOURCE_EXHAUSTED); true (--eviction=lru), the store evicts
+  // the items CLOCK picks until it fits (server/store_eviction.cc). Gets
+  // then mark what they read: the CUDA pipeline's kernels always do, the
+  // host paths only when this is set.
+  bool evict = false;
+  // Tests: told of each step of the eviction's hand.
+  std::function<void(const ClockStep&)> on_clock_step;
 };
 
 }  // namespace gphkv::server

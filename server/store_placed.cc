@@ -19,6 +19,16 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
     statuses->assign(calls.size(), s);
     return;
   }
+  if (options_.evict) {
+    std::vector<ValueHandle> hits;
+    for (const KeyPlace& p : placed.places) {
+      if (p.stored && !p.expired) hits.push_back(p.handle);
+    }
+    if (absl::Status s = heap_->mark_accessed(hits); !s.ok()) {
+      statuses->assign(calls.size(), s);
+      return;
+    }
+  }
   size_t pos = 0;
   for (size_t ci = 0; ci < calls.size(); ++ci) {
     const GetOp& get = calls[ci]->get();

@@ -4,7 +4,7 @@
 
 namespace gphkv::server {
 
-void SyncGets::apply(absl::Span<Call* const> calls, engine::ElasticTable& table, const ValueHeap& heap,
+void SyncGets::apply(absl::Span<Call* const> calls, engine::ElasticTable& table, ValueHeap& heap, bool mark_accessed,
                      uint64_t max_response_bytes, std::vector<absl::Status>* statuses) {
   statuses->assign(calls.size(), absl::OkStatus());
   keys_.clear();
@@ -14,6 +14,16 @@ void SyncGets::apply(absl::Span<Call* const> calls, engine::ElasticTable& table,
   if (auto s = table.find(keys_, absl::MakeSpan(handles_), absl::MakeSpan(found_)); !s.ok()) {
     statuses->assign(calls.size(), s);
     return;
+  }
+  if (mark_accessed) {
+    hits_.clear();
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (found_[i]) hits_.push_back(handles_[i]);
+    }
+    if (auto s = heap.mark_accessed(hits_); !s.ok()) {
+      statuses->assign(calls.size(), s);
+      return;
+    }
   }
   size_t pos = 0;
   for (size_t ci = 0; ci < calls.size(); ++ci) {

@@ -21,14 +21,16 @@ class SyncGets {
   // statuses[i] answers calls[i]: OK with its response filled, or
   // RESOURCE_EXHAUSTED for a call whose values would pass
   // max_response_bytes (others are answered); an engine failure for all.
-  void apply(absl::Span<Call* const> calls, engine::ElasticTable& table, const ValueHeap& heap,
+  // mark_accessed: the hits' access bits are set (ValueHeap::mark_accessed;
+  // the store evicts, server/store_eviction.cc).
+  void apply(absl::Span<Call* const> calls, engine::ElasticTable& table, ValueHeap& heap, bool mark_accessed,
              uint64_t max_response_bytes, std::vector<absl::Status>* statuses);
 
  private:
   // Scratch reused across runs.
   std::vector<uint64_t> keys_, handles_;
   std::vector<uint8_t> found_;
-  std::vector<ValueHandle> found_handles_;
+  std::vector<ValueHandle> found_handles_, hits_;
 };
 
 }  // namespace gphkv::server

@@ -73,6 +73,19 @@ class ValueHeap {
   // only on a device error.
   virtual absl::Status gather(absl::Span<const ValueHandle> handles, std::string* out) const = 0;
 
+  // CLOCK's access bits (issue 27, server/store_eviction.cc), one per stored
+  // value: set when the value is stored or moved and when a get reads it;
+  // the eviction's hand reads them and clears those it passes. The host heap
+  // keeps them in its records, the device heap in each value's place entry,
+  // where the CUDA get pipeline's kernels set them (cuda/device_locations.h).
+  // A gather() sets none: snapshots and the sweep read values too.
+  //
+  // Sets the bits of values a get read on the host.
+  virtual absl::Status mark_accessed(absl::Span<const ValueHandle> handles) = 0;
+  // (*bits)[i] = 1 when handles[i]'s bit is set, else 0.
+  virtual absl::Status read_accessed(absl::Span<const ValueHandle> handles, std::vector<uint8_t>* bits) = 0;
+  virtual absl::Status clear_accessed(absl::Span<const ValueHandle> handles) = 0;
+
   // Seconds spent so far taking backing memory (mapping chunks, growing a
   // device's table of places): recovery's log line says how much of taking
   // its slots that was.

@@ -381,10 +381,12 @@ absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, boo
   uint64_t* d_offsets = s.d_offsets.at<uint64_t>();
   uint64_t* d_total = s.d_out.at<uint64_t>();  // the download's first 8 bytes
   if (n <= cuda::kFusedScanMaxKeys) {
-    GPHKV_CUDA_TRY(cuda::launch_lengths_scan(d_handles, d_found, d_want, d_skip, n, d_meta, d_offsets, d_total, st));
+    GPHKV_CUDA_TRY(cuda::launch_lengths_scan(heap_->device_locations(), d_handles, d_found, d_want, d_skip, n, d_meta,
+                                             d_offsets, d_total, st));
     d_total = nullptr;
   } else {
-    GPHKV_CUDA_TRY(cuda::launch_lengths(d_handles, d_found, d_want, d_skip, n, d_meta, s.d_lens.at<uint64_t>(), st));
+    GPHKV_CUDA_TRY(cuda::launch_lengths(heap_->device_locations(), d_handles, d_found, d_want, d_skip, n, d_meta,
+                                        s.d_lens.at<uint64_t>(), st));
     size_t temp = s.temp_bytes;
     GPHKV_CUDA_TRY(cuda::exclusive_scan(s.d_temp.at(), &temp, s.d_lens.at<uint64_t>(), d_offsets, n + 1, st));
   }

@@ -5,6 +5,13 @@
 // reads, the first of them almost always cached. The heap writes an entry
 // when a value is stored or moved (the place kernel); the gather reads it.
 //
+// An entry's lowest bit is the value's access bit, CLOCK's reference bit
+// (server/store_eviction.cc, issue 27): values lie at 8-byte granules of
+// 256-byte aligned chunks, so an address never uses it. A value stored or
+// moved has it set (a new item counts as used); the get pipeline's lengths
+// pass sets it on every hit, so the GPU lookups themselves mark what they
+// read; the eviction's hand reads and clears it (launch_access).
+//
 // Shared by host code (g++) and kernels (nvcc).
 #pragma once
 
@@ -19,12 +26,32 @@ struct DeviceLocations {
   static constexpr uint64_t kPageIds = uint64_t{1} << kPageBits;
   static constexpr uint64_t kPageBytes = kPageIds * sizeof(char*);
 
+  static constexpr uintptr_t kAccessedBit = 1;
+
   // Device memory: pages[p] is a device array of kPageIds addresses.
   char** const* pages = nullptr;
 
 #if defined(__CUDACC__)
-  __device__ char* at(uint64_t id) const { return pages[id >> kPageBits][id & (kPageIds - 1)]; }
-  __device__ void set(uint64_t id, char* where) const { pages[id >> kPageBits][id & (kPageIds - 1)] = where; }
+  __device__ char*& entry(uint64_t id) const { return pages[id >> kPageBits][id & (kPageIds - 1)]; }
+  __device__ char* at(uint64_t id) const {
+    return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(entry(id)) & ~kAccessedBit);
+  }
+  // Stored or moved there: the access bit set.
+  __device__ void set(uint64_t id, char* where) const {
+    entry(id) = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(where) | kAccessedBit);
+  }
+  __device__ bool accessed(uint64_t id) const { return (reinterpret_cast<uintptr_t>(entry(id)) & kAccessedBit) != 0; }
+  // Written only when clear: a hot value's entry is read, not rewritten, by
+  // each get. Racing marks of one entry write the same word.
+  __device__ void mark(uint64_t id) const {
+    char*& e = entry(id);
+    const uintptr_t v = reinterpret_cast<uintptr_t>(e);
+    if ((v & kAccessedBit) == 0) e = reinterpret_cast<char*>(v | kAccessedBit);
+  }
+  __device__ void clear(uint64_t id) const {
+    char*& e = entry(id);
+    e = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(e) & ~kAccessedBit);
+  }
 #endif
 };
 

@@ -247,4 +247,40 @@ absl::Status DeviceValueHeap::gather(absl::Span<const ValueHandle> handles, std:
   return absl::OkStatus();
 }
 
+absl::Status DeviceValueHeap::access(absl::Span<const ValueHandle> handles, cuda::AccessOp op,
+                                     std::vector<uint8_t>* bits) {
+  const uint64_t n = handles.size();
+  if (bits != nullptr) bits->assign(n, 0);
+  if (n == 0) return absl::OkStatus();
+  GPHKV_CUDA_TRY(cudaSetDevice(device_));
+  // A value still staged by a bulk write has no place entry yet.
+  GPHKV_RETURN_IF_ERROR(settle_bulk());
+  // Staged: handles (n), then the bits (n bytes) when read.
+  const uint64_t staged = 8 * n + (bits != nullptr ? n : 0);
+  GPHKV_RETURN_IF_ERROR(stage_.reserve(staged));
+  GPHKV_RETURN_IF_ERROR(d_stage_.reserve(staged));
+  std::memcpy(stage_.data(), handles.data(), 8 * n);
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), 8 * n, cudaMemcpyHostToDevice, stream_));
+  uint8_t* d_bits = bits != nullptr ? d_stage_.at<uint8_t>(8 * n) : nullptr;
+  GPHKV_CUDA_TRY(cuda::launch_access(device_locations(), d_stage_.at<uint64_t>(), n, op, d_bits, stream_));
+  if (bits != nullptr) {
+    GPHKV_CUDA_TRY(cudaMemcpyAsync(stage_.data() + 8 * n, d_bits, n, cudaMemcpyDeviceToHost, stream_));
+  }
+  GPHKV_CUDA_TRY(cudaStreamSynchronize(stream_));
+  if (bits != nullptr) std::memcpy(bits->data(), stage_.data() + 8 * n, n);
+  return absl::OkStatus();
+}
+
+absl::Status DeviceValueHeap::mark_accessed(absl::Span<const ValueHandle> handles) {
+  return access(handles, cuda::AccessOp::kMark, nullptr);
+}
+
+absl::Status DeviceValueHeap::read_accessed(absl::Span<const ValueHandle> handles, std::vector<uint8_t>* bits) {
+  return access(handles, cuda::AccessOp::kRead, bits);
+}
+
+absl::Status DeviceValueHeap::clear_accessed(absl::Span<const ValueHandle> handles) {
+  return access(handles, cuda::AccessOp::kClear, nullptr);
+}
+
 }  // namespace gphkv::server

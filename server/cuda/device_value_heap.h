@@ -25,6 +25,7 @@
 #include "server/cuda/device_bulk_write.h"
 #include "server/cuda/device_locations.h"
 #include "server/cuda/pinned_buffer.h"
+#include "server/cuda/value_kernels.h"
 #include "server/extent_value_heap.h"
 
 namespace gphkv::server {
@@ -43,6 +44,10 @@ class DeviceValueHeap final : public ExtentValueHeap {
 
   absl::Status write(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) override;
   absl::Status gather(absl::Span<const ValueHandle> handles, std::string* out) const override;
+  // The access bits in the place entries (device_locations.h), one kernel each.
+  absl::Status mark_accessed(absl::Span<const ValueHandle> handles) override;
+  absl::Status read_accessed(absl::Span<const ValueHandle> handles, std::vector<uint8_t>* bits) override;
+  absl::Status clear_accessed(absl::Span<const ValueHandle> handles) override;
   // A bulk load's values: staged as they lie in device memory and copied a
   // run at a time, asynchronously (server/cuda/device_bulk_write.h).
   absl::Status write_bulk(absl::Span<const ValueHandle> handles, absl::Span<const std::string_view> bytes) override;
@@ -75,6 +80,9 @@ class DeviceValueHeap final : public ExtentValueHeap {
   // points into the device copy of the staged bytes (write) or at values in
   // chunks (moves).
   absl::Status place_staged(uint64_t n, uint64_t payload);
+  // Uploads the handles and runs the access kernel's `op`; with kRead,
+  // downloads the bits into *bits. Returns once it ran.
+  absl::Status access(absl::Span<const ValueHandle> handles, cuda::AccessOp op, std::vector<uint8_t>* bits);
   // Starts the copies of bulk-written values still staged, so that the
   // stream orders them before whatever the caller does next to the heap's
   // memory (write, move, gather, free).

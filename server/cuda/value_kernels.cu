@@ -84,8 +84,13 @@ __device__ uint32_t hit_length(const uint64_t* handles, const uint8_t* found, co
   return value_handle::length(handles[i]) - (skip != nullptr ? skip[i] : 0);
 }
 
-__global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
-                               uint64_t n, uint32_t* meta, uint64_t* lens) {
+// A hit's value was read: its access bit (CLOCK's, device_locations.h).
+__device__ void mark_hit(DeviceLocations locations, const uint64_t* handles, uint64_t i, bool hit) {
+  if (hit) locations.mark(value_handle::id(handles[i]));
+}
+
+__global__ void lengths_kernel(DeviceLocations locations, const uint64_t* handles, const uint8_t* found,
+                               const uint8_t* want, const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* lens) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += stride) {
     if (i == n) {
@@ -94,6 +99,7 @@ __global__ void lengths_kernel(const uint64_t* handles, const uint8_t* found, co
     }
     bool hit = false;
     const uint32_t len = hit_length(handles, found, want, skip, i, &hit);
+    mark_hit(locations, handles, i, hit);
     meta[i] = hit ? (0x80000000u | len) : 0u;
     lens[i] = len;
   }
@@ -105,9 +111,9 @@ using LengthsBlockScan = cub::BlockScan<uint64_t, kScanThreads>;
 
 // One block of kScanThreads: tiles of kScanThreads keys, each scanned by
 // cub::BlockScan and offset by the running total of the tiles before it.
-__device__ void lengths_scan_block(const uint64_t* handles, const uint8_t* found, const uint8_t* want,
-                                   const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
-                                   LengthsBlockScan::TempStorage& temp) {
+__device__ void lengths_scan_block(DeviceLocations locations, const uint64_t* handles, const uint8_t* found,
+                                   const uint8_t* want, const uint32_t* skip, uint64_t n, uint32_t* meta,
+                                   uint64_t* offsets, uint64_t* total, LengthsBlockScan::TempStorage& temp) {
   using BlockScan = LengthsBlockScan;
   uint64_t carry = 0;
   for (uint64_t base = 0; base < n; base += kScanThreads) {
@@ -116,6 +122,7 @@ __device__ void lengths_scan_block(const uint64_t* handles, const uint8_t* found
     if (i < n) {
       bool hit = false;
       len = hit_length(handles, found, want, skip, i, &hit);
+      mark_hit(locations, handles, i, hit);
       meta[i] = hit ? (0x80000000u | len) : 0u;
     }
     uint64_t off = 0, tile_total = 0;
@@ -132,10 +139,10 @@ __device__ void lengths_scan_block(const uint64_t* handles, const uint8_t* found
 
 // Single block: the whole scan (n <= kFusedScanMaxKeys).
 __global__ void __launch_bounds__(kScanThreads)
-    lengths_scan_kernel(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
-                        uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total) {
+    lengths_scan_kernel(DeviceLocations locations, const uint64_t* handles, const uint8_t* found, const uint8_t* want,
+                        const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total) {
   __shared__ LengthsBlockScan::TempStorage temp;
-  lengths_scan_block(handles, found, want, skip, n, meta, offsets, total, temp);
+  lengths_scan_block(locations, handles, found, want, skip, n, meta, offsets, total, temp);
 }
 
 // Key i's value to dst + offsets[i] (one warp), unless it is a miss or past
@@ -237,14 +244,37 @@ __global__ void __launch_bounds__(kScanThreads)
     }
     __syncthreads();
   }
-  lengths_scan_block(handles, found, want, key_offsets != nullptr ? skip : nullptr, n, meta, offsets, total, temp);
+  lengths_scan_block(locations, handles, found, want, key_offsets != nullptr ? skip : nullptr, n, meta, offsets, total,
+                     temp);
   __syncthreads();
   for (uint64_t i = warp; i < n; i += kWarps) {
     gather_one(locations, handles, key_offsets != nullptr ? skip : nullptr, offsets, i, dst, capacity, lane);
   }
 }
 
+__global__ void access_kernel(DeviceLocations locations, const uint64_t* handles, uint64_t n, AccessOp op,
+                              uint8_t* bits) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint64_t id = value_handle::id(handles[i]);
+    switch (op) {
+      case AccessOp::kRead: bits[i] = locations.accessed(id) ? 1 : 0; break;
+      case AccessOp::kMark: locations.mark(id); break;
+      case AccessOp::kClear: locations.clear(id); break;
+    }
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_access(DeviceLocations locations, const uint64_t* handles, uint64_t n, AccessOp op, uint8_t* bits,
+                          cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (op == AccessOp::kRead && bits == nullptr) return cudaErrorInvalidValue;
+  gphkv::cuda::clear_stale_launch_error();
+  access_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(locations, handles, n, op, bits);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
                          uint64_t n, cudaStream_t stream) {
@@ -263,10 +293,12 @@ cudaError_t launch_locate(DeviceLocations locations, const uint64_t* handles, co
   return cudaGetLastError();
 }
 
-cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
-                           uint64_t n, uint32_t* meta, uint64_t* lens, cudaStream_t stream) {
+cudaError_t launch_lengths(DeviceLocations locations, const uint64_t* handles, const uint8_t* found,
+                           const uint8_t* want, const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* lens,
+                           cudaStream_t stream) {
   gphkv::cuda::clear_stale_launch_error();
-  lengths_kernel<<<blocks_for(n + 1, kThreads), kThreads, 0, stream>>>(handles, found, want, skip, n, meta, lens);
+  lengths_kernel<<<blocks_for(n + 1, kThreads), kThreads, 0, stream>>>(locations, handles, found, want, skip, n, meta,
+                                                                       lens);
   return cudaGetLastError();
 }
 
@@ -276,12 +308,12 @@ cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens,
   return cub::DeviceScan::ExclusiveSum(temp, *temp_bytes, lens, offsets, static_cast<int64_t>(count), stream);
 }
 
-cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want,
-                                const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
-                                cudaStream_t stream) {
+cudaError_t launch_lengths_scan(DeviceLocations locations, const uint64_t* handles, const uint8_t* found,
+                                const uint8_t* want, const uint32_t* skip, uint64_t n, uint32_t* meta,
+                                uint64_t* offsets, uint64_t* total, cudaStream_t stream) {
   if (n > kFusedScanMaxKeys) return cudaErrorInvalidValue;
   gphkv::cuda::clear_stale_launch_error();
-  lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(handles, found, want, skip, n, meta, offsets, total);
+  lengths_scan_kernel<<<1, kScanThreads, 0, stream>>>(locations, handles, found, want, skip, n, meta, offsets, total);
   return cudaGetLastError();
 }
 

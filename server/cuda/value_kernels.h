@@ -47,8 +47,10 @@ cudaError_t launch_match_records(DeviceLocations locations, const uint64_t* hand
 // hit is found[i] with a slot holding no record (a record is a byte key's,
 // so another key's); with it, found[i] as launch_match_records left it, and
 // the value's length is the slot's less skip[i].
-cudaError_t launch_lengths(const uint64_t* handles, const uint8_t* found, const uint8_t* want, const uint32_t* skip,
-                           uint64_t n, uint32_t* meta, uint64_t* lens, cudaStream_t stream);
+// Every hit's access bit is set (device_locations.h): the lookups mark what they read.
+cudaError_t launch_lengths(DeviceLocations locations, const uint64_t* handles, const uint8_t* found,
+                           const uint8_t* want, const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* lens,
+                           cudaStream_t stream);
 
 // offsets[0..n] = exclusive prefix sum of lens[0..n] (CUB DeviceScan). With
 // temp == nullptr, only sets *temp_bytes.
@@ -62,9 +64,9 @@ cudaError_t exclusive_scan(void* temp, size_t* temp_bytes, const uint64_t* lens,
 // of three (lengths, CUB's init and scan): at a few thousand keys a batch's
 // device time is mostly launch latency.
 constexpr uint64_t kFusedScanMaxKeys = 65536;
-cudaError_t launch_lengths_scan(const uint64_t* handles, const uint8_t* found, const uint8_t* want,
-                                const uint32_t* skip, uint64_t n, uint32_t* meta, uint64_t* offsets, uint64_t* total,
-                                cudaStream_t stream);
+cudaError_t launch_lengths_scan(DeviceLocations locations, const uint64_t* handles, const uint8_t* found,
+                                const uint8_t* want, const uint32_t* skip, uint64_t n, uint32_t* meta,
+                                uint64_t* offsets, uint64_t* total, cudaStream_t stream);
 
 // A small batch's whole value path in one single-block kernel (n at most
 // kSmallGetsMaxKeys): with key_offsets (byte keys) launch_match_records,
@@ -81,6 +83,13 @@ cudaError_t launch_small_gets(DeviceLocations locations, const uint64_t* handles
                               const uint32_t* key_offsets, const char* key_bytes, const uint8_t* want, uint64_t n,
                               uint32_t now, uint32_t* skip, uint32_t* meta, uint64_t* offsets, uint64_t* total,
                               char* dst, uint64_t capacity, cudaStream_t stream);
+
+// The access bits (CLOCK's, device_locations.h) of the values of handles[0, n):
+// kRead writes bits[i] = 1 if set, else 0; kMark sets them (a get the host
+// served); kClear clears them (the eviction's hand passed).
+enum class AccessOp : uint8_t { kRead, kMark, kClear };
+cudaError_t launch_access(DeviceLocations locations, const uint64_t* handles, uint64_t n, AccessOp op, uint8_t* bits,
+                          cudaStream_t stream);
 
 // dst[offsets[i], offsets[i + 1]) <- the value of handles[i] (offsets holds
 // n + 1 entries; an empty range copies nothing and reads no handle), for

@@ -144,6 +144,8 @@ grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ct
   out.set_uptime_seconds(seconds_since(started_));
   out.set_version(info_.version);
   out.set_rebuilding(st.rebuilding);
+  out.set_evictions(st.evictions);
+  out.set_items_swept(st.items_swept);
   const std::vector<const StoreDurability*> data_dirs = partitions_->data_dirs();
   for (size_t k = 0; k < parts.size(); ++k) {
     const Partition& p = (*partitions_)[k];
@@ -161,6 +163,8 @@ grpc::ServerUnaryReactor* KeyValueService::Stats(grpc::CallbackServerContext* ct
     o->set_batches(ps.batches);
     o->set_batched_keys(ps.batched_keys);
     o->set_rebuilding(ps.rebuilding);
+    o->set_evictions(ps.evictions);
+    o->set_items_swept(ps.items_swept);
     if (data_dirs[k] != nullptr) fill_data_dir_stats(data_dirs[k]->status(), o->mutable_data_dir());
   }
   if (data_dirs[0] != nullptr) fill_data_dir_stats(partitions_->data_dir_status(), out.mutable_data_dir());

@@ -194,6 +194,13 @@ void Listener::append_stats(std::string* out) const {
   append_stat(out, "cmd_get", get_keys);
   append_stat(out, "cmd_set", sets);
   append_stat(out, "cmd_delete", deletes);
+  if (options_.store_totals) {
+    const StoreTotals t = options_.store_totals();
+    append_stat(out, "curr_items", t.items);
+    append_stat(out, "limit_maxbytes", t.limit_bytes);
+    append_stat(out, "evictions", t.evictions);
+    append_stat(out, "crawler_reclaimed", t.swept);
+  }
 }
 
 }  // namespace gphkv::server::memcache

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +41,14 @@ namespace gphkv::server::memcache {
 // libmemcached refuses a server whose major version is 0, as gphkv's is.
 inline constexpr std::string_view kProtocolVersion = "1.6.0";
 
+// What `stats` says of the store behind the listener, under memcached's names.
+struct StoreTotals {
+  uint64_t items = 0;        // curr_items
+  uint64_t limit_bytes = 0;  // limit_maxbytes: --memory
+  uint64_t evictions = 0;    // evictions: items evicted at the cap (--eviction=lru)
+  uint64_t swept = 0;        // crawler_reclaimed: expired or flushed items the sweep freed
+};
+
 struct ListenerOptions {
   std::string address;  // HOST:PORT; port 0 picks one
   // Past this many open connections a new one is told "ERROR Too many open
@@ -54,6 +64,9 @@ struct ListenerOptions {
   std::chrono::microseconds answer_spin{0};
   ConnectionLimits connection;
   std::string version;  // what `version` answers: kProtocolVersion, then ours
+  // The store's side of `stats` (curr_items, limit_maxbytes, evictions,
+  // crawler_reclaimed); null: those lines are left out.
+  std::function<StoreTotals()> store_totals;
 };
 
 class Listener final {

@@ -1,0 +1,105 @@
+// Eviction at the --memory cap (issue 27, --eviction=lru): CLOCK over the
+// table's slots. Each stored value has an access bit (ValueHeap's), set when
+// it is written and when a get reads it; on the CUDA backend the get
+// pipeline's kernels set it where they read the value, so the lookups
+// themselves keep the clock. When a put call does not fit, its plan asks
+// the store to evict (server/evictor.h): the hand walks the table keys
+// listed when its pass began, a step of kClockStepKeys slots at a time; an
+// item whose bit is set gets a second chance (the bit is cleared), one
+// whose bit is clear is evicted, until enough came back. So no item read or
+// written since the hand last passed it is taken.
+//
+// The hand passes over the slots of the put's own keys (their old values
+// are the plan's to free) and over keys that lost their slot to a
+// collision (CollidedKeys: about one in 2^64 / n), which are never evicted.
+// Evictions are not logged: a store with a data directory does not evict.
+#include <algorithm>
+
+#include "server/extent_value_heap.h"
+#include "server/store.h"
+#include "server/value_handle.h"
+
+namespace gphkv::server {
+
+absl::StatusOr<uint64_t> Store::evict(uint64_t bytes, const absl::flat_hash_set<uint64_t>& held) {
+  const uint64_t goal = std::max(bytes, budget_.limit_bytes() / kEvictionSlackDivisor);
+  uint64_t freed = 0, evicted = 0;
+  // At most one whole revolution and a bit from wherever the hand stands:
+  // the first may only clear bits, the second then finds them clear.
+  int listings = 0;
+  while (freed < goal) {
+    if (clock_next_ >= clock_keys_.size()) {
+      if (listings == 2) break;
+      ++listings;
+      // The slots are listed from the serving table, which misses a
+      // rebuild's overlay: the rebuild is finished first.
+      if (table_->rebuilding()) {
+        if (absl::Status s = finish_rebuild(); !s.ok()) return s;
+      }
+      if (absl::Status s = table_->serving_table().export_keys(&clock_keys_); !s.ok()) return s;
+      clock_next_ = 0;
+      if (clock_keys_.empty()) break;
+    }
+    if (absl::Status s = clock_step(goal, held, &freed, &evicted); !s.ok()) return s;
+  }
+  counters_.evictions += evicted;
+  return evicted;
+}
+
+absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t>& held, uint64_t* freed,
+                               uint64_t* evicted) {
+  const size_t n = std::min(kClockStepKeys, clock_keys_.size() - clock_next_);
+  const absl::Span<const uint64_t> slots = absl::MakeConstSpan(clock_keys_).subspan(clock_next_, n);
+  std::vector<uint64_t> handles(n);
+  std::vector<uint8_t> found(n);
+  if (absl::Status s = table_->find(slots, absl::MakeSpan(handles), absl::MakeSpan(found)); !s.ok()) return s;
+  std::vector<ValueHandle> candidates;
+  std::vector<size_t> candidate_at;
+  for (size_t i = 0; i < n; ++i) {
+    if (found[i] && !held.contains(slots[i])) {
+      candidates.push_back(handles[i]);
+      candidate_at.push_back(i);
+    }
+  }
+  std::vector<uint8_t> bits;
+  if (absl::Status s = heap_->read_accessed(candidates, &bits); !s.ok()) return s;
+  // The hand stops at the item that makes the goal: the bits of those past
+  // it stay as they are, for its next pass.
+  std::vector<ClockVerdict> verdicts(n, ClockVerdict::kPassedOver);
+  std::vector<ValueHandle> second_chances, victim_handles;
+  std::vector<uint64_t> victims;
+  size_t passed = n;
+  for (size_t j = 0; j < candidates.size(); ++j) {
+    const size_t i = candidate_at[j];
+    if (bits[j]) {
+      second_chances.push_back(candidates[j]);
+      verdicts[i] = ClockVerdict::kSecondChance;
+      continue;
+    }
+    victims.push_back(slots[i]);
+    victim_handles.push_back(candidates[j]);
+    verdicts[i] = ClockVerdict::kEvicted;
+    *freed += ExtentValueHeap::extent_bytes(value_handle::length(candidates[j]));
+    if (*freed >= goal) {
+      passed = i + 1;
+      break;
+    }
+  }
+  clock_next_ += passed;
+  if (absl::Status s = heap_->clear_accessed(second_chances); !s.ok()) return s;
+  std::vector<uint8_t> erased(victims.size());
+  if (absl::Status s = table_->erase(victims, absl::MakeSpan(erased)); !s.ok()) return s;
+  for (size_t v = 0; v < victims.size(); ++v) {
+    if (!erased[v]) continue;  // found a moment ago, on the owner thread: cannot happen
+    if (value_handle::is_record(victim_handles[v])) --table_records_;
+    heap_->release(victim_handles[v]);
+    ++*evicted;
+  }
+  if (options_.on_clock_step) {
+    verdicts.resize(passed);
+    options_.on_clock_step(ClockStep{std::vector<uint64_t>(slots.begin(), slots.begin() + passed), verdicts});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gphkv::server

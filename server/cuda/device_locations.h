@@ -8,7 +8,8 @@
 // An entry's lowest bit is the value's access bit, CLOCK's reference bit
 // (server/store_eviction.cc, issue 27): values lie at 8-byte granules of
 // 256-byte aligned chunks, so an address never uses it. A value stored or
-// moved has it set (a new item counts as used); the get pipeline's lengths
+// keeps it where it was (the place kernel's moving flag); a new one has it
+// set (a new item counts as used); the get pipeline's lengths
 // pass sets it on every hit, so the GPU lookups themselves mark what they
 // read; the eviction's hand reads and clears it (launch_access).
 //
@@ -39,6 +40,11 @@ struct DeviceLocations {
   // Stored or moved there: the access bit set.
   __device__ void set(uint64_t id, char* where) const {
     entry(id) = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(where) | kAccessedBit);
+  }
+  // Moved there: the access bit as it was (compaction is not a use).
+  __device__ void move(uint64_t id, char* where) const {
+    char*& e = entry(id);
+    e = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(where) | (reinterpret_cast<uintptr_t>(e) & kAccessedBit));
   }
   __device__ bool accessed(uint64_t id) const { return (reinterpret_cast<uintptr_t>(entry(id)) & kAccessedBit) != 0; }
   // Written only when clear: a hot value's entry is read, not rewritten, by

@@ -103,11 +103,11 @@ absl::Status DeviceValueHeap::reserve_ids(uint64_t ids) {
   return absl::OkStatus();
 }
 
-absl::Status DeviceValueHeap::place_staged(uint64_t n, uint64_t payload) {
+absl::Status DeviceValueHeap::place_staged(uint64_t n, uint64_t payload, bool moving) {
   const uint64_t head = kHeadBytes * n;
   GPHKV_CUDA_TRY(cudaMemcpyAsync(d_stage_.at(), stage_.data(), head + payload, cudaMemcpyHostToDevice, stream_));
   GPHKV_CUDA_TRY(cuda::launch_place(device_locations(), d_stage_.at<uint64_t>(), d_stage_.at<const char*>(8 * n),
-                                    d_stage_.at<char*>(16 * n), n, stream_));
+                                    d_stage_.at<char*>(16 * n), n, moving, stream_));
   // The staging buffers are reused by the next round, and the caller
   // acknowledges the put (or writes into the vacated space) once this
   // returns: wait for the kernel.
@@ -153,7 +153,7 @@ absl::Status DeviceValueHeap::write(absl::Span<const ValueHandle> handles, absl:
       if (!b.empty()) std::memcpy(data + at, b.data(), b.size());
       at += b.size();
     }
-    GPHKV_RETURN_IF_ERROR(place_staged(n, payload));
+    GPHKV_RETURN_IF_ERROR(place_staged(n, payload, /*moving=*/false));
     begin = end;
   }
   return absl::OkStatus();
@@ -210,7 +210,7 @@ absl::Status DeviceValueHeap::place_moves(absl::Span<const Move> moves) {
       from[i] = moves[begin + i].from;
       to[i] = moves[begin + i].to;
     }
-    GPHKV_RETURN_IF_ERROR(place_staged(n, 0));
+    GPHKV_RETURN_IF_ERROR(place_staged(n, 0, /*moving=*/true));
   }
   return absl::OkStatus();
 }

@@ -79,7 +79,9 @@ class DeviceValueHeap final : public ExtentValueHeap {
   // after them) and runs the place kernel; returns once it ran. `from`
   // points into the device copy of the staged bytes (write) or at values in
   // chunks (moves).
-  absl::Status place_staged(uint64_t n, uint64_t payload);
+  // moving: compaction's moves, which keep their access bits (a write's
+  // new values have theirs set).
+  absl::Status place_staged(uint64_t n, uint64_t payload, bool moving);
   // Uploads the handles and runs the access kernel's `op`; with kRead,
   // downloads the bits into *bits. Returns once it ran.
   absl::Status access(absl::Span<const ValueHandle> handles, cuda::AccessOp op, std::vector<uint8_t>* bits);

@@ -43,13 +43,19 @@ __device__ void warp_copy(char* dst, const char* src, uint64_t len, int lane) {
 }
 
 __global__ void place_kernel(DeviceLocations locations, const uint64_t* handles, const char* const* from,
-                             char* const* to, uint64_t n) {
+                             char* const* to, uint64_t n, bool moving) {
   const int lane = threadIdx.x & 31;
   const uint64_t warps = static_cast<uint64_t>(gridDim.x) * kWarpsPerBlock;
   for (uint64_t i = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32; i < n; i += warps) {
     const uint64_t h = handles[i];
     warp_copy(to[i], from[i], value_handle::length(h), lane);
-    if (lane == 0) locations.set(value_handle::id(h), to[i]);
+    if (lane == 0) {
+      if (moving) {
+        locations.move(value_handle::id(h), to[i]);
+      } else {
+        locations.set(value_handle::id(h), to[i]);
+      }
+    }
   }
 }
 
@@ -277,10 +283,10 @@ cudaError_t launch_access(DeviceLocations locations, const uint64_t* handles, ui
 }
 
 cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
-                         uint64_t n, cudaStream_t stream) {
+                         uint64_t n, bool moving, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   gphkv::cuda::clear_stale_launch_error();
-  place_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, from, to, n);
+  place_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(locations, handles, from, to, n, moving);
   return cudaGetLastError();
 }
 

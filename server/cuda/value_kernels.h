@@ -18,8 +18,10 @@ namespace gphkv::server::cuda {
 // to[i][0, length(handles[i])) <- from[i][...], then records to[i] as the
 // place of handles[i]'s id. The n ranges of `to` must not overlap any of
 // `from`. All pointers are device addresses (from may point into staged bytes).
+// moving: the values were stored already (compaction), and keep their
+// access bits; else they are new, and their bits are set.
 cudaError_t launch_place(DeviceLocations locations, const uint64_t* handles, const char* const* from, char* const* to,
-                         uint64_t n, cudaStream_t stream);
+                         uint64_t n, bool moving, cudaStream_t stream);
 
 // The places of a bulk write's values (server/cuda/device_bulk_write.h),
 // whose bytes were copied run by run: value i of run r (run_first[r] <= i <

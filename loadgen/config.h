@@ -29,6 +29,8 @@ struct LoadgenConfig {
   // completed otherwise), issued, completed or off.
   std::string check_reads = "auto";
   TlsFiles tls;  // gphkv: TLS (gphkv/client/tls.h)
+  // A get's misses are put back (cache_aside.h), as a cache-aside client fills its cache.
+  bool cache_aside = false;
   WorkloadOptions workload;
   DriveOptions drive;
   // The load phase: every item of the key space, as large batched puts.

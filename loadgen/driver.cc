@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "loadgen/cache_aside.h"
 
 namespace gphkv::loadgen {
 namespace {
@@ -39,6 +40,7 @@ class ThreadDriver {
         quota_(quota),
         recorder_(recorder),
         arrival_rng_(Mix64(o.seed ^ 0x617272ULL) + index) {
+    if (o.cache_aside != nullptr) fill_maker_.emplace(o.cache_aside);
     measure_start_ = start_ + Seconds(o.warmup_s);
     measure_end_ = measure_start_ + Seconds(o.duration_s);
     const size_t conns = session.connections();
@@ -62,7 +64,7 @@ class ThreadDriver {
     const bool open = o_.mode == DriveOptions::Mode::kOpen;
     for (uint32_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].busy && slots_[i].measured) {
-        ++stats_.dropped;
+        if (!slots_[i].filling) ++stats_.dropped;  // a fill is not a workload call
         OpResult r;
         r.error = "DRAIN_TIMEOUT";
         Complete(i, r, now);
@@ -95,6 +97,9 @@ class ThreadDriver {
     bool busy = false;
     bool measured = false;
     std::vector<ReadChecker::Expect> expect;  // a get's: what its keys must show (read_check.h)
+    // Cache-aside: the slot carries the fill of its get's misses (`op` stays the get).
+    bool filling = false;
+    Op fill;
   };
 
   // May another call be measured? Also decides whether a call is measured.
@@ -123,30 +128,61 @@ class ThreadDriver {
     return true;
   }
 
-  void Complete(uint64_t tag, const OpResult& r, Clock::time_point now) {
+  // Records an answer; false when it was a cache-aside fill's, not a workload call's.
+  bool Complete(uint64_t tag, const OpResult& r, Clock::time_point now) {
     Slot& s = slots_[tag];
     s.busy = false;
     --in_flight_;
     --in_flight_per_conn_[s.conn];
-    if (checker_ != nullptr) checker_->OnAnswer(s.op, r, s.expect);
     const bool open = o_.mode == DriveOptions::Mode::kOpen;
+    if (s.filling) {
+      // A fill is not a workload call: its own counters, no series point,
+      // nothing for the read check (cache_aside.h says why). Its latency
+      // counts from its own send.
+      s.filling = false;
+      if (s.measured) {
+        RecordInto(stats_.fills, s.fill, r, NanosBetween(s.sent, now));
+        last_completion_ = std::max(last_completion_, now);
+      }
+      return false;
+    }
+    if (checker_ != nullptr) checker_->OnAnswer(s.op, r, s.expect);
     const uint64_t latency = NanosBetween(open ? s.intended : s.sent, now);
     const uint64_t get_keys = s.op.type == OpType::kGet ? s.op.keys.size() : 0;
     recorder_.Record(s.op.keys.size(), s.op.type == OpType::kGet ? r.found : 0, get_keys, r.value_bytes, !r.ok,
                      latency);
     if (s.measured) {
-      OpStats& st = stats_.by_type[static_cast<int>(s.op.type)];
-      ++st.calls;
-      st.keys += s.op.keys.size();
-      st.found += r.found;
-      st.value_bytes += r.value_bytes;
-      if (!r.ok) {
-        ++st.errors;
-        ++st.errors_by_status[r.error];
-      }
-      st.latency.Record(latency);
+      RecordInto(stats_.by_type[static_cast<int>(s.op.type)], s.op, r, latency);
       last_completion_ = std::max(last_completion_, now);
     }
+    return true;
+  }
+
+  static void RecordInto(OpStats& st, const Op& op, const OpResult& r, uint64_t latency) {
+    ++st.calls;
+    st.keys += op.keys.size();
+    st.found += r.found;
+    st.value_bytes += r.value_bytes;
+    if (!r.ok) {
+      ++st.errors;
+      ++st.errors_by_status[r.error];
+    }
+    st.latency.Record(latency);
+  }
+
+  // Cache-aside: after slot `tag`'s get was answered with `r` (Complete ran),
+  // sends the put of what it missed on the same connection, in the same slot.
+  // True when a fill went out (the slot stays busy until its answer).
+  bool StartFill(uint32_t tag, const OpResult& r, Clock::time_point now) {
+    Slot& s = slots_[tag];
+    if (!fill_maker_ || s.op.type != OpType::kGet || !fill_maker_->Make(s.op, r, &s.fill)) return false;
+    s.filling = true;
+    s.busy = true;
+    s.sent = now;
+    ++in_flight_;
+    ++in_flight_per_conn_[s.conn];
+    session_.Start(s.conn, s.fill, tag);
+    return true;
   }
 
   void RunClosed() {
@@ -171,7 +207,7 @@ class ThreadDriver {
       const Clock::time_point wake = std::min(drain_deadline, now + std::chrono::milliseconds(100));
       session_.Poll(wake, [&](uint64_t tag, const OpResult& r) {
         const Clock::time_point done = Clock::now();
-        Complete(tag, r, done);
+        if (Complete(tag, r, done) && StartFill(static_cast<uint32_t>(tag), r, done)) return;
         const size_t conn = slots_[tag].conn;
         // Refill the same slot at once: that is what closes the loop.
         if (!exhausted_ && InWindow(done) && Issue(static_cast<uint32_t>(tag), conn, done, done)) return;
@@ -248,7 +284,8 @@ class ThreadDriver {
         continue;
       }
       session_.Poll(wake, [&](uint64_t tag, const OpResult& r) {
-        Complete(tag, r, Clock::now());
+        const Clock::time_point done = Clock::now();
+        if (Complete(tag, r, done) && StartFill(static_cast<uint32_t>(tag), r, done)) return;
         free_slots_.push_back(static_cast<uint32_t>(tag));
       });
     }
@@ -264,6 +301,7 @@ class ThreadDriver {
   const uint64_t quota_;
   IntervalRecorder& recorder_;
   Rng arrival_rng_;
+  std::optional<CacheAsideFill> fill_maker_;  // cache-aside: this thread's fills
 
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;

@@ -62,6 +62,12 @@ struct DriveOptions {
   // A gphkv server's metrics endpoint (HOST:PORT), scraped as the window
   // opens and closes for its time per call by stage (server_stages.h).
   std::string server_metrics;
+  // Cache-aside (cache_aside.h): when set, a get that misses is followed, on
+  // its connection and in its slot, by a put of the keys it missed (value
+  // sizes from this workload) before the slot takes its next call; the
+  // fills are counted in RunStats::fills. Needs the session to list the
+  // values found (TargetOptions::inspect_reads).
+  const Workload* cache_aside = nullptr;
 };
 
 // Called once per reporting interval with the interval's point.

@@ -134,7 +134,8 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
   target_options.tls = *tls;
   target_options.coalesce_in_flight = config.coalesce_in_flight;
   target_options.shared_client = config.clients == "shared";
-  target_options.inspect_reads = *check_mode != ReadCheckMode::kOff;
+  // Cache-aside needs to know which keys a get found, and so reads them back.
+  target_options.inspect_reads = *check_mode != ReadCheckMode::kOff || config.cache_aside;
   auto key_format = ParseKeyFormat(config.key_format);
   if (!key_format.ok()) return key_format.status();
   if (*key_format != KeyFormat::kU64) {
@@ -212,12 +213,16 @@ absl::StatusOr<Report> RunLoadgen(const LoadgenConfig& config) {
       o.thread = t;
       o.threads = threads;
       o.loaded = config.load;
-      o.misses_allowed = config.target == "memcached";  // a cache: it may evict anything
+      // A cache may evict anything: memcached, and any store run as a cache.
+      o.misses_allowed = config.target == "memcached" || config.cache_aside;
+      o.fills_allowed = config.cache_aside;
       return std::make_unique<ReadChecker>(o, workload.get());
     };
   }
+  DriveOptions run_options = config.drive;
+  if (config.cache_aside) run_options.cache_aside = workload.get();
   auto run = Drive(
-      target, config.drive,
+      target, run_options,
       [&](uint32_t t) { return std::make_unique<RunSource>(workload, t, threads, tracing ? &traces[t] : nullptr); },
       config.interval_s,
       [&](const SeriesPoint& p) {

@@ -34,6 +34,11 @@ ABSL_FLAG(std::string, check_reads, "auto",
           "gphkv::Client's promise), completed (every write answered before the get was sent), auto (issued for "
           "--api=coalesced, else completed) or off (e.g. for bench/null_server, which stores nothing); a violation "
           "makes the exit status 4");
+ABSL_FLAG(bool, cache_aside, false,
+          "a get that misses is followed, on its connection, by a put of the keys it missed with their load-phase "
+          "values (memcached: a set), as a cache-aside client fills its cache; fills are counted apart from the "
+          "workload's puts, and the hit ratio is the workload gets'; the read check then accepts a fill's value and "
+          "allows misses (docs/loadgen.md, section 3.2)");
 ABSL_FLAG(std::string, key_format, "u64",
           "gphkv: u64 sends the key space's ids as uint64 keys; bytes sends byte keys named after "
           "them (\"k:\" and the id, zero-padded to --key_length bytes; docs/byte-keys.md); tao names them as "
@@ -142,6 +147,7 @@ int main(int argc, char** argv) {
   c.key_format = absl::GetFlag(FLAGS_key_format);
   c.key_length = absl::GetFlag(FLAGS_key_length);
   c.check_reads = absl::GetFlag(FLAGS_check_reads);
+  c.cache_aside = absl::GetFlag(FLAGS_cache_aside);
   if (c.coalesce_in_flight < 1) {
     std::fprintf(stderr, "gphkv-loadgen: --coalesce_in_flight must be at least 1\n");
     return 2;

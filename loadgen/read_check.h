@@ -66,6 +66,10 @@ struct ReadCheckOptions {
   bool loaded = false;
   // A cache may drop any key (memcached evicts): a miss is then never a violation.
   bool misses_allowed = false;
+  // Cache-aside (cache_aside.h): any thread may fill any key it missed with
+  // the key's load-phase value (version 0), so a value stamped 0 is a fill's
+  // and never stale; every other stamp is judged as always.
+  bool fills_allowed = false;
 };
 
 class ReadChecker {

@@ -93,6 +93,7 @@ json ReportToJson(const Report& r) {
                      : c.key_format == "tao" ? "3-24"
                                              : "8"},
       {"check_reads", c.check_reads},
+      {"cache_aside", c.cache_aside},
       {"label", c.label},
       {"workload",
        {{"preset", w.preset},
@@ -203,7 +204,9 @@ json ReportToJson(const Report& r) {
           {"missing", r.read_check.missing},
           {"corrupt", r.read_check.corrupt}}},
         {"overall", overall},
-        {"by_type", by_type}}},
+        {"by_type", by_type},
+        // The fills are not the workload's calls: not in overall nor by_type.
+        {"fills", OpStatsJson(r.run.fills, secs, false)}}},
       {"series", series},
   };
 }
@@ -292,7 +295,12 @@ std::string ReportToTable(const Report& r) {
   }
   OpStats all = r.run.Overall();
   row("all", all, false);
+  // Cache-aside fills after the workload's total, which leaves them out.
+  if (c.cache_aside) row("fill", r.run.fills, false);
   for (const auto& [status, n] : all.errors_by_status) absl::StrAppendFormat(&out, "errors %s: %d\n", status, n);
+  for (const auto& [status, n] : r.run.fills.errors_by_status) {
+    absl::StrAppendFormat(&out, "fill errors %s: %d\n", status, n);
+  }
   return out;
 }
 

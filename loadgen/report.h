@@ -27,7 +27,9 @@ namespace gphkv::loadgen {
 // 4: config.drive.server_metrics and results.server_stages.
 // 5: config.key_format and config.key_length (--key_format=bytes).
 // 6: config.key_length is a string, the keys' length spec (--key_length).
-constexpr int kReportSchemaVersion = 6;
+// 7: config.cache_aside and results.fills (--cache_aside: the puts that
+// followed the gets' misses).
+constexpr int kReportSchemaVersion = 7;
 
 struct Report {
   LoadgenConfig config;

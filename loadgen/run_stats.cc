@@ -22,6 +22,7 @@ OpStats RunStats::Overall() const {
 
 void RunStats::Merge(const RunStats& o) {
   for (int i = 0; i < kOpTypes; ++i) by_type[i].Merge(o.by_type[i]);
+  fills.Merge(o.fills);
   seconds = std::max(seconds, o.seconds);
   scheduled += o.scheduled;
   dropped += o.dropped;

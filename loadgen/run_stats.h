@@ -28,6 +28,9 @@ struct OpStats {
 
 struct RunStats {
   std::array<OpStats, kOpTypes> by_type;
+  // Cache-aside fills (cache_aside.h): the puts that follow a get's misses,
+  // apart from the workload's own puts (not in by_type nor in Overall()).
+  OpStats fills;
   double seconds = 0;        // measured window: its start to the last measured completion
   uint64_t scheduled = 0;    // open loop: calls whose intended send time fell in the window
   uint64_t dropped = 0;      // open loop: calls never sent (backlog cap or drain timeout)

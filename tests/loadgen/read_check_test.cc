@@ -29,8 +29,10 @@ std::shared_ptr<const Workload> MakeWorkload(const std::string& value_sizes = "t
 class Script {
  public:
   explicit Script(ReadCheckMode mode, std::shared_ptr<const Workload> w = MakeWorkload(), uint32_t threads = 1,
-                  bool loaded = true, bool misses_allowed = false)
-      : w_(std::move(w)), pool_(70000), checker_(Options(mode, threads, loaded, misses_allowed), w_.get()) {}
+                  bool loaded = true, bool misses_allowed = false, bool fills_allowed = false)
+      : w_(std::move(w)),
+        pool_(70000),
+        checker_(Options(mode, threads, loaded, misses_allowed, fills_allowed), w_.get()) {}
 
   uint64_t Key(size_t i) const { return w_->key_space().KeyAt(i); }
 
@@ -86,12 +88,14 @@ class Script {
   const ReadCheckStats& stats() const { return checker_.stats(); }
 
  private:
-  static ReadCheckOptions Options(ReadCheckMode mode, uint32_t threads, bool loaded, bool misses_allowed) {
+  static ReadCheckOptions Options(ReadCheckMode mode, uint32_t threads, bool loaded, bool misses_allowed,
+                                  bool fills_allowed) {
     ReadCheckOptions o;
     o.mode = mode;
     o.threads = threads;
     o.loaded = loaded;
     o.misses_allowed = misses_allowed;
+    o.fills_allowed = fills_allowed;
     return o;
   }
   std::shared_ptr<const Workload> w_;
@@ -242,6 +246,32 @@ TEST(ReadCheck, ACacheMayMissButNotServeOldValues) {
   EXPECT_EQ(s.stats().violations(), 0u);
   s.Saw(g2, 0);
   EXPECT_EQ(s.stats().stale, 1u);
+}
+
+// Cache-aside (cache_aside.h): another thread's fill may store the key's
+// load-phase value (version 0) over this thread's writes; any other older
+// version is still stale, and a fill-stamped value of the wrong bytes corrupt.
+TEST(ReadCheck, CacheAsideAcceptsAFillsValueButNotAnOlderWrite) {
+  for (ReadCheckMode mode : {ReadCheckMode::kCompleted, ReadCheckMode::kIssued}) {
+    SCOPED_TRACE(ReadCheckModeName(mode));
+    Script s(mode, MakeWorkload(), 1, true, /*misses_allowed=*/true, /*fills_allowed=*/true);
+    const uint64_t k = s.Key(10);
+    const uint64_t put1 = s.Write(OpType::kPut, {k});
+    s.Answer(put1, true);
+    const uint64_t put2 = s.Write(OpType::kPut, {k});
+    s.Answer(put2, true);
+    const uint64_t filled = s.Get(k), missed = s.Get(k), older = s.Get(k), newest = s.Get(k), torn = s.Get(k);
+    s.Saw(filled, 0);
+    s.Saw(missed, std::nullopt);
+    s.Saw(newest, put2);
+    EXPECT_EQ(s.stats().violations(), 0u);
+    s.Saw(older, put1);
+    EXPECT_EQ(s.stats().stale, 1u);
+    ValueSeen bad = s.ValueOf(k, 0);
+    bad.intact = false;
+    s.SawSeen(torn, bad);
+    EXPECT_EQ(s.stats().corrupt, 1u);
+  }
 }
 
 TEST(ReadCheck, AnotherKeysValueIsCorrupt) {

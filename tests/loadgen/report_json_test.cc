@@ -69,7 +69,7 @@ TEST(ReportJson, SchemaIsPinned) {
   const json j = ReportToJson(SampleReport());
   EXPECT_EQ(j["schema"], "gphkv-loadgen-report");
   EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
-  EXPECT_EQ(kReportSchemaVersion, 6) << "bump the pinned list below with the version";
+  EXPECT_EQ(kReportSchemaVersion, 7) << "bump the pinned list below with the version";
   std::set<std::string> got;
   Flatten(j, "", &got);
   const std::string op_fields[] = {"calls:number",           "keys:number",           "found:number",
@@ -92,6 +92,7 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "config.key_format:string",
                                 "config.key_length:string",
                                 "config.check_reads:string",
+                                "config.cache_aside:bool",
                                 "config.label:string",
                                 "config.workload.preset:string",
                                 "config.workload.keys:number",
@@ -179,6 +180,7 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "results.by_type.get.hit_ratio:number",
                                 "results.by_type.put.hit_ratio:null",
                                 "results.by_type.delete.hit_ratio:null",
+                                "results.fills.hit_ratio:null",
                                 "series:array",
                                 "series[].t_s:number",
                                 "series[].calls_per_s:number",
@@ -192,12 +194,12 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "series[].p999_us:number",
                                 "series[].max_us:number",
                                 "results.by_type.get.errors_by_status.UNAVAILABLE:number"};
-  for (const char* op :
-       {"results.overall.", "results.by_type.get.", "results.by_type.put.", "results.by_type.delete."}) {
+  for (const char* op : {"results.overall.", "results.by_type.get.", "results.by_type.put.", "results.by_type.delete.",
+                         "results.fills."}) {
     for (const std::string& f : op_fields) want.insert(op + f);
   }
   // Empty objects flatten to nothing: errors_by_status is present but empty for these.
-  for (const char* op : {"results.overall.", "results.by_type.put.", "results.by_type.delete."}) {
+  for (const char* op : {"results.overall.", "results.by_type.put.", "results.by_type.delete.", "results.fills."}) {
     want.erase(std::string(op) + "errors_by_status:object");
   }
   want.erase("results.by_type.get.errors_by_status:object");
@@ -219,6 +221,24 @@ TEST(ReportJson, NumbersAreTheMeasuredOnes) {
   EXPECT_EQ(j["results"]["read_check"]["violations"], 2);
   EXPECT_EQ(j["results"]["read_check"]["stale"], 2);
   EXPECT_EQ(j["config"]["drive"]["connections_total"], 1);  // 1 thread x 1 connection
+}
+
+// Cache-aside fills are reported apart: not in overall, not among the puts.
+TEST(ReportJson, FillsAreApartFromTheWorkloadsCalls) {
+  Report r = SampleReport();
+  r.config.cache_aside = true;
+  r.run.fills.calls = 2;
+  r.run.fills.keys = 5;
+  const json j = ReportToJson(r);
+  EXPECT_EQ(j["config"]["cache_aside"], true);
+  EXPECT_EQ(j["results"]["fills"]["calls"], 2);
+  EXPECT_EQ(j["results"]["fills"]["keys"], 5);
+  EXPECT_EQ(j["results"]["overall"]["calls"], 3);
+  EXPECT_EQ(j["results"]["by_type"]["put"]["calls"], 0);
+  EXPECT_DOUBLE_EQ(j["results"]["overall"]["hit_ratio"].get<double>(), 29.0 / 30.0);
+  EXPECT_NE(ReportToTable(r).find("\nfill "), std::string::npos);
+  r.config.cache_aside = false;
+  EXPECT_EQ(ReportToTable(r).find("\nfill "), std::string::npos);
 }
 
 // No server PID, or a server that went away: its figures are null, not 0.

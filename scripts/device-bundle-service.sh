@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gathers what a service run on the device machine needs into one git-ignored
 # folder: gphkv-server, gphkv, gphkv-loadgen (with their shared libraries, by
-# deploy/bundle.sh), service_bench, cpu_table_bench and null_server beside them, and
+# deploy/bundle.sh), service_bench, cpu_table_bench, null_server and lru_hit_ratio beside them, and
 # memcached unpacked from Debian's packages for the side-by-side run; and the
 # data directory's run: durability-bench.sh with store_snapshot_bench and
 # durable_server_tests (docs/durability.md, "Measuring").
@@ -18,11 +18,11 @@ build=${BUILD_DIR:-$repo/build-cuda}
 
 cmake -S "$repo" -B "$build" -G Ninja >/dev/null
 ninja -C "$build" gphkv-server gphkv gphkv-loadgen service_bench cpu_table_bench null_server store_snapshot_bench \
-  durable_server_tests
+  lru_hit_ratio durable_server_tests
 if [ "${BUNDLE_TESTS:-0}" = 1 ]; then ninja -C "$build" server_unit_tests service_tests; fi
 bash "$repo/deploy/bundle.sh" "$build" "$dest"
 # The benchmarks load the same libraries as the server (run with LD_LIBRARY_PATH=DEST/lib).
-for b in service_bench cpu_table_bench null_server store_snapshot_bench; do
+for b in service_bench cpu_table_bench null_server store_snapshot_bench lru_hit_ratio; do
   install -m 0755 "$build/bench/$b" "$dest/bin/$b"
   strip --strip-debug "$dest/bin/$b"
 done

@@ -74,6 +74,7 @@ TEST(ServiceMetrics, ExportsTheFamiliesDeployRelies) {
       {"gphkv_rebuilds_total", prometheus::MetricType::Counter},
       {"gphkv_insert_relocations_total", prometheus::MetricType::Counter},
       {"gphkv_items_swept_total", prometheus::MetricType::Counter},
+      {"gphkv_evictions_total", prometheus::MetricType::Counter},
       {"gphkv_build_info", prometheus::MetricType::Gauge},
   };
   const auto got = families(m);

@@ -21,7 +21,9 @@
 # Environment (defaults): KEYS (1000000), CAP_MEMORY (bytes; required), SPARE_MEMORY (4GiB), CAP_MB (memcached
 # -m for the cap; required), SPARE_MB (4096), ROUNDS (2), WARMUP_S (3), DURATION_S (5), THREADS (8),
 # CONNECTIONS (4), DEPTH (16), API (coalesced), SERVER_CORES (0-7), CLIENT_CORES (8-15), MEMCACHED_THREADS (4),
-# STORES (all five), GPHKV_ARGS, NULL_ARGS (--value_bytes=190: every get a hit), and the programs GPHKV_SERVER, NULL_SERVER, LOADGEN, CLI, MEMCACHED.
+# STORES (all five), CACHE_ASIDE (1; 0: no fills), LOADGEN_ARGS (more flags, e.g. a write stream:
+# "--load=false --write_fraction=1" with CACHE_ASIDE=0, which isolates eviction from the fills' extra
+# writes), GPHKV_ARGS, NULL_ARGS (--value_bytes=190: every get a hit), and the programs GPHKV_SERVER, NULL_SERVER, LOADGEN, CLI, MEMCACHED.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -105,14 +107,16 @@ run() {
   esac
   pid=$!
   wait_port "$port"
-  local api_flag=(--api="$api")
+  local api_flag=(--api="$api") cache_aside=(--cache_aside)
+  [ "${CACHE_ASIDE:-1}" = 1 ] || cache_aside=()
   [ "$target" = memcached ] && api_flag=()
   # The null server's values are not the ones written: nothing to check.
   [ "$store" = null ] && api_flag+=(--check_reads=off)
+  # shellcheck disable=SC2086
   taskset -c "$CLIENT_CORES" "$LOADGEN" --target="$target" --address=127.0.0.1:"$port" "${api_flag[@]}" \
-    --keys="$KEYS" --cache_aside --threads="$THREADS" --connections="$CONNECTIONS" --depth="$DEPTH" \
+    --keys="$KEYS" "${cache_aside[@]}" --threads="$THREADS" --connections="$CONNECTIONS" --depth="$DEPTH" \
     --warmup="$WARMUP_S" --duration="$DURATION_S" --server_pid="$pid" --progress=false \
-    --json="$OUT/$store-$round.json" >"$OUT/$store-$round.txt" 2>&1 || {
+    --json="$OUT/$store-$round.json" ${LOADGEN_ARGS:-} >"$OUT/$store-$round.txt" 2>&1 || {
     echo "eviction-cost: gphkv-loadgen failed against $store:" >&2
     tail -5 "$OUT/$store-$round.txt" >&2
     exit 1

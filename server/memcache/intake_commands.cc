@@ -1,9 +1,11 @@
 #include "server/memcache/intake_commands.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "server/byte_key.h"
+#include "server/memcache/meta_commands.h"
 #include "server/memcache/replies.h"
 
 namespace gphkv::server::memcache {
@@ -12,7 +14,8 @@ namespace {
 // The refusals, one per reason, so a client's log says what to wait for.
 // SERVER_ERROR: the request is well formed, this server cannot do it yet.
 constexpr ParseError kStatsArgsRefused{ErrorKind::kServerError, "not supported yet (stats with arguments)"};
-constexpr ParseError kMetaRefused{ErrorKind::kServerError, "not supported yet (meta commands mg ms md ma me)"};
+// me dumps memcached's internal item state, which this server does not have.
+constexpr ParseError kMetaDebugRefused{ErrorKind::kServerError, "not supported (me: memcached's debug command)"};
 
 Routing refused(ParseError error) { return Routing{CommandRoute::kRefused, error}; }
 
@@ -28,6 +31,17 @@ PutMode put_mode(CommandKind kind) {
     case CommandKind::kCas: return PutMode::kCompareAndSet;
     default: return PutMode::kSet;
   }
+}
+
+bool is_meta(CommandKind kind) {
+  return kind == CommandKind::kMetaGet || kind == CommandKind::kMetaSet || kind == CommandKind::kMetaDelete ||
+         kind == CommandKind::kMetaArithmetic;
+}
+
+// Unix seconds, as the store's clock (Store::now) reads them: mg's TTLs.
+uint32_t unix_now() {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 void append_one_line(std::string_view text, std::string* out) {
@@ -68,10 +82,15 @@ Routing route_command(const Command& command) {
     case CommandKind::kMetaGet:
     case CommandKind::kMetaSet:
     case CommandKind::kMetaDelete:
-    case CommandKind::kMetaArithmetic:
-    case CommandKind::kMetaDebug: return refused(kMetaRefused);
+    case CommandKind::kMetaArithmetic: {
+      MetaRequest request;
+      ParseError error;
+      if (!read_meta_request(command, &request, &error)) return refused(error);
+      return Routing{CommandRoute::kIntake, {}};
+    }
+    case CommandKind::kMetaDebug: return refused(kMetaDebugRefused);
   }
-  return refused(kMetaRefused);
+  return refused(kMetaDebugRefused);
 }
 
 void append_local_reply(const Command& command, std::string_view version, std::string* out) {
@@ -86,6 +105,7 @@ void append_local_reply(const Command& command, std::string_view version, std::s
 }
 
 Call IntakeCommand::make_call(const Command& command, bool noreply, std::function<void(absl::Status)> done) {
+  if (is_meta(command.kind)) return make_meta_call(command, std::move(done));
   kind_ = command.kind;
   noreply_ = noreply;
   size_t total = 0;
@@ -164,6 +184,62 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
   return call;
 }
 
+Call IntakeCommand::make_meta_call(const Command& command, std::function<void(absl::Status)> done) {
+  kind_ = command.kind;
+  noreply_ = false;  // meta commands use flag q instead
+  MetaRequest request;
+  ParseError error;
+  read_meta_request(command, &request, &error);  // route_command took it
+  meta_.assign(command.kind, request);
+  key_bytes_.clear();
+  if (!request.base64_key || !decode_base64_key(request.key, &key_bytes_)) key_bytes_.assign(request.key);
+  key_lengths_.assign(1, static_cast<uint32_t>(key_bytes_.size()));
+  table_keys_.assign(1, byte_key::table_key(key_bytes_));
+  const ByteKeys keys{key_bytes_, key_lengths_};
+  const KeySpan table_keys(table_keys_);
+  Call call;
+  switch (command.kind) {
+    case CommandKind::kMetaGet: {
+      get_.Clear();
+      items_.clear();
+      call.op = GetOp{table_keys, /*exists_only=*/false, /*packed=*/false, &get_, keys, &items_};
+      GetOp& get = std::get<GetOp>(call.op);
+      // The placed path fills each item's CAS and expiry (GetOp::needs_cas).
+      get.needs_cas = meta_.returned.find_first_of("ct") != std::string::npos;
+      get.touch = request.has_ttl;
+      get.touch_exptime = request.ttl;
+      break;
+    }
+    case CommandKind::kMetaDelete:
+      delete_.Clear();
+      call.op = DeleteOp{table_keys, &delete_, keys};
+      break;
+    default: {  // ms, ma
+      value_.clear();
+      if (command.kind == CommandKind::kMetaArithmetic) {
+        absl::StrAppend(&value_, request.delta);  // PutMode::kIncrement's decimal text
+      } else {
+        value_.assign(command.value);
+      }
+      value_length_ = static_cast<uint32_t>(value_.size());
+      put_.Clear();
+      call.op = PutOp{table_keys, absl::Span<const uint32_t>(&value_length_, 1), value_, &put_, keys, request.mode};
+      PutOp& put = std::get<PutOp>(call.op);
+      if (command.kind == CommandKind::kMetaSet && request.mode != PutMode::kAppend &&
+          request.mode != PutMode::kPrepend) {
+        // As set: F and T are the item's; append and prepend keep the stored ones.
+        put.flags = request.client_flags;
+        put.exptime = request.has_ttl ? request.ttl : 0;
+      }
+      put.cas = request.cas;
+      break;
+    }
+  }
+  call.received = Clock::now();
+  call.done = std::move(done);
+  return call;
+}
+
 void IntakeCommand::recycle(size_t max_bytes) {
   if (key_bytes_.capacity() > max_bytes) std::string().swap(key_bytes_);
   if (key_lengths_.capacity() * sizeof(uint32_t) > max_bytes) std::vector<uint32_t>().swap(key_lengths_);
@@ -175,6 +251,10 @@ void IntakeCommand::recycle(size_t max_bytes) {
 }
 
 void IntakeCommand::append_reply(const absl::Status& status, std::string* out) const {
+  if (is_meta(kind_)) {
+    append_meta_reply(status, out);
+    return;
+  }
   const bool get_family = kind_ == CommandKind::kGet || kind_ == CommandKind::kGets || kind_ == CommandKind::kGat ||
                           kind_ == CommandKind::kGats;
   if (noreply_ && !get_family) return;
@@ -251,6 +331,33 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
     }
   }
   memcache::append_reply(out, Reply::kEnd);
+}
+
+void IntakeCommand::append_meta_reply(const absl::Status& status, std::string* out) const {
+  switch (kind_) {
+    case CommandKind::kMetaGet: {
+      if (!status.ok()) {
+        append_status_error(status, out);
+        return;
+      }
+      const bool found = get_.found_size() > 0 && get_.found(0);
+      const byte_key::ItemMeta empty;
+      const byte_key::ItemMeta* item = items_.empty() ? &empty : &items_[0];
+      const std::string_view value =
+          found ? std::string_view(get_.values().data(), get_.value_lengths(0)) : std::string_view();
+      append_meta_get_reply(meta_, value, found ? item : nullptr, unix_now(), out);
+      return;
+    }
+    case CommandKind::kMetaDelete:
+      if (status.ok() && !(delete_.deleted_size() > 0 && delete_.deleted(0))) {
+        append_meta_write_reply(meta_, absl::NotFoundError("not stored"), out);
+        return;
+      }
+      append_meta_write_reply(meta_, status, out);
+      return;
+    case CommandKind::kMetaArithmetic: append_meta_arithmetic_reply(meta_, status, put_.counter(), out); return;
+    default: append_meta_write_reply(meta_, status, out); return;
+  }
 }
 
 void append_status_error(const absl::Status& status, std::string* out) {

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "gphkv/v1/gphkv.pb.h"
 #include "server/call.h"
+#include "server/memcache/meta_commands.h"
 #include "server/memcache/parser.h"
 
 namespace gphkv::server::memcache {
@@ -71,6 +72,10 @@ class IntakeCommand {
   size_t num_keys() const { return key_lengths_.size(); }
 
  private:
+  // mg, ms, md, ma: one key (decoded from base64 with flag b), one call.
+  Call make_meta_call(const Command& command, std::function<void(absl::Status)> done);
+  void append_meta_reply(const absl::Status& status, std::string* out) const;
+
   CommandKind kind_ = CommandKind::kGet;
   bool noreply_ = false;
   std::string key_bytes_;
@@ -82,6 +87,7 @@ class IntakeCommand {
   std::vector<byte_key::ItemMeta> items_;  // the found items' flags and CAS (GetOp::items)
   v1::PutResponse put_;
   v1::DeleteResponse delete_;
+  MetaAnswer meta_;  // a meta command's reply flags
 };
 
 // memcached's error line for a refused or failed call: CLIENT_ERROR for what

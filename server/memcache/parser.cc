@@ -22,8 +22,9 @@ constexpr ParseError kMetaTooManyFlags{ErrorKind::kClientError, "options flags a
 constexpr ParseError kMetaDuplicateFlag{ErrorKind::kClientError, "duplicate flag"};
 constexpr ParseError kMetaInvalidFlag{ErrorKind::kClientError, "invalid flag"};
 constexpr ParseError kMetaBadToken{ErrorKind::kClientError, "bad token in command line format"};
-constexpr ParseError kMetaBadInitial{ErrorKind::kClientError, "invalid numeric initial value"};
-constexpr ParseError kMetaBadDelta{ErrorKind::kClientError, "invalid numeric delta value"};
+// memcached 1.6.18's md and ma answer any flag they cannot read so: a bad
+// letter, a duplicate, a bad number.
+constexpr ParseError kMetaInvalidOrDuplicate{ErrorKind::kClientError, "invalid or duplicate flag"};
 constexpr ParseError kMetaOpaqueTooLong{ErrorKind::kClientError, "opaque token too long"};
 
 // memcached's MFLAG_MAX_OPT_LENGTH (tokens of a meta line, command and key
@@ -203,21 +204,10 @@ bool parse_meta_flags(const std::string_view* flags, size_t n, size_t tokens, Co
         }
         break;
       case 'C':
-      case 'E':
-        if (!parse_number(argument, &u64)) {
-          *error = kMetaBadToken;
-          return false;
-        }
-        break;
       case 'J':
-        if (!parse_number(argument, &u64)) {
-          *error = kMetaBadInitial;
-          return false;
-        }
-        break;
       case 'D':
         if (!parse_number(argument, &u64)) {
-          *error = kMetaBadDelta;
+          *error = kMetaBadToken;
           return false;
         }
         break;
@@ -246,8 +236,9 @@ bool parse_meta_flags(const std::string_view* flags, size_t n, size_t tokens, Co
       case 's':
       case 't':
       case 'u':
-      case 'v':
-      case 'x': break;
+      case 'v': break;
+      // E (an explicit CAS) and x (md's value removal) came after 1.6.18,
+      // whose answer is ours.
       default: *error = kMetaInvalidFlag; return false;
     }
     command->meta_flags.push_back(MetaFlag{static_cast<char>(letter), argument});
@@ -357,10 +348,18 @@ ParseResult Parser::parse_line(std::string_view input, Command* command) {
     return error_result(is_meta_with_key(kind) ? kMetaTooManyFlags : kBadFormat, line_end);
   }
   if (is_meta_with_key(kind)) {
+    // memcached 1.6.18: mg, md and ma without a key are unknown commands; me's is a format error.
+    if (n < 1 && kind != CommandKind::kMetaDebug) return error_result(kUnknownCommand, line_end);
     if (n < 1 || !valid_key(args[0], limits_.max_key_length)) return error_result(kBadFormat, line_end);
     command->keys.push_back(args[0]);
     ParseError error;
-    if (!parse_meta_flags(args.data() + 1, n - 1, n + 1, command, &error)) return error_result(error, line_end);
+    if (!parse_meta_flags(args.data() + 1, n - 1, n + 1, command, &error)) {
+      const bool md_or_ma = kind == CommandKind::kMetaDelete || kind == CommandKind::kMetaArithmetic;
+      if (md_or_ma && error.message != kMetaOpaqueTooLong.message && error.message != kMetaTooManyFlags.message) {
+        error = kMetaInvalidOrDuplicate;
+      }
+      return error_result(error, line_end);
+    }
     return command_result(line_end);
   }
 
@@ -441,12 +440,14 @@ ParseResult Parser::parse_meta_set(std::string_view input, std::string_view line
   std::array<std::string_view, kMaxArgs + 1> tokens;
   size_t n = split(line, tokens.data(), tokens.size());
   int32_t length_field = 0;
+  if (n < 2) return error_result(kUnknownCommand, line_end);  // as 1.6.18 answers a bare "ms"
   if (n < 3 || !parse_number(tokens[2], &length_field) || length_field < 0 || length_field > INT_MAX - 2) {
     return error_result(kBadFormat, line_end);
   }
   const auto length = static_cast<uint64_t>(length_field);
   if (n > tokens.size()) return refuse_value(input, line_end, length, kMetaTooManyFlags, false);
-  if (!valid_key(tokens[1], limits_.max_key_length)) return refuse_value(input, line_end, length, kBadFormat, false);
+  // memcached 1.6.18 reads a bad key's data block as the next command.
+  if (!valid_key(tokens[1], limits_.max_key_length)) return error_result(kBadFormat, line_end);
   ParseError error;
   if (!parse_meta_flags(tokens.data() + 3, n - 3, n, command, &error)) {
     return refuse_value(input, line_end, length, error, false);

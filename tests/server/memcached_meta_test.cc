@@ -1,0 +1,401 @@
+// The memcached port's meta commands mg, ms, md, ma and mn (issue 28), byte
+// for byte on a raw socket: each flag's reply as memcached 1.6.18 writes it
+// (tests/memcached/meta_compare_test.py holds the two servers to the same
+// bytes), bad input and refused flags changing nothing, and a random mix of
+// meta and classic commands against a model of values, flags, TTLs and CAS.
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/loadgen/test_seed.h"
+#include "tests/server/memcache_socket.h"
+#include "tests/server/test_server.h"
+
+namespace gphkv {
+namespace {
+
+using testing::MemcacheSocket;
+
+class MemcachedMetaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = testing::start_server(testing::memcached_test_options(/*max_value_bytes=*/4096));
+    ASSERT_NE(server_, nullptr);
+    socket_ = std::make_unique<MemcacheSocket>(server_->memcached_port());
+    ASSERT_TRUE(socket_->connected());
+  }
+
+  // Sends `request`, expects exactly `reply` and nothing after it.
+  void expect(const std::string& request, const std::string& reply) {
+    EXPECT_EQ(socket_->round_trip(request, reply), reply) << "request: " << request;
+    EXPECT_EQ(socket_->read_available(std::chrono::milliseconds(30)), "") << "request: " << request;
+  }
+
+  // As expect, without waiting to see that nothing follows: the random test's
+  // next reply would show it.
+  void expect_next(const std::string& request, const std::string& reply) {
+    EXPECT_EQ(socket_->round_trip(request, reply), reply) << "request: " << request;
+  }
+
+  // One reply: its line, and for VA its data block.
+  std::string reply() {
+    std::string line;
+    while (line.size() < 2 || line.compare(line.size() - 2, 2, "\r\n") != 0) {
+      const std::string c = socket_->read(1);
+      if (c.empty()) return line;
+      line += c;
+    }
+    if (line.rfind("VA ", 0) == 0) line += socket_->read(std::strtoull(line.c_str() + 3, nullptr, 10) + 2);
+    return line;
+  }
+
+  // The number after " <letter>" in a reply line; -2 when absent.
+  static int64_t flag_of(const std::string& reply, char letter) {
+    const std::string line = reply.substr(0, reply.find("\r\n"));
+    const std::string needle = std::string(" ") + letter;
+    const size_t at = line.find(needle);
+    if (at == std::string::npos) return -2;
+    return std::strtoll(line.c_str() + at + 2, nullptr, 10);
+  }
+
+  uint64_t cas_of(const std::string& key) {
+    EXPECT_TRUE(socket_->send("mg " + key + " c\r\n"));
+    const std::string r = reply();
+    EXPECT_EQ(r.rfind("HD c", 0), 0u) << r;
+    return static_cast<uint64_t>(flag_of(r, 'c'));
+  }
+
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<MemcacheSocket> socket_;
+};
+
+TEST_F(MemcachedMetaTest, NoopAndGetFlags) {
+  expect("mn\r\n", "MN\r\n");
+  expect("mn ignored words\r\n", "MN\r\n");
+  expect("mg a\r\n", "EN\r\n");
+  expect("mg a v\r\n", "EN\r\n");
+  // A miss returns only k and O; q hides it.
+  expect("mg a k O12 v t f c s\r\n", "EN ka O12\r\n");
+  expect("mg a q v\r\nmg a k O12 q\r\nmn\r\n", "MN\r\n");
+  expect("ms a 2 F5\r\nhi\r\n", "HD\r\n");
+  expect("mg a\r\n", "HD\r\n");
+  expect("mg a q\r\n", "HD\r\n");  // q hides only mg's EN
+  expect("mg a v\r\n", "VA 2\r\nhi\r\n");
+  expect("mg a v q\r\n", "VA 2\r\nhi\r\n");
+  expect("mg a s f k O\r\n", "HD s2 f5 ka O\r\n");
+  expect("mg a t\r\n", "HD t-1\r\n");
+  // c: the item's CAS, the one gets reports.
+  const uint64_t cas = cas_of("a");
+  expect("gets a\r\n", "VALUE a 5 2 " + std::to_string(cas) + "\r\nhi\r\nEND\r\n");
+  expect("mg a O9 v c k\r\n", "VA 2 O9 c" + std::to_string(cas) + " ka\r\nhi\r\n");
+  // Flags mg takes and ignores, as 1.6.18 does.
+  expect("mg a u P L v\r\n", "VA 2\r\nhi\r\n");
+}
+
+TEST_F(MemcachedMetaTest, GetTouchesAndReportsTtl) {
+  expect("ms t 1 T100\r\nx\r\n", "HD\r\n");
+  ASSERT_TRUE(socket_->send("mg t t v\r\n"));
+  std::string r = reply();
+  EXPECT_GE(flag_of(r, 't'), 98);
+  EXPECT_LE(flag_of(r, 't'), 100);
+  EXPECT_EQ(r.substr(r.find("\r\n")), "\r\nx\r\n");
+  // T sets the TTL (memcached's touch), and t reports the new one.
+  expect("mg t T50 t\r\n", "HD t50\r\n");
+  ASSERT_TRUE(socket_->send("mg t t\r\n"));
+  r = reply();
+  EXPECT_GE(flag_of(r, 't'), 48) << r;
+  EXPECT_LE(flag_of(r, 't'), 50) << r;
+  // t before T reports the TTL the item had (memcached reads the flags in order).
+  ASSERT_TRUE(socket_->send("mg t t T500\r\n"));
+  r = reply();
+  EXPECT_GE(flag_of(r, 't'), 48) << r;
+  EXPECT_LE(flag_of(r, 't'), 50) << r;
+  expect("mg t T0 t\r\n", "HD t-1\r\n");
+  expect("mg none T5 t\r\n", "EN\r\n");
+  // A negative TTL expires the item.
+  expect("mg t T-1\r\n", "HD\r\n");
+  expect("mg t v\r\n", "EN\r\n");
+}
+
+TEST_F(MemcachedMetaTest, SetModesAndCas) {
+  expect("ms k 2 q\r\nab\r\nmg k v\r\n", "VA 2\r\nab\r\n");  // q hides HD
+  expect("ms k 2 ME\r\nzz\r\n", "NS\r\n");
+  expect("ms k 2 ME q\r\nzz\r\n", "NS\r\n");  // and only HD
+  expect("ms n 2 MR k O1\r\nzz\r\n", "NS kn O1\r\n");
+  expect("ms n 2 MA\r\nzz\r\n", "NS\r\n");
+  expect("ms n 2 MP\r\nzz\r\n", "NS\r\n");
+  expect("ms n 2 ME F3 T0\r\nnn\r\n", "HD\r\n");
+  expect("mg n v f\r\n", "VA 2 f3\r\nnn\r\n");
+  expect("ms k 2 MR F7\r\ncd\r\n", "HD\r\n");
+  // Append and prepend keep the item's flags and TTL.
+  expect("ms k 1 MA F9 T5\r\ne\r\n", "HD\r\n");
+  expect("ms k 1 MP\r\n<\r\n", "HD\r\n");
+  expect("mg k v f t\r\n", "VA 4 f7 t-1\r\n<cde\r\n");
+  expect("ms k 1 MS k O3\r\n!\r\n", "HD kk O3\r\n");
+  // C: memcached's cas.
+  const uint64_t cas = cas_of("k");
+  expect("ms k 1 C" + std::to_string(cas + 1) + "\r\nx\r\n", "EX\r\n");
+  expect("ms k 1 C" + std::to_string(cas + 1) + " q\r\nx\r\n", "EX\r\n");
+  expect("ms gone 1 C" + std::to_string(cas) + "\r\nx\r\n", "NF\r\n");
+  expect("ms k 1 C" + std::to_string(cas) + " MS\r\ny\r\n", "HD\r\n");
+  expect("ms k 1 C" + std::to_string(cas) + "\r\nz\r\n", "EX\r\n");
+  expect("mg k v\r\n", "VA 1\r\ny\r\n");
+  expect("ms k 0\r\n\r\n", "HD\r\n");
+  expect("mg k v s\r\n", "VA 0 s0\r\n\r\n");
+  expect("ms k 2 T-1\r\nzz\r\n", "HD\r\n");
+  expect("mg k\r\n", "EN\r\n");
+}
+
+TEST_F(MemcachedMetaTest, DeleteAndArithmetic) {
+  expect("md x\r\n", "NF\r\n");
+  expect("md x q\r\n", "NF\r\n");
+  expect("md x O5 k\r\n", "NF O5 kx\r\n");
+  expect("ms x 1\r\n5\r\n", "HD\r\n");
+  expect("md x q\r\nmn\r\n", "MN\r\n");
+  expect("ms x 1\r\n5\r\n", "HD\r\n");
+  expect("md x k O5\r\n", "HD kx O5\r\n");
+  expect("md x\r\n", "NF\r\n");
+
+  expect("ma c\r\n", "NF\r\n");
+  expect("ma c q O1 k\r\n", "NF O1 kc\r\n");
+  expect("ms c 1\r\n5\r\n", "HD\r\n");
+  expect("ma c\r\n", "HD\r\n");
+  expect("ma c v\r\n", "VA 1\r\n7\r\n");
+  expect("ma c MD D3 v\r\n", "VA 1\r\n4\r\n");
+  expect("ma c MD D100 v\r\n", "VA 1\r\n0\r\n");
+  expect("ma c M+ D18446744073709551615 v k\r\n", "VA 20 kc\r\n18446744073709551615\r\n");
+  expect("ma c MI D2 v\r\n", "VA 1\r\n1\r\n");  // wraps at 2^64
+  expect("ma c M- v O7\r\n", "VA 1 O7\r\n0\r\n");
+  expect("ma c q v\r\nma c q\r\nmn\r\n", "MN\r\n");
+  expect("mg c v\r\n", "VA 1\r\n2\r\n");
+  expect("incr c 5\r\n", "7\r\n");
+  expect("ms s 2\r\nab\r\n", "HD\r\n");
+  expect("ma s\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("ma s q\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("mg s v\r\n", "VA 2\r\nab\r\n");
+}
+
+TEST_F(MemcachedMetaTest, Base64Keys) {
+  expect("ms YWJj 2 b k\r\nzz\r\n", "HD kYWJj b\r\n");
+  expect("mg abc v\r\n", "VA 2\r\nzz\r\n");  // the same key as "abc"
+  expect("mg YWJj b k v O1\r\n", "VA 2 kYWJj b O1\r\nzz\r\n");
+  expect("ma YWJj b\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("md YWJj b k\r\n", "HD kYWJj b\r\n");
+  expect("mg abc\r\n", "EN\r\n");
+  for (const char* bad : {"a", "====", "YWJ", "YWJjZA", "YW$j", "YQ=a"}) {
+    expect(std::string("mg ") + bad + " b\r\n", "CLIENT_ERROR error decoding key\r\n");
+    expect(std::string("ms ") + bad + " 1 b\r\nx\r\n", "CLIENT_ERROR error decoding key\r\n");
+    expect(std::string("md ") + bad + " b\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n");
+    expect(std::string("ma ") + bad + " b\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n");
+  }
+  expect("mn\r\n", "MN\r\n");
+}
+
+// Bad input and refused flags: memcached's error (or our refusal), and the
+// item as it was.
+TEST_F(MemcachedMetaTest, BadInputAndRefusalsChangeNothing) {
+  expect("ms have 3 F4 T0\r\nold\r\n", "HD\r\n");
+  const uint64_t cas = cas_of("have");
+  const std::string bad[][2] = {
+      {"mg have zz\r\n", "CLIENT_ERROR invalid flag\r\n"},
+      {"mg have v v\r\n", "CLIENT_ERROR duplicate flag\r\n"},
+      {"mg have Tx\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+      {"mg have E1\r\n", "CLIENT_ERROR invalid flag\r\n"},
+      {"mg have O" + std::string(33, 'o') + "\r\n", "CLIENT_ERROR opaque token too long\r\n"},
+      {"mg have v 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9\r\n", "CLIENT_ERROR options flags are too long\r\n"},
+      {"mg " + std::string(251, 'k') + " v\r\n", "CLIENT_ERROR bad command line format\r\n"},
+      {"ms have 3 MX\r\nnew\r\n", "CLIENT_ERROR invalid mode for ms M token\r\n"},
+      {"ms have 3 Ms q\r\nnew\r\n", "CLIENT_ERROR invalid mode for ms M token\r\n"},
+      {"ms have 3 Fx\r\nnew\r\n", "CLIENT_ERROR bad command line format\r\n"},
+      {"ms have 3 S5\r\nnew\r\n", "CLIENT_ERROR invalid flag\r\n"},
+      {"ms have 3 Cx\r\nnew\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+      {"ms have 3 q q\r\nnew\r\n", "CLIENT_ERROR duplicate flag\r\n"},
+      {"ms have 2\r\nnew\r\n", "CLIENT_ERROR bad data chunk\r\nERROR\r\n"},  // then "\n" alone
+      {"md have Tx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"md have q q\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"md have x\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ma have Dx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ma have D18446744073709551616\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ma have Mz\r\n", "CLIENT_ERROR invalid mode for ma M token\r\n"},
+      // What the store cannot serve yet.
+      {"mg have N30 v\r\n", "SERVER_ERROR not supported yet (mg flags N R h l)\r\n"},
+      {"mg have h\r\n", "SERVER_ERROR not supported yet (mg flags N R h l)\r\n"},
+      {"ms have 3 c\r\nnew\r\n", "SERVER_ERROR not supported yet (ms flags c I, C with a mode other than S)\r\n"},
+      {"ms have 3 I C" + std::to_string(cas) + "\r\nnew\r\n",
+       "SERVER_ERROR not supported yet (ms flags c I, C with a mode other than S)\r\n"},
+      {"ms have 3 MA C" + std::to_string(cas) + "\r\nnew\r\n",
+       "SERVER_ERROR not supported yet (ms flags c I, C with a mode other than S)\r\n"},
+      {"md have C" + std::to_string(cas) + "\r\n", "SERVER_ERROR not supported yet (md flags C I)\r\n"},
+      {"md have I\r\n", "SERVER_ERROR not supported yet (md flags C I)\r\n"},
+      {"ma have N0 J5\r\n", "SERVER_ERROR not supported yet (ma flags N T C t c)\r\n"},
+      {"ma have t\r\n", "SERVER_ERROR not supported yet (ma flags N T C t c)\r\n"},
+      {"me have\r\n", "SERVER_ERROR not supported (me: memcached's debug command)\r\n"},
+  };
+  for (const auto& [request, error] : bad) expect(request, error);
+  // A key too long: the data block is read as the next command (1.6.18).
+  expect("ms " + std::string(251, 'k') + " 3\r\nnew\r\n", "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+  expect("mg have v f t c\r\n", "VA 3 f4 t-1 c" + std::to_string(cas) + "\r\nold\r\n");
+}
+
+// A random mix of meta and classic commands over a few keys against a model
+// of each item's value, flags, TTL and CAS (the CAS as last read: any write
+// changes it, nothing else does).
+TEST_F(MemcachedMetaTest, RandomMixMatchesModel) {
+  const uint64_t seed = loadgen::testing::TestSeed();
+  SCOPED_TRACE("GPHKV_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  struct Item {
+    std::string value;
+    uint32_t flags = 0;
+    int64_t ttl = -1;  // as set; -1 none
+    uint64_t cas = 0;  // 0: not read since the last write
+  };
+  std::map<std::string, Item> model;
+  auto random_value = [&]() -> std::string {
+    if (uniform(0, 2) == 0) return std::to_string(rng() >> uniform(0, 63));
+    std::string v(uniform(0, 12), ' ');
+    for (char& c : v) c = static_cast<char>(uniform(0, 255));
+    return v;
+  };
+  auto numeric = [](const std::string& v, uint64_t* n) {
+    if (v.empty() || v.size() > 20) return false;
+    char* end = nullptr;
+    errno = 0;
+    *n = std::strtoull(v.c_str(), &end, 10);
+    return errno == 0 && end == v.c_str() + v.size() && v.find_first_not_of("0123456789") == std::string::npos;
+  };
+  for (int step = 0; step < 1500; ++step) {
+    const std::string key = "key" + std::to_string(uniform(0, 5));
+    auto it = model.find(key);
+    const bool present = it != model.end();
+    const std::string where = "step " + std::to_string(step) + " key " + key;
+    switch (uniform(0, 9)) {
+      case 0:
+      case 1: {  // ms in a random mode
+        const std::string value = random_value();
+        const uint32_t flags = static_cast<uint32_t>(uniform(0, 3) == 0 ? rng() : uniform(0, 9));
+        const int64_t ttl = uniform(0, 2) == 0 ? 0 : static_cast<int64_t>(uniform(1000, 100000));
+        const char mode = "SEARP"[uniform(0, 4)];
+        const bool quiet = uniform(0, 3) == 0;
+        const bool stored = mode == 'S' || (mode == 'E' ? !present : present);
+        std::string request = "ms " + key + " " + std::to_string(value.size()) + " F" + std::to_string(flags) + " T" +
+                              std::to_string(ttl) + " M" + mode + (quiet ? " q" : "") + "\r\n" + value + "\r\n";
+        expect_next(request, stored ? (quiet ? "" : "HD\r\n") : "NS\r\n");
+        if (quiet && stored) expect_next("mn\r\n", "MN\r\n");
+        if (!stored) break;
+        Item& item = model[key];
+        if (mode == 'A' || mode == 'P') {
+          item.value = mode == 'A' ? item.value + value : value + item.value;
+        } else {
+          item = Item{value, flags, ttl == 0 ? -1 : ttl, 0};
+        }
+        item.cas = 0;
+        break;
+      }
+      case 2: {  // ms C with the right CAS, or a wrong one
+        if (!present || it->second.cas == 0) break;
+        const bool right = uniform(0, 1) == 0;
+        const uint64_t cas = right ? it->second.cas : it->second.cas + uniform(1, 1000);
+        expect_next("ms " + key + " 1 C" + std::to_string(cas) + "\r\nC\r\n", right ? "HD\r\n" : "EX\r\n");
+        if (right) it->second = Item{"C", 0, -1, 0};
+        break;
+      }
+      case 3:
+      case 4: {  // mg with every flag it serves
+        ASSERT_TRUE(socket_->send("mg " + key + " s v f t k c O" + std::to_string(step) + "\r\n"));
+        const std::string r = reply();
+        if (!present) {
+          ASSERT_EQ(r, "EN k" + key + " O" + std::to_string(step) + "\r\n") << where;
+          break;
+        }
+        const Item& item = it->second;
+        const std::string head = "VA " + std::to_string(item.value.size()) + " s" + std::to_string(item.value.size()) +
+                                 " f" + std::to_string(item.flags) + " t";
+        ASSERT_EQ(r.substr(0, head.size()), head) << where;
+        const int64_t ttl = flag_of(r, 't');
+        if (item.ttl < 0) {
+          EXPECT_EQ(ttl, -1) << where;
+        } else {
+          EXPECT_LE(ttl, item.ttl) << where;
+          EXPECT_GE(ttl, item.ttl - 60) << where;  // the test takes well under a minute
+        }
+        const uint64_t cas = static_cast<uint64_t>(flag_of(r, 'c'));
+        if (item.cas != 0) EXPECT_EQ(cas, item.cas) << where;
+        EXPECT_NE(cas, 0u) << where;
+        it->second.cas = cas;
+        EXPECT_EQ(r.substr(r.find("\r\n") + 2), item.value + "\r\n") << where;
+        break;
+      }
+      case 5: {  // md, or delete
+        if (uniform(0, 1) == 0) {
+          expect_next("md " + key + " k\r\n", present ? "HD k" + key + "\r\n" : "NF k" + key + "\r\n");
+        } else {
+          expect_next("delete " + key + "\r\n", present ? "DELETED\r\n" : "NOT_FOUND\r\n");
+        }
+        model.erase(key);
+        break;
+      }
+      case 6:
+      case 7: {  // ma or incr/decr
+        const uint64_t delta = uniform(0, 3) == 0 ? rng() : uniform(0, 100);
+        const bool increment = uniform(0, 1) == 0;
+        uint64_t n = 0;
+        std::string expected;
+        const bool is_number = present && numeric(it->second.value, &n);
+        if (is_number) n = increment ? n + delta : (n > delta ? n - delta : 0);
+        const bool classic = uniform(0, 2) == 0;
+        if (!present) {
+          expected = classic ? "NOT_FOUND\r\n" : "NF\r\n";
+        } else if (!is_number) {
+          expected = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
+        } else {
+          const std::string text = std::to_string(n);
+          expected = classic ? text + "\r\n" : "VA " + std::to_string(text.size()) + "\r\n" + text + "\r\n";
+        }
+        const std::string request =
+            classic ? std::string(increment ? "incr " : "decr ") + key + " " + std::to_string(delta) + "\r\n"
+                    : "ma " + key + " v D" + std::to_string(delta) + (increment ? " MI" : " MD") + "\r\n";
+        expect_next(request, expected);
+        if (is_number) {
+          it->second.value = std::to_string(n);
+          it->second.cas = 0;
+        }
+        break;
+      }
+      case 8: {  // classic set, or gets
+        if (uniform(0, 1) == 0) {
+          const std::string value = random_value();
+          const uint32_t flags = static_cast<uint32_t>(uniform(0, 9));
+          expect_next("set " + key + " " + std::to_string(flags) + " 0 " + std::to_string(value.size()) + "\r\n" +
+                          value + "\r\n",
+                      "STORED\r\n");
+          model[key] = Item{value, flags, -1, 0};
+        } else if (present && it->second.cas != 0) {
+          const Item& item = it->second;
+          expect_next("gets " + key + "\r\n", "VALUE " + key + " " + std::to_string(item.flags) + " " +
+                                                  std::to_string(item.value.size()) + " " + std::to_string(item.cas) +
+                                                  "\r\n" + item.value + "\r\nEND\r\n");
+        }
+        break;
+      }
+      default: {  // a refused or bad meta command: nothing changes
+        static const char* const kBad[] = {"mg {} N5 v", "md {} C1", "ma {} N0", "mg {} v v", "md {} Tx", "ma {} Mz"};
+        std::string line = kBad[uniform(0, 5)];
+        line.replace(line.find("{}"), 2, key);
+        ASSERT_TRUE(socket_->send(line + "\r\n"));
+        const std::string r = reply();
+        EXPECT_TRUE(r.rfind("CLIENT_ERROR ", 0) == 0 || r.rfind("SERVER_ERROR ", 0) == 0) << where << ": " << r;
+        break;
+      }
+    }
+    if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
+  }
+  expect("mn\r\n", "MN\r\n");
+}
+
+}  // namespace
+}  // namespace gphkv

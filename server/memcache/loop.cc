@@ -238,10 +238,15 @@ void Loop::count_command(CommandKind kind, size_t keys) {
     case CommandKind::kGets:
     case CommandKind::kGat:
     case CommandKind::kGats:
+    case CommandKind::kMetaGet:  // memcached counts mg as a get, ms as a set
       get_keys_.store(get_keys_.load(std::memory_order_relaxed) + keys, std::memory_order_relaxed);
       break;
-    case CommandKind::kSet: sets_.store(sets_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); break;
+    case CommandKind::kSet:
+    case CommandKind::kMetaSet:
+      sets_.store(sets_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      break;
     case CommandKind::kDelete:
+    case CommandKind::kMetaDelete:
       deletes_.store(deletes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       break;
     default: break;

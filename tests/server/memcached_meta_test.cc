@@ -240,6 +240,29 @@ TEST_F(MemcachedMetaTest, BadInputAndRefusalsChangeNothing) {
   expect("mg have v f t c\r\n", "VA 3 f4 t-1 c" + std::to_string(cas) + "\r\nold\r\n");
 }
 
+// mg counts in cmd_get, ms in cmd_set, md in cmd_delete, as memcached counts
+// them (its md counts in delete_hits/delete_misses); refused ones count nowhere.
+TEST_F(MemcachedMetaTest, StatsCountMetaCommands) {
+  auto stat = [&](const std::string& name) -> int64_t {
+    EXPECT_TRUE(socket_->send("stats\r\n"));
+    std::string all;
+    while (all.size() < 5 || all.compare(all.size() - 5, 5, "END\r\n") != 0) {
+      const std::string c = socket_->read(1);
+      if (c.empty()) break;
+      all += c;
+    }
+    const std::string needle = "STAT " + name + " ";
+    const size_t at = all.find(needle);
+    return at == std::string::npos ? -1 : std::strtoll(all.c_str() + at + needle.size(), nullptr, 10);
+  };
+  const int64_t gets = stat("cmd_get"), sets = stat("cmd_set"), deletes = stat("cmd_delete");
+  expect("mg a v\r\nms a 1\r\nx\r\nmg a\r\nmd a\r\nmg a N5\r\nmn\r\n",
+         "EN\r\nHD\r\nHD\r\nHD\r\nSERVER_ERROR not supported yet (mg flags N R h l)\r\nMN\r\n");
+  EXPECT_EQ(stat("cmd_get"), gets + 2);
+  EXPECT_EQ(stat("cmd_set"), sets + 1);
+  EXPECT_EQ(stat("cmd_delete"), deletes + 1);
+}
+
 // A random mix of meta and classic commands over a few keys against a model
 // of each item's value, flags, TTL and CAS (the CAS as last read: any write
 // changes it, nothing else does).

@@ -296,6 +296,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
       const ExecutorStats t = total_stats(partitions->stats());
       return memcache::StoreTotals{t.keys, t.memory_limit_bytes, t.evictions, t.items_swept};
     };
+    mc.unix_clock = options.store.unix_clock;
     auto listener = memcache::Listener::start(impl->intake.get(), std::move(mc));
     if (!listener.ok()) {
       impl->grpc_server->Shutdown();

@@ -229,7 +229,7 @@ void Connection::submit(bool noreply) {
   s.keep = shared_from_this();
   // The reply is written where the store answered (a completion thread), so
   // the loop only copies it out. One pointer captured: no allocation.
-  Call call = s.command.make_call(command_, noreply, [slot](absl::Status status) {
+  Call call = s.command.make_call(command_, noreply, host_->unix_now(), [slot](absl::Status status) {
     slot->command.append_reply(status, &slot->reply);
     slot->owner->host_->post_answer(std::move(slot->keep), slot);
   });

@@ -60,6 +60,8 @@ class ConnectionHost {
   virtual const CallSink& sink() const = 0;
   virtual const ConnectionLimits& limits() const = 0;
   virtual std::string_view version() const = 0;
+  // The store's clock, unix seconds: what a meta reply's TTL counts from.
+  virtual uint32_t unix_now() const = 0;
   // "STAT ..." lines of the stats command (without END).
   virtual void append_stats(std::string* out) const = 0;
   // Counts a command of `keys` keys for stats (get keys, sets, deletes).

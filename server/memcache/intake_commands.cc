@@ -1,7 +1,6 @@
 #include "server/memcache/intake_commands.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "server/byte_key.h"
@@ -36,12 +35,6 @@ PutMode put_mode(CommandKind kind) {
 bool is_meta(CommandKind kind) {
   return kind == CommandKind::kMetaGet || kind == CommandKind::kMetaSet || kind == CommandKind::kMetaDelete ||
          kind == CommandKind::kMetaArithmetic;
-}
-
-// Unix seconds, as the store's clock (Store::now) reads them: mg's TTLs.
-uint32_t unix_now() {
-  return static_cast<uint32_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 void append_one_line(std::string_view text, std::string* out) {
@@ -104,8 +97,9 @@ void append_local_reply(const Command& command, std::string_view version, std::s
   }
 }
 
-Call IntakeCommand::make_call(const Command& command, bool noreply, std::function<void(absl::Status)> done) {
-  if (is_meta(command.kind)) return make_meta_call(command, std::move(done));
+Call IntakeCommand::make_call(const Command& command, bool noreply, uint32_t unix_now,
+                              std::function<void(absl::Status)> done) {
+  if (is_meta(command.kind)) return make_meta_call(command, unix_now, std::move(done));
   kind_ = command.kind;
   noreply_ = noreply;
   size_t total = 0;
@@ -184,8 +178,9 @@ Call IntakeCommand::make_call(const Command& command, bool noreply, std::functio
   return call;
 }
 
-Call IntakeCommand::make_meta_call(const Command& command, std::function<void(absl::Status)> done) {
+Call IntakeCommand::make_meta_call(const Command& command, uint32_t unix_now, std::function<void(absl::Status)> done) {
   kind_ = command.kind;
+  unix_now_ = unix_now;
   noreply_ = false;  // meta commands use flag q instead
   MetaRequest request;
   ParseError error;
@@ -345,7 +340,7 @@ void IntakeCommand::append_meta_reply(const absl::Status& status, std::string* o
       const byte_key::ItemMeta* item = items_.empty() ? &empty : &items_[0];
       const std::string_view value =
           found ? std::string_view(get_.values().data(), get_.value_lengths(0)) : std::string_view();
-      append_meta_get_reply(meta_, value, found ? item : nullptr, unix_now(), out);
+      append_meta_get_reply(meta_, value, found ? item : nullptr, unix_now_, out);
       return;
     }
     case CommandKind::kMetaDelete:

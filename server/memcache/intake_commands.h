@@ -57,7 +57,9 @@ class IntakeCommand {
   // (server/wire_calls.cc). `done` is the Call's; route_command(command)
   // must be kIntake. The last call made from this object must have been
   // answered.
-  Call make_call(const Command& command, bool noreply, std::function<void(absl::Status)> done);
+  // `unix_now` is the store's clock as the command is read: mg's t counts
+  // from it.
+  Call make_call(const Command& command, bool noreply, uint32_t unix_now, std::function<void(absl::Status)> done);
 
   // Between calls: gives back any buffer whose capacity passed `max_bytes`
   // (a big value, a big answer), so a pooled command holds little.
@@ -73,7 +75,7 @@ class IntakeCommand {
 
  private:
   // mg, ms, md, ma: one key (decoded from base64 with flag b), one call.
-  Call make_meta_call(const Command& command, std::function<void(absl::Status)> done);
+  Call make_meta_call(const Command& command, uint32_t unix_now, std::function<void(absl::Status)> done);
   void append_meta_reply(const absl::Status& status, std::string* out) const;
 
   CommandKind kind_ = CommandKind::kGet;
@@ -88,6 +90,7 @@ class IntakeCommand {
   v1::PutResponse put_;
   v1::DeleteResponse delete_;
   MetaAnswer meta_;  // a meta command's reply flags
+  uint32_t unix_now_ = 0;
 };
 
 // memcached's error line for a refused or failed call: CLIENT_ERROR for what

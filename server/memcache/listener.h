@@ -67,6 +67,9 @@ struct ListenerOptions {
   // The store's side of `stats` (curr_items, limit_maxbytes, evictions,
   // crawler_reclaimed); null: those lines are left out.
   std::function<StoreTotals()> store_totals;
+  // The store's clock, unix seconds (StoreOptions::unix_clock), which mg's
+  // t counts from; null: the system clock, the store's default.
+  std::function<uint32_t()> unix_clock;
 };
 
 class Listener final {

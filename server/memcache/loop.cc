@@ -1,5 +1,7 @@
 #include "server/memcache/loop.h"
 
+#include <chrono>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -231,6 +233,11 @@ const CallSink& Loop::sink() const { return listener_->sink(); }
 const ConnectionLimits& Loop::limits() const { return listener_->options().connection; }
 std::string_view Loop::version() const { return listener_->options().version; }
 void Loop::append_stats(std::string* out) const { listener_->append_stats(out); }
+uint32_t Loop::unix_now() const {
+  if (listener_->options().unix_clock) return listener_->options().unix_clock();
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
 
 void Loop::count_command(CommandKind kind, size_t keys) {
   switch (kind) {

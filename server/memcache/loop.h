@@ -63,6 +63,7 @@ class Loop final : public ConnectionHost {
   const CallSink& sink() const override;
   const ConnectionLimits& limits() const override;
   std::string_view version() const override;
+  uint32_t unix_now() const override;
   void append_stats(std::string* out) const override;
   void count_command(CommandKind kind, size_t keys) override;
   void call_submitted() override { ++awaiting_; }

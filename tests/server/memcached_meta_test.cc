@@ -3,6 +3,7 @@
 // (tests/memcached/meta_compare_test.py holds the two servers to the same
 // bytes), bad input and refused flags changing nothing, and a random mix of
 // meta and classic commands against a model of values, flags, TTLs and CAS.
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -118,6 +119,37 @@ TEST_F(MemcachedMetaTest, GetTouchesAndReportsTtl) {
   // A negative TTL expires the item.
   expect("mg t T-1\r\n", "HD\r\n");
   expect("mg t v\r\n", "EN\r\n");
+}
+
+// With the store's clock the test's (StoreOptions::unix_clock), mg's t is
+// exact: seconds left by that clock.
+class MemcachedMetaClockTest : public MemcachedMetaTest {
+ protected:
+  void SetUp() override {
+    server::ServerOptions o = testing::memcached_test_options(/*max_value_bytes=*/4096);
+    o.store.unix_clock = [this] { return now_.load(); };
+    server_ = testing::start_server(o);
+    ASSERT_NE(server_, nullptr);
+    socket_ = std::make_unique<MemcacheSocket>(server_->memcached_port());
+    ASSERT_TRUE(socket_->connected());
+  }
+  std::atomic<uint32_t> now_{1'800'000'000};
+};
+
+TEST_F(MemcachedMetaClockTest, TtlCountsByTheStoresClock) {
+  expect("ms k 1 T100\r\nx\r\n", "HD\r\n");
+  expect("mg k t\r\n", "HD t100\r\n");
+  now_ += 30;
+  expect("mg k t v\r\n", "VA 1 t70\r\nx\r\n");
+  expect("mg k t T50\r\n", "HD t70\r\n");  // t before T: the TTL it had
+  expect("mg k t\r\n", "HD t50\r\n");
+  // An absolute exptime (past 30 days): seconds until then.
+  expect("ms k 1 T" + std::to_string(now_.load() + 5000) + "\r\nx\r\n", "HD\r\n");
+  expect("mg k t\r\n", "HD t5000\r\n");
+  now_ += 4999;
+  expect("mg k t\r\n", "HD t1\r\n");
+  now_ += 1;
+  expect("mg k t k\r\n", "EN kk\r\n");
 }
 
 TEST_F(MemcachedMetaTest, SetModesAndCas) {

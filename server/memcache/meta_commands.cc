@@ -37,6 +37,15 @@ void add_returned(MetaRequest* request, char letter) {
   if (request->returned_count < sizeof(request->returned)) request->returned[request->returned_count++] = letter;
 }
 
+// A status message as one reply line.
+std::string one_line(absl::string_view message) {
+  std::string line(message.data(), message.size());
+  for (char& c : line) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  return line;
+}
+
 bool fail(ParseError* error, ParseError e) {
   *error = e;
   return false;
@@ -253,6 +262,14 @@ void append_meta_write_reply(const MetaAnswer& answer, const absl::Status& statu
         word = answer.kind == CommandKind::kMetaSet && answer.mode != PutMode::kCompareAndSet ? MetaStatus::kNotStored
                                                                                               : MetaStatus::kNotFound;
         break;
+      case absl::StatusCode::kResourceExhausted:
+        if (answer.kind == CommandKind::kMetaSet) {
+          // memcached's words for a value that does not fit, as for set; the store's reason follows.
+          append_server_error(out, "out of memory storing object: " + one_line(status.message()));
+          return;
+        }
+        append_status_error(status, out);
+        return;
       default: append_status_error(status, out); return;
     }
   }

@@ -272,6 +272,18 @@ TEST_F(MemcachedMetaTest, BadInputAndRefusalsChangeNothing) {
   expect("mg have v f t c\r\n", "VA 3 f4 t-1 c" + std::to_string(cas) + "\r\nold\r\n");
 }
 
+// An append past --max_value_bytes: set's words for a value that does not
+// fit (memcached 1.6.18 answers NS), and the item as it was.
+TEST_F(MemcachedMetaTest, AppendPastTheValueLimitChangesNothing) {
+  const std::string big(4000, 'x');
+  expect("ms big 4000\r\n" + big + "\r\n", "HD\r\n");
+  const std::string error =
+      "SERVER_ERROR out of memory storing object: append would make a value of 4200 bytes; the limit "
+      "(--max_value_bytes) is 4096; nothing was changed\r\n";
+  expect("ms big 200 MA q\r\n" + std::string(200, 'y') + "\r\n", error);
+  expect("mg big s\r\n", "HD s4000\r\n");
+}
+
 // mg counts in cmd_get, ms in cmd_set, md in cmd_delete, as memcached counts
 // them (its md counts in delete_hits/delete_misses); refused ones count nowhere.
 TEST_F(MemcachedMetaTest, StatsCountMetaCommands) {

@@ -95,7 +95,8 @@ bool read_set(char letter, std::string_view argument, MetaRequest* request, bool
       request->has_ttl = true;
       request->ttl = number_of<int32_t>(argument);
       return true;
-    case 'F': request->client_flags = number_of<uint32_t>(argument); return true;
+    // 1.6.18 reads F as a uint64 and keeps its low 32 bits.
+    case 'F': request->client_flags = static_cast<uint32_t>(number_of<uint64_t>(argument)); return true;
     case 'C':
       request->compare_cas = true;
       request->cas = number_of<uint64_t>(argument);

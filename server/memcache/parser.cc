@@ -191,7 +191,6 @@ bool parse_meta_flags(const std::string_view* flags, size_t n, size_t tokens, Co
     }
     seen[letter] = true;
     int32_t i32 = 0;
-    uint32_t u32 = 0;
     uint64_t u64 = 0;
     switch (letter) {
       case 'b': command->base64_key = true; break;
@@ -211,8 +210,8 @@ bool parse_meta_flags(const std::string_view* flags, size_t n, size_t tokens, Co
           return false;
         }
         break;
-      case 'F':
-        if (!parse_number(argument, &u32)) {
+      case 'F':  // a uint64 that memcached 1.6.18 keeps the low 32 bits of
+        if (!parse_number(argument, &u64)) {
           *error = kBadFormat;
           return false;
         }

@@ -39,7 +39,8 @@ def fixed_script():
         ("ms a 2 q", "hi"), ("ms a 2 q MX", "hi"), ("ms a 2 ME", "hi"), ("ms a 2 ME q", "hi"), ("ms n 2 MR", "hi"),
         ("ms n 2 MR q k O4", "hi"), ("ms n 2 MA", "hi"), ("ms n 2 MP", "hi"), ("ms a 2 MA F9 T5", "xx"),
         ("ms a 1 MP k", "<"), "mg a v f t", ("ms a 2 C999", "zz"), ("ms a 2 C999 q", "zz"), ("ms none 2 C1", "zz"),
-        ("ms a 2 S5", "zz"), ("ms a 2 Mx", "zz"), ("ms a 2 Ma", "zz"), ("ms a 2 Fx", "zz"), ("ms a 2 Tx", "zz"),
+        ("ms a 2 S5", "zz"), ("ms a 2 Mx", "zz"), ("ms a 2 Ma", "zz"), ("ms a 2 Fx", "zz"), ("ms f 1 F4294967297", "f"), "mg f f", ("ms f 1 F18446744073709551616", "f"),
+        ("ms f 1 F-1", "f"), ("ms f 1 F", "f"), ("ms a 2 Tx", "zz"),
         ("ms a 2 q q", "zz"), ("ms a 2 E5", "zz"), ("ms a 2 x", "zz"), ("ms a 0", ""), "mg a v s",
         ("ms a 3 ME F1", "new"), ("ms e 3 ME F1 T0 k O1", "new"), "mg e f v t",
         # md

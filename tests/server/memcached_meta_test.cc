@@ -161,6 +161,10 @@ TEST_F(MemcachedMetaTest, SetModesAndCas) {
   expect("ms n 2 MP\r\nzz\r\n", "NS\r\n");
   expect("ms n 2 ME F3 T0\r\nnn\r\n", "HD\r\n");
   expect("mg n v f\r\n", "VA 2 f3\r\nnn\r\n");
+  // F past 2^32: its low 32 bits, as 1.6.18 keeps them.
+  expect("ms n 2 F4294967297\r\nnn\r\n", "HD\r\n");
+  expect("mg n f\r\n", "HD f1\r\n");
+  expect("ms n 2 F18446744073709551616\r\nnn\r\n", "CLIENT_ERROR bad command line format\r\n");
   expect("ms k 2 MR F7\r\ncd\r\n", "HD\r\n");
   // Append and prepend keep the item's flags and TTL.
   expect("ms k 1 MA F9 T5\r\ne\r\n", "HD\r\n");

@@ -42,7 +42,6 @@ absl::StatusOr<uint64_t> Store::evict(uint64_t bytes, const absl::flat_hash_set<
     }
     if (absl::Status s = clock_step(goal, held, &freed, &evicted); !s.ok()) return s;
   }
-  counters_.evictions += evicted;
   return evicted;
 }
 
@@ -94,6 +93,8 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
     if (value_handle::is_record(victim_handles[v])) --table_records_;
     heap_->release(victim_handles[v]);
     ++*evicted;
+    // Counted as each goes: a later step's failure must not hide these.
+    ++counters_.evictions;
   }
   if (options_.on_clock_step) {
     verdicts.resize(passed);

@@ -343,7 +343,9 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     }
     // A write (or a synchronous get) must not overtake a read in flight:
     // finish those first, so answers also go out in arrival order.
+    const Clock::time_point drain_start = Clock::now();
     finish_all_gets();
+    const double drained = seconds_since(drain_start);
     if (write && durable_ != nullptr && !durable_->log_error().ok()) {
       statuses.assign(run.size(), durable_->log_error());
       answer(run, statuses, begin == live.size());  // once the log failed, no run waits unlogged
@@ -366,6 +368,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     if (metrics_ != nullptr) {
       metrics_->device_seconds[static_cast<int>(kind)]->Observe(seconds_since(t0));
       metrics_->batch_keys->Observe(static_cast<double>(keys));
+      if (kind == OpKind::kPut) observe_put_stages(drained);
     }
     ++batches_;
     batched_keys_ += keys;
@@ -382,6 +385,12 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     answer(run, statuses, begin == live.size());
   }
   commit_writes(true);
+}
+
+void Executor::observe_put_stages(double drained) {
+  PutStageTimes times = store_->last_put_stage_times();
+  times.seconds[kPutDrain] = drained;
+  for (int st = 0; st < kNumPutStages; ++st) metrics_->put_stage_seconds[st]->Observe(times.seconds[st]);
 }
 
 void Executor::publish() {

@@ -137,6 +137,9 @@ class Executor {
   // Appends the batch's record, then answers the write runs it holds.
   void commit_writes(bool end_of_batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   void publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  // The put run just applied, by stage, into the metrics (`drained`: the
+  // seconds its drain of the pipelined gets took).
+  void observe_put_stages(double drained) ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Hands a run's answers over (inline when nothing else is waiting).
   void answer(absl::Span<Call* const> run, std::vector<absl::Status>& statuses, bool last_of_batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);

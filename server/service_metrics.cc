@@ -105,6 +105,13 @@ ServiceMetrics::ServiceMetrics() {
   for (int st = 0; st < kNumGetStages; ++st) {
     get_stage_seconds[st] = &stages.Add({{"stage", get_stage_name(st)}}, microseconds_up);
   }
+  auto& put_stages = histogram_family(r, "gphkv_put_stage_seconds",
+                                      "Put runs: time per stage (drain: the pipelined gets in flight finished "
+                                      "first; plan: the keys looked up; admit: --memory, eviction included; heap: "
+                                      "values written; table: the table's write; finish: replaced values freed).");
+  for (int st = 0; st < kNumPutStages; ++st) {
+    put_stage_seconds[st] = &put_stages.Add({{"stage", put_stage_name(st)}}, microseconds_up);
+  }
   auto& call_stages = histogram_family(r, "gphkv_call_stage_seconds",
                                        "Every call's time in the server by stage: intake (read to queued), execute "
                                        "(batch start to answers ready), answer_wait (in the completion queue), "

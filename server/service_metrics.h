@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "server/call_stages.h"
 #include "server/get_stages.h"
+#include "server/put_stages.h"
 
 namespace gphkv::server {
 
@@ -60,6 +61,8 @@ class ServiceMetrics {
   std::array<prometheus::Histogram*, 3> device_seconds;  // engine time per launch: get, put, delete
   // Pipelined CUDA gets, per batch and stage (server/get_stages.h).
   std::array<prometheus::Histogram*, kNumGetStages> get_stage_seconds;
+  // Put runs, per stage (server/put_stages.h).
+  std::array<prometheus::Histogram*, kNumPutStages> put_stage_seconds;
   // Every call, per stage of its time in the server (server/call_stages.h).
   std::array<prometheus::Histogram*, kNumCallStages> call_stage_seconds;
 

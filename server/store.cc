@@ -146,6 +146,8 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
 
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
+  put_times_.clear();
+  put_lap_at_ = std::chrono::steady_clock::now();
   if (options_.refuse_unlogged_ops) {
     bool any = false;
     for (const Call* c : calls) any |= c->put().mode == PutMode::kFlush;
@@ -189,14 +191,23 @@ void Store::apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Statu
   apply_plan(plan, statuses);
 }
 
+void Store::put_lap(PutStage s) {
+  const auto t = std::chrono::steady_clock::now();
+  put_times_.seconds[s] += std::chrono::duration<double>(t - put_lap_at_).count();
+  put_lap_at_ = t;
+}
+
 void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
   statuses->assign(plan.groups(), absl::OkStatus());
-  if (absl::Status s = plan.placed() ? plan.place(*table_, *heap_, collided_) : plan.find_stored(*table_); !s.ok()) {
-    statuses->assign(plan.groups(), s);
+  const absl::Status planned = plan.placed() ? plan.place(*table_, *heap_, collided_) : plan.find_stored(*table_);
+  put_lap(kPutPlan);
+  if (!planned.ok()) {
+    statuses->assign(plan.groups(), planned);
     return;
   }
   for (size_t gi = 0; gi < plan.groups(); ++gi)
     (*statuses)[gi] = plan.admit(gi, budget_, options_.evict ? this : nullptr);
+  put_lap(kPutAdmit);
   // Every admitted value, written to the heap in one go before the table
   // learns the handles (one upload + place kernel on a device).
   auto refuse_admitted = [&](absl::Status why) {
@@ -211,6 +222,7 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
     refuse_admitted(absl::InternalError(absl::StrCat("value heap write failed: ", ws.message())));
     return;
   }
+  put_lap(kPutHeap);
   plan.table_batch(&keys_, &handles_);
   // The table's cap is what the value heap leaves; every admitted call's
   // table need fits under it, so the write below cannot be refused.
@@ -221,6 +233,7 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
     engine_status = table_->insert_or_assign(keys_, handles_, absl::MakeSpan(outcomes_));
   }
   budget_.fit_heap_to_table();
+  put_lap(kPutTable);
   if (!engine_status.ok()) {
     if (engine_status.code() == absl::StatusCode::kResourceExhausted) {
       // The table refused the batch whole (nothing changed), though admission
@@ -243,6 +256,7 @@ void Store::apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses) {
   table_records_ += plan.apply_collided(&collided_);
   plan.release_replaced(*heap_);
   after_puts();
+  put_lap(kPutFinish);
 }
 
 void Store::after_puts() {

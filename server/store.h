@@ -33,6 +33,7 @@
 #include "server/get_pipeline.h"
 #include "server/get_stages.h"
 #include "server/memory_budget.h"
+#include "server/put_stages.h"
 #include "server/store_counters.h"
 #include "server/store_options.h"
 #include "server/sync_gets.h"
@@ -138,6 +139,9 @@ class Store : private Evictor {
   uint64_t value_bytes_used() const { return heap_->used_bytes(); }
   uint64_t memory_limit_bytes() const { return budget_.limit_bytes(); }
   const StoreCounters& counters() const { return counters_; }
+  // Where the last apply_puts spent its time (its kPutDrain is the
+  // executor's to fill).
+  const PutStageTimes& last_put_stage_times() const { return put_times_; }
   const engine::ElasticTable& table() const { return *table_; }
   // A background rebuild is in flight (reads see its overlay).
   bool rebuilding() const { return table_->rebuilding(); }
@@ -198,6 +202,8 @@ class Store : private Evictor {
   void apply_plan(PutPlan& plan, std::vector<absl::Status>* statuses);
   // After a put run: counts its relocations and swaps in a small rebuild it started.
   void after_puts();
+  // Adds the time since the last lap to stage `s` of put_times_.
+  void put_lap(PutStage s);
   // Erases the distinct keys; erased[x]: keys.keys[x] was stored.
   absl::Status erase_distinct(const DistinctKeys& keys, std::vector<uint8_t>* erased);
   // Every table slot is its uint64 key's, and nothing collided: the plain
@@ -292,6 +298,8 @@ class Store : private Evictor {
   // Scratch of the put path, reused across runs.
   std::vector<uint64_t> keys_, handles_;
   std::vector<engine::UpsertOutcome> outcomes_;
+  PutStageTimes put_times_;
+  std::chrono::steady_clock::time_point put_lap_at_;
 };
 
 }  // namespace gphkv::server

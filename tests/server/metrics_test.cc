@@ -64,6 +64,7 @@ TEST(ServiceMetrics, ExportsTheFamiliesDeployRelies) {
       {"gphkv_call_stage_seconds", prometheus::MetricType::Histogram},
       {"gphkv_device_seconds", prometheus::MetricType::Histogram},
       {"gphkv_get_stage_seconds", prometheus::MetricType::Histogram},
+      {"gphkv_put_stage_seconds", prometheus::MetricType::Histogram},
       {"gphkv_table_keys", prometheus::MetricType::Gauge},
       {"gphkv_collided_keys", prometheus::MetricType::Gauge},
       {"gphkv_table_load_factor", prometheus::MetricType::Gauge},
@@ -112,6 +113,12 @@ TEST(ServiceMetrics, HistogramsKeepTheirLabelsAndBuckets) {
     ASSERT_NE(s, nullptr) << get_stage_name(st);
     EXPECT_EQ(upper_bounds(*s), doubling(1e-6, 24));
   }
+  for (int st = 0; st < kNumPutStages; ++st) {
+    const auto* s = series(got.at("gphkv_put_stage_seconds"), {{"stage", put_stage_name(st)}});
+    ASSERT_NE(s, nullptr) << put_stage_name(st);
+    EXPECT_EQ(upper_bounds(*s), doubling(1e-6, 24));
+  }
+  EXPECT_EQ(got.at("gphkv_put_stage_seconds").metric.size(), static_cast<size_t>(kNumPutStages));
   EXPECT_EQ(upper_bounds(*series(got.at("gphkv_batch_keys"), {})), doubling(1, 20));
   EXPECT_EQ(upper_bounds(*series(got.at("gphkv_batch_calls"), {})), doubling(1, 14));
   EXPECT_EQ(upper_bounds(*series(got.at("gphkv_queue_wait_seconds"), {})), doubling(1e-6, 24));

@@ -316,7 +316,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     live.push_back(&c);
   }
   intake.flush(metrics_ != nullptr ? &metrics_->call_stage_seconds : nullptr);
-  run_order_.writes_first(live);
+  run_order_.reorder(live);
   std::vector<absl::Status> statuses;
   for (size_t begin = 0; begin < live.size();) {
     const OpKind kind = live[begin]->kind();

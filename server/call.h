@@ -102,6 +102,17 @@ enum class PutMode : uint8_t {
   // reaches that time (memcached's rule for exptime).
   kFlush = 8,
 };
+// What a write left, for a front end whose answer reports it (memcached's
+// ma with t or c): the store fills it as it applies the call, where
+// PutOp::outcome points (the memcached port's conditional puts only).
+struct WriteOutcome {
+  bool created = false;         // ma N: the key was absent and took the initial number
+  uint64_t cas = 0;             // the CAS version the item took
+  uint32_t exptime_before = 0;  // the item's absolute expiry before the write (0: none, or created)
+  uint32_t touch_exptime = 0;   // PutOp::touch's expiry, made absolute
+  uint32_t vivify_exptime = 0;  // PutOp::vivify's expiry, made absolute
+  uint32_t now = 0;             // the store's clock (unix seconds) when it applied the write
+};
 struct PutOp {
   KeySpan keys;
   absl::Span<const uint32_t> value_lengths;  // value i's length, for keys[i]
@@ -132,11 +143,37 @@ struct PutOp {
   // as they were stored, the expiry absolute; flags, exptime and keep_cas
   // are unused then (a CAS of 0 takes a new one). Empty for a client's call.
   absl::Span<const byte_key::ItemMeta> item_metas = {};
+  // memcached's meta commands (docs/memcached.md, "Meta commands"); the
+  // memcached port sets these, the gRPC API never does. Byte keys only.
+  // kAppend, kPrepend, kIncrement, kDecrement: only where the stored item's
+  // CAS version is `cas` (ABORTED otherwise; a miss is still NOT_FOUND).
+  bool compare_cas = false;
+  // kIncrement, kDecrement on a miss (ma N): store `initial`, as its
+  // decimal text, with flags 0 and expiry `vivify_exptime` (memcached's
+  // exptime rule), instead of NOT_FOUND. The answer's counter is `initial`.
+  bool vivify = false;
+  uint64_t initial = 0;
+  int64_t vivify_exptime = 0;
+  // kIncrement, kDecrement (ma T): the item takes this expiry instead of
+  // keeping its own; on a vivify too when touch_after_vivify (memcached
+  // applies ma's T and N in the order the request names them).
+  bool touch = false;
+  int64_t touch_exptime = 0;
+  bool touch_after_vivify = false;
+  // When not null, the store fills it once the write is applied.
+  WriteOutcome* outcome = nullptr;
 };
 struct DeleteOp {
   KeySpan keys;
   v1::DeleteResponse* response = nullptr;
   ByteKeys byte_keys;
+  // memcached's md C (compare-and-delete), byte keys only: a call of one key
+  // deletes it only where the stored item's CAS version is `cas`; otherwise
+  // ABORTED and nothing changes (a miss is still deleted=false). Decided in
+  // the executor's order with the deletes around it. The gRPC API never
+  // sets it.
+  bool compare_cas = false;
+  uint64_t cas = 0;
 };
 // Goes through the queue like the others because only the executor thread
 // may touch the store; it carries no keys.

@@ -35,7 +35,8 @@ const char* put_mode_name(PutMode mode) {
 }
 
 absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, std::string_view operand,
-                         uint32_t max_value_bytes, ResolvedPut* out, uint64_t stored_cas, uint64_t expected_cas) {
+                         uint32_t max_value_bytes, ResolvedPut* out, uint64_t stored_cas, uint64_t expected_cas,
+                         bool compare_cas) {
   if (mode == PutMode::kAdd) {
     if (stored) return absl::AlreadyExistsError("add: the key is stored already; nothing was changed");
     out->value.assign(operand);
@@ -43,6 +44,16 @@ absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, s
   }
   if (!stored) {
     return absl::NotFoundError(absl::StrCat(put_mode_name(mode), ": the key is not stored; nothing was changed"));
+  }
+  // memcached's incr and decr refuse an empty value before they compare a
+  // CAS, and compare it before they read the number.
+  if (compare_cas && (mode == PutMode::kIncrement || mode == PutMode::kDecrement) && stored->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(put_mode_name(mode), ": cannot increment or decrement non-numeric value"));
+  }
+  if (compare_cas && mode != PutMode::kCompareAndSet && stored_cas != expected_cas) {
+    return absl::AbortedError(absl::StrCat(put_mode_name(mode), ": the item's CAS version is not ", expected_cas,
+                                           " (it was written since); nothing was changed"));
   }
   switch (mode) {
     case PutMode::kReplace: out->value.assign(operand); break;

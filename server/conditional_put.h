@@ -9,6 +9,7 @@
 //   incr/decr of a stored value not a number    INVALID_ARGUMENT (CLIENT_ERROR)
 //   cas absent                                  NOT_FOUND       (NOT_FOUND)
 //   cas where the item's CAS differs            ABORTED         (EXISTS)
+//   compare_cas where the item's CAS differs    ABORTED         (EX)
 //   a result longer than --max_value_bytes      RESOURCE_EXHAUSTED (SERVER_ERROR)
 // A refused put changes nothing.
 #pragma once
@@ -40,10 +41,13 @@ struct ResolvedPut {
 // What a put of `mode` and `operand` (its value: bytes, or the delta of
 // incr/decr) stores where the key holds `stored` (nullopt: absent), or why
 // it is refused. `mode` is not kSet. kCompareAndSet stores `operand` only
-// where `stored_cas`, the stored item's CAS version, is `expected_cas`.
+// where `stored_cas`, the stored item's CAS version, is `expected_cas`; so do
+// kAppend, kPrepend, kIncrement and kDecrement with `compare_cas`
+// (PutOp::compare_cas, memcached's meta C), their CAS compared before
+// anything else of the stored value. kAdd ignores it, as memcached's does.
 absl::Status resolve_put(PutMode mode, std::optional<std::string_view> stored, std::string_view operand,
-                         uint32_t max_value_bytes, ResolvedPut* out, uint64_t stored_cas = 0,
-                         uint64_t expected_cas = 0);
+                         uint32_t max_value_bytes, ResolvedPut* out, uint64_t stored_cas = 0, uint64_t expected_cas = 0,
+                         bool compare_cas = false);
 
 // The mode's name, for messages ("add", "incr").
 const char* put_mode_name(PutMode mode);

@@ -238,6 +238,13 @@ class Store : private Evictor {
   // A touching get's found items, rewritten with its new expiry (server/store_touch.cc).
   absl::Status touch_found(const Call& call);
   void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // apply_placed_deletes' work: every call's keys deleted, compare_cas or not.
+  void erase_placed(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // apply_placed_deletes for a run that holds a compare-and-delete
+  // (DeleteOp::compare_cas, server/store_compare_delete.cc): in the run's
+  // order, the plain deletes between them together, each compare alone.
+  void apply_deletes_in_order(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  absl::Status apply_compare_delete(Call& call);
   // CLOCK over the table's slots (Evictor, server/store_eviction.cc).
   absl::StatusOr<uint64_t> evict(uint64_t bytes, const absl::flat_hash_set<uint64_t>& held) override;
   // One step of the hand over clock_keys_ from clock_next_: evicts until

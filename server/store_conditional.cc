@@ -79,12 +79,31 @@ absl::Status Store::apply_conditional(Call& call) {
 
   ResolvedPut resolved;
   const PutMode mode = op.mode;
+  const bool arithmetic = mode == PutMode::kIncrement || mode == PutMode::kDecrement;
   const uint32_t max_value_bytes =
       options_.max_put_value_bytes != 0 ? options_.max_put_value_bytes : options_.max_value_bytes;
   const uint64_t stored_cas = held_items.size() == 1 ? held_items[0].cas : 0;
-  if (absl::Status s = resolve_put(mode, stored, op.values, max_value_bytes, &resolved, stored_cas, op.cas); !s.ok()) {
+  WriteOutcome outcome;
+  outcome.now = now();
+  outcome.exptime_before = stored && held_items.size() == 1 ? held_items[0].exptime : 0;
+  if (op.touch) outcome.touch_exptime = byte_key::absolute_exptime(op.touch_exptime, outcome.now);
+  if (op.vivify) outcome.vivify_exptime = byte_key::absolute_exptime(op.vivify_exptime, outcome.now);
+  if (!stored && arithmetic && op.vivify) {
+    // ma N: the miss takes the initial number (not incremented), flags 0,
+    // and N's expiry, or T's where T came after N (memcached's order).
+    resolved.counter = op.initial;
+    resolved.value = absl::StrCat(op.initial);
+    outcome.created = true;
+    op.flags = 0;
+    op.exptime = op.touch && op.touch_after_vivify ? outcome.touch_exptime : outcome.vivify_exptime;
+  } else if (absl::Status s =
+                 resolve_put(mode, stored, op.values, max_value_bytes, &resolved, stored_cas, op.cas, op.compare_cas);
+             !s.ok()) {
     return s;
+  } else if (arithmetic && op.touch) {
+    op.exptime = outcome.touch_exptime;  // ma T: the item's new expiry
   }
+  items_may_expire_ |= op.exptime != 0;
   // From here the call is a plain set of what it stores: the plan, the log
   // and a later look at the call all see that.
   call.resolved_value.assign(resolved.value.begin(), resolved.value.end());
@@ -97,8 +116,10 @@ absl::Status Store::apply_conditional(Call& call) {
   PutPlan plan(puts, /*placed=*/needs_placed(puts), &next_cas_);
   std::vector<absl::Status> put_status;
   apply_plan(plan, &put_status);
-  if (put_status[0].ok() && op.response != nullptr && (mode == PutMode::kIncrement || mode == PutMode::kDecrement)) {
-    op.response->set_counter(resolved.counter);
+  if (put_status[0].ok() && op.response != nullptr && arithmetic) op.response->set_counter(resolved.counter);
+  if (put_status[0].ok() && op.outcome != nullptr) {
+    outcome.cas = op.first_cas;  // the CAS version the plan gave the record
+    *op.outcome = outcome;
   }
   return put_status[0];
 }

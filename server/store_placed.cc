@@ -75,6 +75,16 @@ void Store::apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::S
 }
 
 void Store::apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  for (const Call* c : calls) {
+    if (c->del().compare_cas) {
+      apply_deletes_in_order(calls, statuses);  // server/store_compare_delete.cc
+      return;
+    }
+  }
+  erase_placed(calls, statuses);
+}
+
+void Store::erase_placed(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   statuses->assign(calls.size(), absl::OkStatus());
   // The distinct keys, by identity, and each occurrence's.
   std::vector<KeyRef> occurrences, keys;

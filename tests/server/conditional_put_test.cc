@@ -65,6 +65,32 @@ TEST(ResolvePut, CompareAndSetNeedsTheItemsOwnCas) {
             absl::StatusCode::kNotFound);
 }
 
+// compare_cas (memcached's ms A/P C and ma C): the stored CAS must be the
+// expected one, compared after a miss (NOT_FOUND first) and, for incr and
+// decr, after an empty value (memcached's order) but before the number.
+TEST(ResolvePut, CompareCasGuardsAppendPrependAndCounters) {
+  ResolvedPut r;
+  const uint64_t held = 77;
+  for (PutMode mode : {PutMode::kAppend, PutMode::kPrepend, PutMode::kIncrement, PutMode::kDecrement}) {
+    SCOPED_TRACE(put_mode_name(mode));
+    r.value = "untouched";
+    EXPECT_EQ(resolve_put(mode, "12", "3", 1000, &r, held, held + 1, /*compare_cas=*/true).code(),
+              absl::StatusCode::kAborted);
+    EXPECT_EQ(r.value, "untouched");
+    EXPECT_EQ(resolve_put(mode, std::nullopt, "3", 1000, &r, 0, held, true).code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(resolve_put(mode, "12", "3", 1000, &r, held, held, true).code(), absl::StatusCode::kOk);
+    EXPECT_NE(r.value, "untouched");
+    // Without compare_cas the CAS is not looked at.
+    EXPECT_EQ(resolve_put(mode, "12", "3", 1000, &r, held, held + 1, false).code(), absl::StatusCode::kOk);
+  }
+  EXPECT_EQ(resolve_put(PutMode::kIncrement, "x", "1", 1000, &r, held, held + 1, true).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(resolve_put(PutMode::kIncrement, "", "1", 1000, &r, held, held + 1, true).code(),
+            absl::StatusCode::kInvalidArgument);
+  // add ignores it, as memcached's does.
+  EXPECT_EQ(resolve_put(PutMode::kAdd, std::nullopt, "v", 1000, &r, 0, held, true).code(), absl::StatusCode::kOk);
+}
+
 TEST(ResolvePut, AppendAndPrependJoinBytesUpToTheLimit) {
   ResolvedPut r;
   const std::string binary("a\0b", 3);

@@ -1,0 +1,58 @@
+// Store::apply_placed_deletes for a run that holds a compare-and-delete
+// (DeleteOp::compare_cas, memcached's md C): in the run's order, the plain
+// deletes between them as one erase each, and each compare alone, decided
+// against the CAS version its key's item holds at that point.
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "server/store.h"
+
+namespace gphkv::server {
+
+void Store::apply_deletes_in_order(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
+  statuses->assign(calls.size(), absl::OkStatus());
+  std::vector<absl::Status> erased;
+  size_t begin = 0;
+  while (begin < calls.size()) {
+    if (calls[begin]->del().compare_cas) {
+      (*statuses)[begin] = apply_compare_delete(*calls[begin]);
+      ++begin;
+      continue;
+    }
+    size_t end = begin;
+    while (end < calls.size() && !calls[end]->del().compare_cas) ++end;
+    erase_placed(calls.subspan(begin, end - begin), &erased);
+    std::copy(erased.begin(), erased.end(), statuses->begin() + static_cast<std::ptrdiff_t>(begin));
+    begin = end;
+  }
+}
+
+absl::Status Store::apply_compare_delete(Call& call) {
+  const DeleteOp& op = call.del();
+  if (op.keys.size() != 1 || op.byte_keys.size() != 1) {
+    // The memcached port sends one byte key; a caller that builds another
+    // has a bug.
+    return absl::InternalError("a compare-and-delete takes exactly one byte key");
+  }
+  // The item as it is now: the deletes before this one in the run are applied.
+  v1::GetResponse held;
+  std::vector<byte_key::ItemMeta> held_items;
+  Call read;
+  read.op = GetOp{op.keys, /*exists_only=*/true, /*packed=*/false, &held, op.byte_keys, &held_items};
+  Call* const reads[] = {&read};
+  std::vector<absl::Status> read_status;
+  read_values(reads, &read_status);
+  if (!read_status[0].ok()) return read_status[0];
+  const bool found = held.found_size() == 1 && held.found(0);
+  if (found && (held_items.size() != 1 || held_items[0].cas != op.cas)) {
+    return absl::AbortedError(
+        absl::StrCat("delete: the item's CAS version is not ", op.cas, " (it was written since); nothing was changed"));
+  }
+  // A miss goes through the plain delete too: it answers deleted=false.
+  Call* const deletes[] = {&call};
+  std::vector<absl::Status> erased;
+  erase_placed(deletes, &erased);
+  return erased[0];
+}
+
+}  // namespace gphkv::server

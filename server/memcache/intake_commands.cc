@@ -205,10 +205,14 @@ Call IntakeCommand::make_meta_call(const Command& command, uint32_t unix_now, st
       get.touch_exptime = request.ttl;
       break;
     }
-    case CommandKind::kMetaDelete:
+    case CommandKind::kMetaDelete: {
       delete_.Clear();
       call.op = DeleteOp{table_keys, &delete_, keys};
+      DeleteOp& del = std::get<DeleteOp>(call.op);
+      del.compare_cas = request.compare_cas;  // md C: compare-and-delete
+      del.cas = request.cas;
       break;
+    }
     default: {  // ms, ma
       value_.clear();
       if (command.kind == CommandKind::kMetaArithmetic) {
@@ -227,6 +231,18 @@ Call IntakeCommand::make_meta_call(const Command& command, uint32_t unix_now, st
         put.exptime = request.has_ttl ? request.ttl : 0;
       }
       put.cas = request.cas;
+      // ms A/P and ma with C (read_meta_request says where it compares).
+      put.compare_cas = request.compare_cas && request.mode != PutMode::kCompareAndSet;
+      if (command.kind == CommandKind::kMetaArithmetic) {
+        put.vivify = request.vivify;  // N: create a miss with J's number
+        put.initial = request.initial;
+        put.vivify_exptime = request.vivify_ttl;
+        put.touch = request.has_ttl;  // T: the item's new expiry
+        put.touch_exptime = request.ttl;
+        put.touch_after_vivify = request.touch_after_vivify;
+        outcome_ = WriteOutcome{};
+        put.outcome = &outcome_;  // ma's t and c, and whether N created the item
+      }
       break;
     }
   }
@@ -350,7 +366,9 @@ void IntakeCommand::append_meta_reply(const absl::Status& status, std::string* o
       }
       append_meta_write_reply(meta_, status, out);
       return;
-    case CommandKind::kMetaArithmetic: append_meta_arithmetic_reply(meta_, status, put_.counter(), out); return;
+    case CommandKind::kMetaArithmetic:
+      append_meta_arithmetic_reply(meta_, status, put_.counter(), outcome_, out);
+      return;
     default: append_meta_write_reply(meta_, status, out); return;
   }
 }

@@ -89,7 +89,8 @@ class IntakeCommand {
   std::vector<byte_key::ItemMeta> items_;  // the found items' flags and CAS (GetOp::items)
   v1::PutResponse put_;
   v1::DeleteResponse delete_;
-  MetaAnswer meta_;  // a meta command's reply flags
+  MetaAnswer meta_;       // a meta command's reply flags
+  WriteOutcome outcome_;  // ma's item as the store left it (PutOp::outcome)
   uint32_t unix_now_ = 0;
 };
 

@@ -21,10 +21,8 @@ constexpr ParseError kNonNumeric{ErrorKind::kClientError, "cannot increment or d
 // intake's calls do not carry (docs/memcached.md, "Meta commands").
 // SERVER_ERROR, as the other refusals: well formed, not served here.
 constexpr ParseError kMgRefused{ErrorKind::kServerError, "not supported yet (mg flags N R h l)"};
-constexpr ParseError kMsRefused{ErrorKind::kServerError,
-                                "not supported yet (ms flags c I, C with a mode other than S)"};
-constexpr ParseError kMdRefused{ErrorKind::kServerError, "not supported yet (md flags C I)"};
-constexpr ParseError kMaRefused{ErrorKind::kServerError, "not supported yet (ma flags N T C t c)"};
+constexpr ParseError kMsRefused{ErrorKind::kServerError, "not supported yet (ms flags c, I with C)"};
+constexpr ParseError kMdRefused{ErrorKind::kServerError, "not supported yet (md flag I)"};
 
 template <typename T>
 T number_of(std::string_view text) {
@@ -117,10 +115,15 @@ bool read_set(char letter, std::string_view argument, MetaRequest* request, bool
   }
 }
 
-bool read_delete(char letter, ParseError* error) {
-  // C needs a compare-and-delete, I a stale mark: neither is a store operation.
-  if (letter == 'C' || letter == 'I') return fail(error, kMdRefused);
-  return true;
+bool read_delete(char letter, std::string_view argument, MetaRequest* request, ParseError* error) {
+  switch (letter) {
+    case 'C':  // compare-and-delete (DeleteOp::compare_cas)
+      request->compare_cas = true;
+      request->cas = number_of<uint64_t>(argument);
+      return true;
+    case 'I': return fail(error, kMdRefused);  // a stale mark: the store keeps no such state
+    default: return true;
+  }
 }
 
 bool read_arithmetic(char letter, std::string_view argument, MetaRequest* request, ParseError* error) {
@@ -136,14 +139,25 @@ bool read_arithmetic(char letter, std::string_view argument, MetaRequest* reques
         case '-': request->mode = PutMode::kDecrement; return true;
         default: return fail(error, kBadMaMode);
       }
-    // Vivify, a new TTL, a compared CAS, and the item's TTL or CAS back:
-    // an incr's answer carries only the number.
-    case 'N':
+    case 'N':  // create a miss (PutOp::vivify)
+      request->vivify = true;
+      request->vivify_ttl = number_of<int32_t>(argument);
+      add_returned(request, letter);
+      return true;
+    case 'J': request->initial = number_of<uint64_t>(argument); return true;  // used only with N
     case 'T':
+      request->has_ttl = true;
+      request->ttl = number_of<int32_t>(argument);
+      request->touch_after_vivify = request->vivify;
+      add_returned(request, letter);
+      return true;
     case 'C':
+      request->compare_cas = true;
+      request->cas = number_of<uint64_t>(argument);
+      return true;
     case 't':
-    case 'c': return fail(error, kMaRefused);
-    default: return true;  // J (only with N), and what 1.6.18 ignores
+    case 'c': add_returned(request, letter); return true;
+    default: return true;  // what 1.6.18 ignores
   }
 }
 
@@ -180,17 +194,27 @@ bool read_meta_request(const Command& command, MetaRequest* request, ParseError*
     switch (command.kind) {
       case CommandKind::kMetaGet: ok = read_get(flag.letter, flag.argument, request, error); break;
       case CommandKind::kMetaSet: ok = read_set(flag.letter, flag.argument, request, &invalidate, error); break;
-      case CommandKind::kMetaDelete: ok = read_delete(flag.letter, error); break;
+      case CommandKind::kMetaDelete: ok = read_delete(flag.letter, flag.argument, request, error); break;
       case CommandKind::kMetaArithmetic: ok = read_arithmetic(flag.letter, flag.argument, request, error); break;
       default: break;
     }
     if (!ok) return false;
   }
   if (command.kind == CommandKind::kMetaSet && request->compare_cas) {
-    // ms C is memcached's cas; with I it would mark the item stale instead.
-    if (invalidate || request->mode != PutMode::kSet) return fail(error, kMsRefused);
-    request->mode = PutMode::kCompareAndSet;
+    // ms C, as 1.6.18 reads it with each mode: with S or R it is
+    // memcached's cas; E adds and ignores it; A and P compare it (where it
+    // is not 0: PutOp::compare_cas). With I it would mark the item stale
+    // instead, which the store has no state for.
+    if (invalidate) return fail(error, kMsRefused);
+    switch (request->mode) {
+      case PutMode::kSet:
+      case PutMode::kReplace: request->mode = PutMode::kCompareAndSet; break;
+      case PutMode::kAdd: request->compare_cas = false; break;
+      default: request->compare_cas = request->cas != 0; break;
+    }
   }
+  // ma compares a CAS that is not 0, as 1.6.18's does.
+  if (command.kind == CommandKind::kMetaArithmetic && request->cas == 0) request->compare_cas = false;
   return true;
 }
 
@@ -281,10 +305,14 @@ void append_meta_write_reply(const MetaAnswer& answer, const absl::Status& statu
 }
 
 void append_meta_arithmetic_reply(const MetaAnswer& answer, const absl::Status& status, uint64_t counter,
-                                  std::string* out) {
+                                  const WriteOutcome& outcome, std::string* out) {
   if (!status.ok()) {
     if (status.code() == absl::StatusCode::kNotFound) {
       MetaReply reply(out, MetaStatus::kNotFound);
+      append_flags(answer, &reply);
+      reply.end();
+    } else if (status.code() == absl::StatusCode::kAborted) {  // C: another CAS
+      MetaReply reply(out, MetaStatus::kExists);
       append_flags(answer, &reply);
       reply.end();
     } else if (status.code() == absl::StatusCode::kInvalidArgument) {
@@ -294,19 +322,32 @@ void append_meta_arithmetic_reply(const MetaAnswer& answer, const absl::Status& 
     }
     return;
   }
-  if (answer.quiet) return;  // q hides ma's success, value and all
-  if (!answer.return_value) {
-    MetaReply reply(out, MetaStatus::kHeader);
-    append_flags(answer, &reply);
-    reply.end();
-    return;
-  }
+  // q hides ma's success, value and all; 1.6.18 still answers an item N
+  // created.
+  if (answer.quiet && !outcome.created) return;
   char digits[24];
   auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), counter);
   const std::string_view number(digits, static_cast<size_t>(end - digits));
-  MetaReply reply = MetaReply::value(out, number.size());
-  append_flags(answer, &reply);
-  reply.end(number);
+  MetaReply reply = answer.return_value ? MetaReply::value(out, number.size()) : MetaReply(out, MetaStatus::kHeader);
+  // memcached walks the flags in order: T sets the item's expiry, N a
+  // created item's, and a t reports the expiry as it is at that point.
+  uint32_t exptime = outcome.created ? 0 : outcome.exptime_before;
+  for (char letter : answer.returned) {
+    switch (letter) {
+      case 'c': reply.cas(outcome.cas); break;
+      case 't': reply.ttl(exptime == 0 ? -1 : static_cast<int64_t>(exptime) - static_cast<int64_t>(outcome.now)); break;
+      case 'T': exptime = outcome.touch_exptime; break;
+      case 'N':
+        if (outcome.created) exptime = outcome.vivify_exptime;
+        break;
+      default: append_key_and_opaque(answer, letter, &reply); break;
+    }
+  }
+  if (answer.return_value) {
+    reply.end(number);
+  } else {
+    reply.end();
+  }
 }
 
 }  // namespace gphkv::server::memcache

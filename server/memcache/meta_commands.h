@@ -23,7 +23,8 @@ struct MetaRequest {
   bool quiet = false;         // q: hide the reply that says "done" (HD, mg's EN)
   bool return_value = false;  // v
   // The flags the reply returns, in request order: k O c f s t (each once:
-  // the parser refuses a duplicate).
+  // the parser refuses a duplicate); for ma also T and N, which change the
+  // TTL a t after them reports (memcached reads ma's flags in order).
   char returned[8] = {};
   size_t returned_count = 0;
   std::string_view opaque;  // O
@@ -34,10 +35,16 @@ struct MetaRequest {
   // reads the flags in order).
   bool ttl_before_touch = false;
   uint32_t client_flags = 0;  // F (ms)
-  bool compare_cas = false;   // C (ms)
+  bool compare_cas = false;   // C (ms, md, ma)
   uint64_t cas = 0;
   PutMode mode = PutMode::kSet;  // ms and ma's M
   uint64_t delta = 1;            // D (ma)
+  // ma N (create a miss with J's number, default 0, and N's exptime); T
+  // after N: T's exptime is a created item's.
+  bool vivify = false;
+  int64_t vivify_ttl = 0;
+  uint64_t initial = 0;
+  bool touch_after_vivify = false;
 };
 
 // Reads a meta command's flags into *request. False, with the error to
@@ -72,8 +79,9 @@ void append_meta_get_reply(const MetaAnswer& answer, std::string_view value, con
                            uint32_t now, std::string* out);
 // ms's and md's reply to the store's status: HD, NS, EX or NF (or an error line).
 void append_meta_write_reply(const MetaAnswer& answer, const absl::Status& status, std::string* out);
-// ma's reply: the new number when the store took the call.
+// ma's reply: the new number when the store took the call (the initial one
+// when it created the item), and the item's CAS and TTL as `outcome` says.
 void append_meta_arithmetic_reply(const MetaAnswer& answer, const absl::Status& status, uint64_t counter,
-                                  std::string* out);
+                                  const WriteOutcome& outcome, std::string* out);
 
 }  // namespace gphkv::server::memcache

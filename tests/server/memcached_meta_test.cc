@@ -8,7 +8,10 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/loadgen/test_seed.h"
@@ -42,14 +45,15 @@ class MemcachedMetaTest : public ::testing::Test {
   }
 
   // One reply: its line, and for VA its data block.
-  std::string reply() {
+  std::string reply() { return reply_on(*socket_); }
+  static std::string reply_on(MemcacheSocket& socket) {
     std::string line;
     while (line.size() < 2 || line.compare(line.size() - 2, 2, "\r\n") != 0) {
-      const std::string c = socket_->read(1);
+      const std::string c = socket.read(1);
       if (c.empty()) return line;
       line += c;
     }
-    if (line.rfind("VA ", 0) == 0) line += socket_->read(std::strtoull(line.c_str() + 3, nullptr, 10) + 2);
+    if (line.rfind("VA ", 0) == 0) line += socket.read(std::strtoull(line.c_str() + 3, nullptr, 10) + 2);
     return line;
   }
 
@@ -214,6 +218,162 @@ TEST_F(MemcachedMetaTest, DeleteAndArithmetic) {
   expect("mg s v\r\n", "VA 2\r\nab\r\n");
 }
 
+// ms C with each mode, as 1.6.18 reads it: S and R are memcached's cas
+// (NF on a miss), E adds and ignores C, A and P compare a C that is not 0.
+TEST_F(MemcachedMetaTest, SetCompareWithEachMode) {
+  expect("ms c 2 F5\r\n10\r\n", "HD\r\n");
+  const uint64_t cas = cas_of("c");
+  const std::string wrong = std::to_string(cas + 1);
+  expect("ms c 1 MA C" + wrong + "\r\nx\r\n", "EX\r\n");
+  expect("ms c 1 MA C" + wrong + " q\r\nx\r\n", "EX\r\n");
+  expect("ms c 1 MP C" + wrong + " k O1\r\nx\r\n", "EX kc O1\r\n");
+  expect("ms c 1 MR C" + wrong + "\r\nx\r\n", "EX\r\n");
+  expect("ms c 1 ME C" + std::to_string(cas) + "\r\nx\r\n", "NS\r\n");
+  expect("mg c v f c\r\n", "VA 2 f5 c" + std::to_string(cas) + "\r\n10\r\n");  // nothing changed
+  expect("ms c 1 MA C" + std::to_string(cas) + "\r\n!\r\n", "HD\r\n");
+  const uint64_t appended = cas_of("c");
+  EXPECT_NE(appended, cas);
+  expect("ms c 1 MP C" + std::to_string(cas) + "\r\n?\r\n", "EX\r\n");  // the CAS it had
+  expect("ms c 1 MP C0\r\n<\r\n", "HD\r\n");                            // C0: no compare
+  expect("mg c v f\r\n", "VA 4 f5\r\n<10!\r\n");                        // append and prepend keep the flags
+  expect("ms c 1 MR F1 C" + std::to_string(cas_of("c")) + " q\r\nr\r\nmn\r\n", "MN\r\n");
+  expect("mg c v f\r\n", "VA 1 f1\r\nr\r\n");
+  expect("ms gone 1 MR C1\r\nx\r\n", "NF\r\n");
+  expect("ms gone 1 MA C1\r\nx\r\n", "NS\r\n");
+  expect("ms gone 1 MP C1 q\r\nx\r\n", "NS\r\n");
+  expect("mg gone\r\n", "EN\r\n");
+  expect("ms gone 1 ME C1\r\nx\r\n", "HD\r\n");  // add ignores C
+  expect("mg gone v\r\n", "VA 1\r\nx\r\n");
+}
+
+// md C: deletes only where the item's CAS is C's (EX otherwise, NF on a miss).
+TEST_F(MemcachedMetaTest, DeleteCompares) {
+  expect("md x C1\r\n", "NF\r\n");
+  expect("md x C1 q\r\n", "NF\r\n");
+  expect("ms x 1\r\n5\r\n", "HD\r\n");
+  uint64_t cas = cas_of("x");
+  expect("md x C" + std::to_string(cas + 1) + " k O2\r\n", "EX kx O2\r\n");
+  expect("md x C" + std::to_string(cas + 1) + " q\r\n", "EX\r\n");
+  expect("md x C0\r\n", "EX\r\n");
+  expect("mg x v c\r\n", "VA 1 c" + std::to_string(cas) + "\r\n5\r\n");  // nothing changed
+  expect("md x C" + std::to_string(cas) + " q\r\nmn\r\n", "MN\r\n");
+  expect("mg x\r\n", "EN\r\n");
+  expect("ms x 1\r\n6\r\n", "HD\r\n");
+  cas = cas_of("x");
+  expect("ma x\r\n", "HD\r\n");  // a write since: another CAS
+  expect("md x C" + std::to_string(cas) + "\r\n", "EX\r\n");
+  expect("md x C" + std::to_string(cas_of("x")) + " k\r\n", "HD kx\r\n");
+  expect("md x\r\n", "NF\r\n");
+}
+
+// ma's N, J, T, C, t and c, with the store's clock the test's so t is exact.
+TEST_F(MemcachedMetaClockTest, ArithmeticCreatesTouchesComparesAndReports) {
+  // N creates a miss with J's number, not incremented, flags 0.
+  ASSERT_TRUE(socket_->send("ma n N0 J13 v t c\r\n"));
+  const std::string created = reply();
+  EXPECT_EQ(created.substr(0, 10), "VA 2 t-1 c") << created;
+  EXPECT_EQ(created.substr(created.find("\r\n")), "\r\n13\r\n") << created;
+  EXPECT_EQ(static_cast<uint64_t>(flag_of(created, 'c')), cas_of("n"));
+  expect("ma n N0 J13 v t\r\n", "VA 2 t-1\r\n14\r\n");
+  expect("mg n f v\r\n", "VA 2 f0\r\n14\r\n");
+  expect("ma d N0 J5 D3 MD v\r\n", "VA 1\r\n5\r\n");
+  expect("ma d N0 J5 D3 MD v\r\n", "VA 1\r\n2\r\n");
+  // The flags in order: a t before N or T reports the TTL before them.
+  expect("ma m t N100 J5 v\r\n", "VA 1 t-1\r\n5\r\n");
+  expect("mg m t\r\n", "HD t100\r\n");
+  expect("ma m4 v T30 N100 t\r\n", "VA 1 t100\r\n0\r\n");  // created: the later of N and T
+  expect("ma m5 N100 T30 t v\r\n", "VA 1 t30\r\n0\r\n");
+  expect("mg m5 t\r\n", "HD t30\r\n");
+  expect("ma m5 t T500 v k\r\n", "VA 1 t30 km5\r\n1\r\n");
+  expect("mg m5 t\r\n", "HD t500\r\n");
+  now_ += 10;
+  expect("ma m5 N5 J99 t O1\r\n", "HD t490 O1\r\n");  // N on a hit changes nothing
+  expect("ma m5 T0 t\r\n", "HD t-1\r\n");
+  // q hides success, but 1.6.18 answers an item N created.
+  expect("ma q1 q N0\r\n", "HD\r\n");
+  expect("ma q1 q N0 v\r\nmn\r\n", "MN\r\n");
+  expect("mg q1 v\r\n", "VA 1\r\n1\r\n");
+  // C: compared where it is not 0; EX before a miss's N and a non-number's error.
+  const uint64_t cas = cas_of("q1");
+  const std::string wrong = std::to_string(cas + 1);
+  expect("ma q1 C" + wrong + " v\r\n", "EX\r\n");
+  expect("ma q1 C" + wrong + " q k\r\n", "EX kq1\r\n");
+  expect("ma q1 C" + wrong + " N0 T5 v\r\n", "EX\r\n");
+  expect("mg q1 v t\r\n", "VA 1 t-1\r\n1\r\n");
+  ASSERT_TRUE(socket_->send("ma q1 C" + std::to_string(cas) + " v c\r\n"));
+  const std::string compared = reply();
+  EXPECT_EQ(compared.substr(compared.find("\r\n")), "\r\n2\r\n") << compared;
+  EXPECT_EQ(static_cast<uint64_t>(flag_of(compared, 'c')), cas_of("q1"));
+  expect("ma q1 C0 v\r\n", "VA 1\r\n3\r\n");
+  expect("ma gone C5\r\n", "NF\r\n");
+  expect("ma gone2 C5 N0 J7 v\r\n", "VA 1\r\n7\r\n");
+  expect("ms s 2\r\nab\r\n", "HD\r\n");
+  expect("ma s N0 C1\r\n", "EX\r\n");
+  expect("ma s T5 N0\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  expect("mg s t v\r\n", "VA 2 t-1\r\nab\r\n");
+  // A negative TTL expires the item; N-1 answers the number it created.
+  expect("ma e N-1 v\r\n", "VA 1\r\n0\r\n");
+  expect("mg e\r\n", "EN\r\n");
+  expect("ma q1 T-1\r\n", "HD\r\n");
+  expect("mg q1\r\n", "EN\r\n");
+}
+
+// Several connections race ma N on absent keys and md C on one CAS: the
+// store decides each in its order, so each key is created once and
+// incremented by every other ma, and each item is deleted once.
+TEST_F(MemcachedMetaTest, ConcurrentVivifiesAndCompareDeletes) {
+  const uint64_t seed = loadgen::testing::TestSeed();
+  SCOPED_TRACE("GPHKV_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  constexpr int kConnections = 6;
+  constexpr int kRounds = 40;
+  std::vector<uint64_t> initial(kRounds), delta(kRounds), cas(kRounds);
+  for (int r = 0; r < kRounds; ++r) {
+    initial[r] = rng() % 1000;
+    delta[r] = 1 + rng() % 100;
+    expect_next("ms del" + std::to_string(r) + " 1\r\nx\r\n", "HD\r\n");
+    cas[r] = cas_of("del" + std::to_string(r));
+  }
+  std::vector<std::vector<std::string>> replies(kConnections);
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (int t = 0; t < kConnections; ++t) {
+    threads.emplace_back([&, t] {
+      MemcacheSocket socket(server_->memcached_port());
+      std::string requests;
+      for (int r = 0; r < kRounds; ++r) {
+        // Each connection in its own order of the two commands.
+        const std::string vivify = "ma race" + std::to_string(r) + " N0 J" + std::to_string(initial[r]) + " D" +
+                                   std::to_string(delta[r]) + " v\r\n";
+        const std::string del = "md del" + std::to_string(r) + " C" + std::to_string(cas[r]) + "\r\n";
+        requests += (r + t) % 2 == 0 ? vivify + del : del + vivify;
+      }
+      ++ready;
+      while (ready.load() < kConnections) std::this_thread::yield();
+      if (!socket.send(requests)) return;
+      for (int r = 0; r < 2 * kRounds; ++r) replies[t].push_back(reply_on(socket));
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int r = 0; r < kRounds; ++r) {
+    std::multiset<std::string> numbers, deletes;
+    std::multiset<std::string> want_numbers;
+    for (int t = 0; t < kConnections; ++t) {
+      ASSERT_EQ(replies[t].size(), 2u * kRounds) << "connection " << t;
+      const bool vivify_first = (r + t) % 2 == 0;
+      numbers.insert(replies[t][2 * r + (vivify_first ? 0 : 1)]);
+      deletes.insert(replies[t][2 * r + (vivify_first ? 1 : 0)]);
+      const std::string n = std::to_string(initial[r] + static_cast<uint64_t>(t) * delta[r]);
+      want_numbers.insert("VA " + std::to_string(n.size()) + "\r\n" + n + "\r\n");
+    }
+    EXPECT_EQ(numbers, want_numbers) << "round " << r;
+    EXPECT_EQ(deletes.count("HD\r\n"), 1u) << "round " << r;
+    EXPECT_EQ(deletes.count("NF\r\n"), static_cast<size_t>(kConnections - 1)) << "round " << r;
+  }
+  expect("mg race0 v\r\n", "VA " + std::to_string(std::to_string(initial[0] + (kConnections - 1) * delta[0]).size()) +
+                               "\r\n" + std::to_string(initial[0] + (kConnections - 1) * delta[0]) + "\r\n");
+}
+
 TEST_F(MemcachedMetaTest, Base64Keys) {
   expect("ms YWJj 2 b k\r\nzz\r\n", "HD kYWJj b\r\n");
   expect("mg abc v\r\n", "VA 2\r\nzz\r\n");  // the same key as "abc"
@@ -256,18 +416,27 @@ TEST_F(MemcachedMetaTest, BadInputAndRefusalsChangeNothing) {
       {"ma have Dx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
       {"ma have D18446744073709551616\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
       {"ma have Mz\r\n", "CLIENT_ERROR invalid mode for ma M token\r\n"},
+      {"ma have Nx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ma have N0 J18446744073709551616\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ma have Cx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ma have T\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"md have C\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"md have C1 C2\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n"},
+      {"ms have 3 MA Cx\r\nnew\r\n", "CLIENT_ERROR bad token in command line format\r\n"},
+      // What the store refuses, or cannot compare: the CAS is another.
+      {"ms have 3 MA C" + std::to_string(cas + 1) + "\r\nnew\r\n", "EX\r\n"},
+      {"md have C" + std::to_string(cas + 1) + "\r\n", "EX\r\n"},
+      {"ma have N0 J5 T9\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
       // What the store cannot serve yet.
       {"mg have N30 v\r\n", "SERVER_ERROR not supported yet (mg flags N R h l)\r\n"},
       {"mg have h\r\n", "SERVER_ERROR not supported yet (mg flags N R h l)\r\n"},
-      {"ms have 3 c\r\nnew\r\n", "SERVER_ERROR not supported yet (ms flags c I, C with a mode other than S)\r\n"},
+      {"ms have 3 c\r\nnew\r\n", "SERVER_ERROR not supported yet (ms flags c, I with C)\r\n"},
       {"ms have 3 I C" + std::to_string(cas) + "\r\nnew\r\n",
-       "SERVER_ERROR not supported yet (ms flags c I, C with a mode other than S)\r\n"},
-      {"ms have 3 MA C" + std::to_string(cas) + "\r\nnew\r\n",
-       "SERVER_ERROR not supported yet (ms flags c I, C with a mode other than S)\r\n"},
-      {"md have C" + std::to_string(cas) + "\r\n", "SERVER_ERROR not supported yet (md flags C I)\r\n"},
-      {"md have I\r\n", "SERVER_ERROR not supported yet (md flags C I)\r\n"},
-      {"ma have N0 J5\r\n", "SERVER_ERROR not supported yet (ma flags N T C t c)\r\n"},
-      {"ma have t\r\n", "SERVER_ERROR not supported yet (ma flags N T C t c)\r\n"},
+       "SERVER_ERROR not supported yet (ms flags c, I with C)\r\n"},
+      {"ms have 3 MA I C" + std::to_string(cas) + "\r\nnew\r\n",
+       "SERVER_ERROR not supported yet (ms flags c, I with C)\r\n"},
+      {"md have I\r\n", "SERVER_ERROR not supported yet (md flag I)\r\n"},
+      {"md have I C" + std::to_string(cas) + "\r\n", "SERVER_ERROR not supported yet (md flag I)\r\n"},
       {"me have\r\n", "SERVER_ERROR not supported (me: memcached's debug command)\r\n"},
   };
   for (const auto& [request, error] : bad) expect(request, error);
@@ -344,7 +513,7 @@ TEST_F(MemcachedMetaTest, RandomMixMatchesModel) {
     auto it = model.find(key);
     const bool present = it != model.end();
     const std::string where = "step " + std::to_string(step) + " key " + key;
-    switch (uniform(0, 9)) {
+    switch (uniform(0, 10)) {
       case 0:
       case 1: {  // ms in a random mode
         const std::string value = random_value();
@@ -453,8 +622,88 @@ TEST_F(MemcachedMetaTest, RandomMixMatchesModel) {
         }
         break;
       }
+      case 9: {  // the compare and create flags: ms C with a mode, md C, ma N C T
+        const bool known = present && it->second.cas != 0;
+        const bool right = known && uniform(0, 1) == 0;
+        const uint64_t cas = right ? it->second.cas : known ? it->second.cas + uniform(1, 1000) : uniform(1, 1000);
+        const std::string c = " C" + std::to_string(cas);
+        switch (uniform(0, 2)) {
+          case 0: {                        // ms with C and a mode
+            if (present && !known) break;  // its CAS is not known: no answer to predict
+            const char mode = "SEARP"[uniform(0, 4)];
+            std::string want;
+            if (mode == 'E') {
+              want = present ? "NS\r\n" : "HD\r\n";
+            } else if (!present) {
+              want = mode == 'A' || mode == 'P' ? "NS\r\n" : "NF\r\n";
+            } else {
+              want = right ? "HD\r\n" : "EX\r\n";
+            }
+            expect_next("ms " + key + " 1 M" + mode + c + "\r\n*\r\n", want);
+            if (want != "HD\r\n") break;
+            Item& item = model[key];
+            if (mode == 'A' || mode == 'P') {
+              item.value = mode == 'A' ? item.value + "*" : "*" + item.value;
+            } else {
+              item = Item{"*", 0, -1, 0};
+            }
+            item.cas = 0;
+            break;
+          }
+          case 1: {  // md C
+            if (present && !known) break;
+            const std::string want = !present ? "NF\r\n" : right ? "HD\r\n" : "EX\r\n";
+            expect_next("md " + key + c + "\r\n", want);
+            if (right) model.erase(key);
+            break;
+          }
+          default: {  // ma N J T C, with t and c returned
+            if (present && !known) break;
+            const uint64_t initial = uniform(0, 3) == 0 ? rng() : uniform(0, 100);
+            const int64_t ttl = uniform(0, 1) == 0 ? 0 : static_cast<int64_t>(uniform(1000, 100000));
+            const bool touch = uniform(0, 1) == 0;
+            const std::string request = "ma " + key + " N" + std::to_string(ttl) + " J" + std::to_string(initial) +
+                                        (touch ? " T" + std::to_string(ttl) : "") + c + " v t c\r\n";
+            ASSERT_TRUE(socket_->send(request));
+            const std::string r = reply();
+            uint64_t n = 0;
+            if (present && it->second.value.empty()) {  // an empty value is non-numeric before C is compared
+              ASSERT_EQ(r, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n") << where;
+              break;
+            }
+            if (present && !right) {
+              ASSERT_EQ(r, "EX\r\n") << where;
+              break;
+            }
+            if (present && !numeric(it->second.value, &n)) {
+              ASSERT_EQ(r, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n") << where;
+              break;
+            }
+            const std::string number = present ? std::to_string(n + 1) : std::to_string(initial);
+            const std::string head = "VA " + std::to_string(number.size()) + " t";
+            ASSERT_EQ(r.substr(0, head.size()), head) << where << ": " << r;
+            ASSERT_EQ(r.substr(r.find("\r\n")), "\r\n" + number + "\r\n") << where;
+            Item& item = model[key];
+            if (!present) item = Item{};
+            // t came after N and T: the TTL they set (N on a hit sets none).
+            if (!present || touch) item.ttl = ttl == 0 ? -1 : ttl;
+            const int64_t reported = flag_of(r, 't');
+            if (item.ttl < 0) {
+              EXPECT_EQ(reported, -1) << where;
+            } else {
+              EXPECT_LE(reported, item.ttl) << where;
+              EXPECT_GE(reported, item.ttl - 60) << where;
+            }
+            item.value = number;
+            item.cas = static_cast<uint64_t>(flag_of(r, 'c'));  // the reply's c is the item's new CAS
+            EXPECT_GT(item.cas, 0u) << where;
+            break;
+          }
+        }
+        break;
+      }
       default: {  // a refused or bad meta command: nothing changes
-        static const char* const kBad[] = {"mg {} N5 v", "md {} C1", "ma {} N0", "mg {} v v", "md {} Tx", "ma {} Mz"};
+        static const char* const kBad[] = {"mg {} N5 v", "md {} I", "ma {} Nx", "mg {} v v", "md {} Tx", "ma {} Mz"};
         std::string line = kBad[uniform(0, 5)];
         line.replace(line.find("{}"), 2, key);
         ASSERT_TRUE(socket_->send(line + "\r\n"));

@@ -5,6 +5,7 @@
 // the responses are still gphkv.v1 messages.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -195,8 +196,23 @@ inline ByteKeys byte_keys_of(const PutOp& op) { return op.byte_keys; }
 inline ByteKeys byte_keys_of(const DeleteOp& op) { return op.byte_keys; }
 inline ByteKeys byte_keys_of(const ShrinkOp&) { return {}; }
 
+// A fresh client session id (never 0): one per stream, memcached
+// connection or unary call (Call::session).
+inline uint64_t new_session_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct Call {
   Operation op;
+
+  // The client session the call came on: a Pipeline or Batches stream, a
+  // connection of the memcached port, or a unary call alone. A session's
+  // calls take effect in the order it sent them; calls of different sessions
+  // that the server holds at once are concurrent (none was answered before
+  // another was sent), so their order is the server's to choose
+  // (server/run_order.h). 0: not known, ordered with every call of its keys.
+  uint64_t session = 0;
 
   // A call whose deadline passed before its batch ran is answered
   // DEADLINE_EXCEEDED and changes nothing.

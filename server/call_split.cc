@@ -112,6 +112,7 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
       case OpKind::kShrink: c.op = ShrinkOp{&part.shrink_response}; break;
     }
     c.deadline = original.deadline;
+    c.session = original.session;
     c.received = original.received;
     c.done = [state, j](absl::Status s) { state->settle(j, std::move(s)); };
     out.parts.push_back(CallPart{part.partition, std::move(c)});

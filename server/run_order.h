@@ -5,10 +5,15 @@
 // pays that per stretch of writes (measured: a 10% write mix on CUDA spent
 // 13 put runs a batch, docs/performance.md "What writes cost the reads").
 //
-// The contract orders operations per key (the order the server received
-// them); operations on different keys commute, and no client can tell their
-// order apart. So each call goes to the earliest run its keys allow, runs
-// taking turns by kind (puts, deletes, shrinks, gets, puts, ...):
+// The contract orders each session's operations per key (the order its
+// stream or connection sent them; server/call.h, Call::session); operations
+// on different keys commute, and calls of different sessions in one batch
+// are concurrent (none was answered before the other was sent: a batch's
+// calls are all held when it starts), so no client can tell their order
+// apart, and any order of them is linearizable. A batch with a call of no
+// known session orders every key across sessions. So each call goes to the
+// earliest run that the earlier calls of its keys (of its session) allow,
+// runs taking turns by kind (puts, deletes, shrinks, gets, puts, ...):
 //   - a write after every earlier call of one of its keys: in the run of an
 //     earlier write of its kind (a run applies its calls in arrival order),
 //     in a later one than another kind's;

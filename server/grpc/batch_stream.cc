@@ -94,6 +94,7 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
       continue;
     }
     c.op = std::move(*parsed);
+    c.session = session();
     c.deadline = stream_deadline;
     c.received = m->t0;
     if (op.timeout_us() > 0) {
@@ -112,6 +113,7 @@ int BatchStream::on_message(grpc::ByteBuffer& bytes) {
       absl::StatusOr<GetOp> gets =
           get_op(m->req.gets(), m->resp.mutable_gets()->mutable_get(), &c.table_keys, /*packed=*/true);
       if (gets.ok()) c.op = *gets;
+      c.session = session();
       c.deadline = stream_deadline;
       c.received = m->t0;
       if (m->req.gets_timeout_us() > 0) {

@@ -101,6 +101,9 @@ void KeyValueService::serve(UnaryCall* call, OpLabel label) {
   }
   c.op = std::move(*op);
   c.deadline = wire::steady_deadline(call->context().deadline());
+  // A unary call is a session of its own: a client that needs one call
+  // after another waits for the first one's answer (client/thread_order.h).
+  c.session = new_session_id();
   c.received = call->arrived();
   c.done = [answer, state](absl::Status s) { answer(state, s); };
   if (absl::Status s = intake_->submit(std::move(c)); !s.ok()) answer(state, s);

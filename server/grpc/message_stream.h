@@ -17,6 +17,8 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
+#include "server/call.h"
+
 namespace gphkv::server::grpcfe {
 
 class MessageStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
@@ -55,8 +57,11 @@ class MessageStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   void fail(grpc::Status status);
 
   grpc::CallbackServerContext* context() const { return ctx_; }
+  // The stream's session: its operations keep the order they were sent in.
+  uint64_t session() const { return session_; }
 
  private:
+  const uint64_t session_ = new_session_id();
   void read_next();
   // Under mu_: true (once) when the stream can be finished now.
   bool ready_to_finish();

@@ -57,6 +57,7 @@ int PipelineStream::on_message(grpc::ByteBuffer& bytes) {
   }
   call.op = std::move(*parsed);
   call.deadline = wire::steady_deadline(context()->deadline());
+  call.session = session();
   call.received = op->t0;
   Op* raw = op.release();
   call.done = [this, raw](absl::Status s) { answer(raw, s, true); };

@@ -233,6 +233,7 @@ void Connection::submit(bool noreply) {
     slot->command.append_reply(status, &slot->reply);
     slot->owner->host_->post_answer(std::move(slot->keep), slot);
   });
+  call.session = session_;
   host_->count_command(command_.kind, command_.keys.size());
   if (absl::Status st = host_->sink().submit(std::move(call)); !st.ok()) {
     // Refused whole by the intake (a limit, a full queue): nothing changed

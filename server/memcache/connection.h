@@ -94,6 +94,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void answered(void* slot);
 
  private:
+  // The connection's session (Call::session): its commands keep their order.
+  const uint64_t session_ = new_session_id();
   struct Slot {
     std::string reply;
     bool ready = false;

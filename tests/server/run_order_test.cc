@@ -3,6 +3,7 @@
 // order gives.
 #include "server/run_order.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -85,6 +86,15 @@ std::string describe(const std::vector<Call*>& calls) {
     out += "(";
     for (uint64_t k : keys_of(c)) out += std::to_string(k) + ",";
     out += ") ";
+  }
+  return out;
+}
+
+// The calls of one session, in the order given.
+std::vector<Call*> of_session(const std::vector<Call*>& calls, uint64_t session) {
+  std::vector<Call*> out;
+  for (Call* c : calls) {
+    if (c->session == session) out.push_back(c);
   }
   return out;
 }
@@ -182,6 +192,47 @@ TEST(RunOrder, ATouchIsOrderedLikeAWriteInTheGetRuns) {
   EXPECT_EQ(canonical(calls), before);
 }
 
+TEST(RunOrder, CallsOfDifferentSessionsAreConcurrent) {
+  // Session 1 reads key 1 and then key 2, session 2 writes key 1 between
+  // them: the write may go first (one write run, one get run). With the
+  // write's session not known, session 1's read of key 1 comes first.
+  for (const uint64_t writer : {uint64_t{2}, uint64_t{0}}) {
+    std::vector<std::unique_ptr<Owned>> own;
+    own.push_back(make(OpKind::kGet, {1}));
+    own.push_back(make(OpKind::kPut, {1}));
+    own.push_back(make(OpKind::kGet, {2}));
+    own[0]->call.session = own[2]->call.session = 1;
+    own[1]->call.session = writer;
+    std::vector<Call*> calls;
+    for (auto& o : own) calls.push_back(&o->call);
+    RunOrder order;
+    if (writer != 0) {
+      EXPECT_TRUE(order.reorder(calls));
+      const std::vector<Call*> want = {&own[1]->call, &own[0]->call, &own[2]->call};
+      EXPECT_EQ(calls, want);
+    } else {
+      EXPECT_TRUE(order.reorder(calls));
+      const std::vector<Call*> want = {&own[0]->call, &own[2]->call, &own[1]->call};
+      EXPECT_EQ(calls, want);
+    }
+  }
+}
+
+TEST(RunOrder, ASessionKeepsItsOwnOrder) {
+  // One session: its get of key 1 reads before its own write of key 1.
+  std::vector<std::unique_ptr<Owned>> own;
+  own.push_back(make(OpKind::kGet, {1}));
+  own.push_back(make(OpKind::kPut, {1}));
+  own.push_back(make(OpKind::kGet, {1}));
+  for (auto& o : own) o->call.session = 7;
+  std::vector<Call*> calls;
+  for (auto& o : own) calls.push_back(&o->call);
+  const std::vector<Call*> before = calls;
+  RunOrder order;
+  EXPECT_FALSE(order.reorder(calls));
+  EXPECT_EQ(calls, before);
+}
+
 TEST(RunOrder, RandomBatchesLookTheSameToEveryClientInFewerRuns) {
   const uint64_t seed = std::random_device{}();
   std::mt19937_64 rng(seed);
@@ -190,6 +241,7 @@ TEST(RunOrder, RandomBatchesLookTheSameToEveryClientInFewerRuns) {
   for (int batch = 0; batch < 3000; ++batch) {
     std::vector<std::unique_ptr<Owned>> own;
     const int n = 1 + static_cast<int>(rng() % 30);
+    const uint64_t sessions = rng() % 4;
     const uint64_t key_range = 3 + rng() % 200;
     for (int i = 0; i < n; ++i) {
       const int r = static_cast<int>(rng() % 20);
@@ -200,15 +252,31 @@ TEST(RunOrder, RandomBatchesLookTheSameToEveryClientInFewerRuns) {
       }
       own.push_back(make(kind, keys));
       if (kind == OpKind::kGet && rng() % 8 == 0) std::get<GetOp>(own.back()->call.op).touch = true;
+      // Sessions: none known (every key ordered across the batch), or one
+      // to three, with now and then a call of no known session among them.
+      own.back()->call.session = sessions == 0 || rng() % 40 == 0 ? 0 : 1 + rng() % sessions;
     }
     std::vector<Call*> calls;
     for (auto& o : own) calls.push_back(&o->call);
-    const Observed before = canonical(calls);
+    const bool by_session = std::all_of(calls.begin(), calls.end(), [](const Call* c) { return c->session != 0; });
+    const Observed before = by_session ? Observed{} : canonical(calls);
+    std::map<uint64_t, Observed> before_by_session;
+    if (by_session) {
+      for (const Call* c : calls) before_by_session[c->session] = canonical(of_session(calls, c->session));
+    }
     const int runs_before = runs_of(calls);
     const std::string was = describe(calls);
     const bool moved = order.reorder(calls);
     reordered += moved;
-    ASSERT_EQ(canonical(calls), before) << "seed " << seed << " batch " << batch;
+    if (by_session) {
+      // Each session sees what its own order gives; across sessions any
+      // order is linearizable (their calls in one batch are concurrent).
+      for (const auto& [session, seen] : before_by_session) {
+        ASSERT_EQ(canonical(of_session(calls, session)), seen) << "seed " << seed << " batch " << batch;
+      }
+    } else {
+      ASSERT_EQ(canonical(calls), before) << "seed " << seed << " batch " << batch;
+    }
     ASSERT_EQ(calls.size(), own.size());
     ASSERT_LE(runs_of(calls), runs_before) << "seed " << seed << " batch " << batch << "\n"
                                            << was << "\n"

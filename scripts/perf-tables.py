@@ -599,7 +599,27 @@ def ladder_headline():
                         f"{d['device']} ({d['machine']})", day_of(d["date"]), (path,))]
 
 
-HEADLINE_ROWS = [engine_headline, bulk_build_headline, front_end_headline, ladder_headline]
+def write_mix_headline():
+    """Gets with writes mixed in (newest scripts/write-mix.sh run): its headline store beside memcached and the
+    null server of the same call, at each write fraction above 1%."""
+    found = runs("write-mix")
+    if not found:
+        return []
+    _, path, d = found[-1]
+    m = d["write_mix"]["median_keys_per_s"]
+    g = m[d["headline_store"]]
+    fractions = [f for f in g if float(f) > 0.01]
+    pct = lambda f: f"{float(f) * 100:g}%"
+    result = ", ".join(f"{g[f] / 1e6:.2f} M keys/s at {pct(f)} writes" for f in fractions)
+    compared = ", ".join(f"{g[f] / m['memcached'][f]:.2f}x memcached's {m['memcached'][f] / 1e6:.2f} M" for f in fractions)
+    compared += "; null server " + ", ".join(f"{m['null'][f] / 1e6:.2f} M" for f in fractions)
+    c = d["client"]
+    return [HeadlineRow(f"Service, ~20-key gets with puts mixed in, closed loop ({c['threads']} threads × "
+                        f"{c['connections']} connections × depth {c['depth']})", result, compared,
+                        d["device"].split(",")[0], day_of(d["date"]), (path,))]
+
+
+HEADLINE_ROWS = [engine_headline, bulk_build_headline, front_end_headline, write_mix_headline, ladder_headline]
 
 
 def headline():

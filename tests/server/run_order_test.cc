@@ -41,6 +41,12 @@ std::unique_ptr<Owned> make(OpKind kind, std::vector<uint64_t> keys) {
   return o;
 }
 
+std::vector<Call*> calls_of(const std::vector<std::unique_ptr<Owned>>& own) {
+  std::vector<Call*> calls;
+  for (const auto& o : own) calls.push_back(&o->call);
+  return calls;
+}
+
 std::vector<uint64_t> keys_of(const Call* c) {
   switch (c->kind()) {
     case OpKind::kGet:
@@ -113,8 +119,7 @@ TEST(RunOrder, DisjointWritesGoFirstInTheirOrderAndGetsKeepTheirs) {
   own.push_back(make(OpKind::kGet, {3}));
   own.push_back(make(OpKind::kDelete, {11}));
   own.push_back(make(OpKind::kGet, {4}));
-  std::vector<Call*> calls;
-  for (auto& o : own) calls.push_back(&o->call);
+  std::vector<Call*> calls = calls_of(own);
   RunOrder order;
   EXPECT_TRUE(order.reorder(calls));
   const std::vector<Call*> want = {&own[1]->call, &own[3]->call, &own[0]->call, &own[2]->call, &own[4]->call};
@@ -126,8 +131,7 @@ TEST(RunOrder, AWriteOfAKeyReadBeforeItStaysAfterTheRead) {
   own.push_back(make(OpKind::kGet, {5}));
   own.push_back(make(OpKind::kGet, {7, 8}));
   own.push_back(make(OpKind::kPut, {8}));
-  std::vector<Call*> calls;
-  for (auto& o : own) calls.push_back(&o->call);
+  std::vector<Call*> calls = calls_of(own);
   const std::vector<Call*> before = calls;
   RunOrder order;
   EXPECT_FALSE(order.reorder(calls));
@@ -139,8 +143,7 @@ TEST(RunOrder, NothingToGainLeavesTheBatchAlone) {
   own.push_back(make(OpKind::kPut, {1}));
   own.push_back(make(OpKind::kShrink, {}));
   own.push_back(make(OpKind::kGet, {2}));
-  std::vector<Call*> calls;
-  for (auto& o : own) calls.push_back(&o->call);
+  std::vector<Call*> calls = calls_of(own);
   const std::vector<Call*> before = calls;
   RunOrder order;
   EXPECT_FALSE(order.reorder(calls));
@@ -157,8 +160,7 @@ TEST(RunOrder, AKeyReadThenWrittenSplitsOnlyWhatItMust) {
   own.push_back(make(OpKind::kGet, {2}));
   own.push_back(make(OpKind::kPut, {3}));
   own.push_back(make(OpKind::kGet, {1}));
-  std::vector<Call*> calls;
-  for (auto& o : own) calls.push_back(&o->call);
+  std::vector<Call*> calls = calls_of(own);
   const Observed before = canonical(calls);
   RunOrder order;
   EXPECT_TRUE(order.reorder(calls));
@@ -181,8 +183,7 @@ TEST(RunOrder, ATouchIsOrderedLikeAWriteInTheGetRuns) {
   own.push_back(make(OpKind::kGet, {1}));
   own.push_back(make(OpKind::kGet, {2}));
   own.push_back(make(OpKind::kPut, {1}));
-  std::vector<Call*> calls;
-  for (auto& o : own) calls.push_back(&o->call);
+  std::vector<Call*> calls = calls_of(own);
   const Observed before = canonical(calls);
   RunOrder order;
   EXPECT_TRUE(order.reorder(calls));
@@ -203,8 +204,7 @@ TEST(RunOrder, CallsOfDifferentSessionsAreConcurrent) {
     own.push_back(make(OpKind::kGet, {2}));
     own[0]->call.session = own[2]->call.session = 1;
     own[1]->call.session = writer;
-    std::vector<Call*> calls;
-    for (auto& o : own) calls.push_back(&o->call);
+    std::vector<Call*> calls = calls_of(own);
     RunOrder order;
     if (writer != 0) {
       EXPECT_TRUE(order.reorder(calls));
@@ -225,8 +225,7 @@ TEST(RunOrder, ASessionKeepsItsOwnOrder) {
   own.push_back(make(OpKind::kPut, {1}));
   own.push_back(make(OpKind::kGet, {1}));
   for (auto& o : own) o->call.session = 7;
-  std::vector<Call*> calls;
-  for (auto& o : own) calls.push_back(&o->call);
+  std::vector<Call*> calls = calls_of(own);
   const std::vector<Call*> before = calls;
   RunOrder order;
   EXPECT_FALSE(order.reorder(calls));
@@ -256,8 +255,7 @@ TEST(RunOrder, RandomBatchesLookTheSameToEveryClientInFewerRuns) {
       // to three, with now and then a call of no known session among them.
       own.back()->call.session = sessions == 0 || rng() % 40 == 0 ? 0 : 1 + rng() % sessions;
     }
-    std::vector<Call*> calls;
-    for (auto& o : own) calls.push_back(&o->call);
+    std::vector<Call*> calls = calls_of(own);
     const bool by_session = std::all_of(calls.begin(), calls.end(), [](const Call* c) { return c->session != 0; });
     const Observed before = by_session ? Observed{} : canonical(calls);
     std::map<uint64_t, Observed> before_by_session;

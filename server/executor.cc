@@ -375,6 +375,8 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     publish();  // before answering: Stats after an acknowledged write sees it
     if (write && durable_ != nullptr) {
       if (kind == OpKind::kPut) {
+        // What the run evicted to fit went first.
+        if (Store::EvictedKeys evicted = store_->take_evictions(); !evicted.empty()) durable_->add_evictions(evicted);
         durable_->add_puts(run, statuses);
       } else {
         durable_->add_deletes(run, statuses);

@@ -209,13 +209,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
         std::chrono::microseconds(backend == engine::Backend::kCuda ? kCudaMaxDelayUs : kCpuMaxDelayUs);
     spdlog::info("max_delay_us={} (the {} backend's default)", options.batcher.max_delay.count(), impl->backend);
   }
-  if (options.store.evict && !options.data_dir.dir.empty()) {
-    return absl::InvalidArgumentError(
-        "--eviction=lru with --data_dir: evictions are not logged yet, so a restart would bring every evicted item "
-        "back (past --memory); run a cache (--eviction=lru) without --data_dir, or a store (--data_dir) with "
-        "--eviction=none");
-  }
   partitions.store = options.store;
+  // Evictions are logged as deletes, so a restart does not bring them back.
+  partitions.store.record_evictions = options.store.evict && !options.data_dir.dir.empty();
   // Neither a flush nor a touch is logged yet (issue 27): refuse them
   // rather than have a restart undo them.
   partitions.store.refuse_unlogged_ops = !options.data_dir.dir.empty();

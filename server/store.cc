@@ -148,6 +148,13 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
   begin_run("apply_puts");
   put_times_.clear();
   put_lap_at_ = std::chrono::steady_clock::now();
+  put_run_ = calls;
+  put_run_keys_made_ = false;
+  // Whatever way the run ends, its calls are the caller's again.
+  struct EndRun {
+    Store* s;
+    ~EndRun() { s->put_run_ = {}; }
+  } end_run{this};
   if (options_.refuse_unlogged_ops) {
     bool any = false;
     for (const Call* c : calls) any |= c->put().mode == PutMode::kFlush;

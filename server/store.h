@@ -19,8 +19,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -139,6 +141,14 @@ class Store : private Evictor {
   uint64_t value_bytes_used() const { return heap_->used_bytes(); }
   uint64_t memory_limit_bytes() const { return budget_.limit_bytes(); }
   const StoreCounters& counters() const { return counters_; }
+  // The keys evicted since the last call (StoreOptions::record_evictions),
+  // for the log: the executor logs them as deletes before the run's writes.
+  struct EvictedKeys {
+    std::vector<uint64_t> ids;
+    std::vector<std::string> byte_keys;
+    bool empty() const { return ids.empty() && byte_keys.empty(); }
+  };
+  EvictedKeys take_evictions() { return std::exchange(evicted_, {}); }
   // Where the last apply_puts spent its time (its kPutDrain is the
   // executor's to fill).
   const PutStageTimes& last_put_stage_times() const { return put_times_; }
@@ -250,6 +260,12 @@ class Store : private Evictor {
   // One step of the hand over clock_keys_ from clock_next_: evicts until
   // *freed reaches `goal`; adds to *freed and *evicted.
   absl::Status clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t>& held, uint64_t* freed, uint64_t* evicted);
+  // A key of the put run being applied (never evicted: its evictions are
+  // logged before the run's writes, so none may be a key the run wrote).
+  bool in_put_run(uint64_t table_key);
+  // (*keys)[v]: the key bytes of handles[v] when it is a byte key's record
+  // (one gather), empty otherwise: what the log needs of a victim.
+  absl::Status read_record_keys(absl::Span<const ValueHandle> handles, std::vector<std::string>* keys);
 
   ThreadOwner owner_{"Store"};
   StoreOptions options_;
@@ -285,6 +301,12 @@ class Store : private Evictor {
   // next one it looks at.
   std::vector<uint64_t> clock_keys_;
   size_t clock_next_ = 0;
+  EvictedKeys evicted_;
+  // The put run apply_puts is applying, and its table keys (made when an
+  // eviction first asks).
+  absl::Span<Call* const> put_run_;
+  absl::flat_hash_set<uint64_t> put_run_keys_;
+  bool put_run_keys_made_ = false;
   const char* heap_kind_;
   MemoryBudget budget_;
   SyncGets sync_gets_;

@@ -98,6 +98,14 @@ void StoreDurability::add_deletes(absl::Span<Call* const> run, const std::vector
   }
 }
 
+void StoreDurability::add_evictions(const Store::EvictedKeys& evicted) {
+  if (!evicted.ids.empty()) batch_.add_deletes(evicted.ids);
+  if (!evicted.byte_keys.empty()) {
+    std::vector<std::string_view> keys(evicted.byte_keys.begin(), evicted.byte_keys.end());
+    batch_.add_byte_deletes(keys);
+  }
+}
+
 absl::Status StoreDurability::commit() {
   if (batch_.empty()) return absl::OkStatus();
   absl::StatusOr<uint64_t> appended = dir_->append(batch_);

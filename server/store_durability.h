@@ -69,6 +69,9 @@ class StoreDurability {
   // A run that took effect: its OK calls join the batch's record.
   void add_puts(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses);
   void add_deletes(absl::Span<Call* const> run, const std::vector<absl::Status>& statuses);
+  // Keys the store evicted (Store::take_evictions), as deletes: before the
+  // run that evicted them.
+  void add_evictions(const Store::EvictedKeys& evicted);
   bool has_pending() const { return !batch_.empty(); }
   // Appends the record (if any write joined it) and returns once it is as
   // durable as --fsync promises; the log's error otherwise (it is broken

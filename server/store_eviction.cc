@@ -12,9 +12,15 @@
 // The hand passes over the slots of the put's own keys (their old values
 // are the plan's to free) and over keys that lost their slot to a
 // collision (CollidedKeys: about one in 2^64 / n), which are never evicted.
-// Evictions are not logged: a store with a data directory does not evict.
+// With a data directory (StoreOptions::record_evictions) the victims' keys are
+// kept for the log, which records them as deletes before the run that evicted
+// them; no key of that run is ever a victim.
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <string_view>
 
+#include "server/byte_key.h"
 #include "server/extent_value_heap.h"
 #include "server/store.h"
 #include "server/value_handle.h"
@@ -55,7 +61,7 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
   std::vector<ValueHandle> candidates;
   std::vector<size_t> candidate_at;
   for (size_t i = 0; i < n; ++i) {
-    if (found[i] && !held.contains(slots[i])) {
+    if (found[i] && !held.contains(slots[i]) && !in_put_run(slots[i])) {
       candidates.push_back(handles[i]);
       candidate_at.push_back(i);
     }
@@ -86,12 +92,24 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
   }
   clock_next_ += passed;
   if (absl::Status s = heap_->clear_accessed(second_chances); !s.ok()) return s;
+  // A byte key's bytes are in its record: read before the record is freed.
+  std::vector<std::string> victim_keys;
+  if (options_.record_evictions) {
+    if (absl::Status s = read_record_keys(victim_handles, &victim_keys); !s.ok()) return s;
+  }
   std::vector<uint8_t> erased(victims.size());
   if (absl::Status s = table_->erase(victims, absl::MakeSpan(erased)); !s.ok()) return s;
   for (size_t v = 0; v < victims.size(); ++v) {
     if (!erased[v]) continue;  // found a moment ago, on the owner thread: cannot happen
     if (value_handle::is_record(victim_handles[v])) --table_records_;
     heap_->release(victim_handles[v]);
+    if (options_.record_evictions) {
+      if (value_handle::is_record(victim_handles[v])) {
+        evicted_.byte_keys.push_back(std::move(victim_keys[v]));
+      } else {
+        evicted_.ids.push_back(victims[v]);
+      }
+    }
     ++*evicted;
     // Counted as each goes: a later step's failure must not hide these.
     ++counters_.evictions;
@@ -99,6 +117,37 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
   if (options_.on_clock_step) {
     verdicts.resize(passed);
     options_.on_clock_step(ClockStep{std::vector<uint64_t>(slots.begin(), slots.begin() + passed), verdicts});
+  }
+  return absl::OkStatus();
+}
+
+bool Store::in_put_run(uint64_t table_key) {
+  if (put_run_.empty()) return false;
+  if (!put_run_keys_made_) {
+    put_run_keys_.clear();
+    for (const Call* c : put_run_) put_run_keys_.insert(c->keys().begin(), c->keys().end());
+    put_run_keys_made_ = true;
+  }
+  return put_run_keys_.contains(table_key);
+}
+
+absl::Status Store::read_record_keys(absl::Span<const ValueHandle> handles, std::vector<std::string>* keys) {
+  keys->assign(handles.size(), std::string());
+  std::vector<ValueHandle> records;
+  for (ValueHandle h : handles) {
+    if (value_handle::is_record(h)) records.push_back(h);
+  }
+  if (records.empty()) return absl::OkStatus();
+  std::string bytes;
+  if (absl::Status s = heap_->gather(records, &bytes); !s.ok()) return s;
+  size_t off = 0;
+  for (size_t v = 0; v < handles.size(); ++v) {
+    if (!value_handle::is_record(handles[v])) continue;
+    const uint32_t n = heap_->length(handles[v]);
+    const std::optional<byte_key::Record> r = byte_key::parse_record(std::string_view(bytes).substr(off, n));
+    if (!r) return absl::InternalError("eviction: a stored record does not parse; nothing was evicted in this step");
+    (*keys)[v] = std::string(r->key);
+    off += n;
   }
   return absl::OkStatus();
 }

@@ -70,6 +70,10 @@ struct StoreOptions {
   // then mark what they read: the CUDA pipeline's kernels always do, the
   // host paths only when this is set.
   bool evict = false;
+  // With a data directory: every evicted key is kept for the log
+  // (Store::take_evictions), logged as a delete before the run that evicted
+  // it, so a restart does not bring it back.
+  bool record_evictions = false;
   // Tests: told of each step of the eviction's hand.
   std::function<void(const ClockStep&)> on_clock_step;
 };

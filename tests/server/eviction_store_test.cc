@@ -45,6 +45,7 @@ class EvictionStore : public BackendStoreTest<EvictionParam> {
     o.memory_limit_bytes = kCap;
     o.max_value_bytes = kMaxValue + byte_key::kMaxRecordHeaderBytes + byte_key::kDefaultMaxKeyBytes;
     o.evict = true;
+    o.record_evictions = true;  // as with a data directory: each victim's key kept for the log
     o.on_clock_step = [this](const ClockStep& step) { check_step(step); };
   }
 
@@ -77,10 +78,29 @@ class EvictionStore : public BackendStoreTest<EvictionParam> {
         m.used = false;
       } else {
         EXPECT_EQ(step.verdicts[i], ClockVerdict::kEvicted) << "not used since the hand passed: evicted";
+        victims_.push_back(GetParam().byte_keys ? key_name(at->second) : absl::StrCat(tk));
         model_.erase(at->second);
         ++evicted_;
       }
     }
+  }
+
+  // What the put evicted, as the log gets it (Store::take_evictions): the
+  // victims the hand's steps named, byte keys by their bytes.
+  void expect_logged_evictions() {
+    const Store::EvictedKeys taken = store_->take_evictions();
+    std::vector<std::string> logged;
+    for (uint64_t id : taken.ids) logged.push_back(absl::StrCat(id));
+    logged.insert(logged.end(), taken.byte_keys.begin(), taken.byte_keys.end());
+    if (GetParam().byte_keys) {
+      EXPECT_TRUE(taken.ids.empty()) << "seed " << seed_;
+    } else {
+      EXPECT_TRUE(taken.byte_keys.empty()) << "seed " << seed_;
+    }
+    std::sort(logged.begin(), logged.end());
+    std::sort(victims_.begin(), victims_.end());
+    EXPECT_EQ(logged, victims_) << "seed " << seed_;
+    victims_.clear();
   }
 
   std::unique_ptr<OwnedCall> put_call(const std::vector<int>& ks, const std::vector<std::string>& values) {
@@ -112,6 +132,7 @@ class EvictionStore : public BackendStoreTest<EvictionParam> {
     std::vector<absl::Status> st;
     store_->apply_puts({&c->call}, &st);
     held_.clear();
+    expect_logged_evictions();
     if (st[0].ok()) {
       for (size_t i = 0; i < ks.size(); ++i) {
         model_[ks[i]] = ModelKey{values[i], true};
@@ -171,6 +192,7 @@ class EvictionStore : public BackendStoreTest<EvictionParam> {
   std::unordered_map<uint64_t, int> by_table_key_;
   absl::flat_hash_set<uint64_t> held_;
   uint64_t evicted_ = 0;
+  std::vector<std::string> victims_;  // the hand's victims since the last put, as the log names them
 };
 
 TEST_P(EvictionStore, EveryPutFitsAndTheHandFollowsClock) {

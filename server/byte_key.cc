@@ -5,10 +5,6 @@
 namespace gphkv::server::byte_key {
 namespace {
 
-// gphkv's own seed ("gphkv b1"), so table keys are not the XXH3 values other
-// systems compute from the same keys.
-constexpr XXH64_hash_t kSeed = 0x6770686b76206231ull;
-
 void append_le(uint64_t v, int bytes, std::string* out) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -22,8 +18,7 @@ uint64_t read_le(std::string_view bytes, size_t at, int n) {
 }  // namespace
 
 uint64_t table_key(std::string_view key, int hash_bits) {
-  const uint64_t h = XXH3_64bits_withSeed(key.data(), key.size(), kSeed);
-  return hash_bits >= 64 ? h : h & ((uint64_t{1} << hash_bits) - 1);
+  return keep_bits(XXH3_64bits_withSeed(key.data(), key.size(), kTableKeySeed), hash_bits);
 }
 
 uint32_t absolute_exptime(int64_t exptime, uint32_t now) {

@@ -59,9 +59,18 @@ GPHKV_HOST_DEVICE constexpr bool is_expired(uint32_t exptime, uint32_t now) { re
 constexpr int64_t kMaxRelativeExptime = 60 * 60 * 24 * 30;
 uint32_t absolute_exptime(int64_t exptime, uint32_t now);
 
-// XXH3-64 of the key with gphkv's seed. `hash_bits` < 64 keeps only that
+// gphkv's own XXH3 seed ("gphkv b1"), so table keys are not the XXH3 values
+// other systems compute from the same keys.
+constexpr uint64_t kTableKeySeed = 0x6770686b76206231ull;
+// A table key keeps the hash's `hash_bits` low bits (0..64).
+GPHKV_HOST_DEVICE constexpr uint64_t keep_bits(uint64_t hash, int hash_bits) {
+  return hash_bits >= 64 ? hash : hash & ((uint64_t{1} << hash_bits) - 1);
+}
+
+// XXH3-64 of the key with kTableKeySeed. `hash_bits` < 64 keeps only that
 // many low bits: tests force collisions with it (a handful of table keys for
-// thousands of byte keys); serving always uses 64.
+// thousands of byte keys); serving always uses 64. The CUDA get path makes
+// the same keys on the device (server/xxh3.h, cuda/table_keys_kernel.h).
 uint64_t table_key(std::string_view key, int hash_bits = 64);
 
 // The bytes a record of this key and value takes in the heap (with an item

@@ -28,6 +28,11 @@ class GetPipeline {
   virtual size_t in_flight() const = 0;
   // Runs whose values outgrew the download sent with them (copied at finish).
   virtual uint64_t late_downloads() const = 0;
+  // Whether byte keys' table keys are made where the run executes (the
+  // default: the device hashes the key bytes it compares records with) or
+  // taken from the calls (GetOp::keys, hashed by the front end). Off only
+  // to measure the one against the other (bench/byte_key_gets_bench.cc).
+  virtual void set_hashes_byte_keys(bool on) = 0;
 
   // Enqueues a run of get calls on the table (in_flight() < depth()). An
   // error leaves nothing in flight for the run; its calls are the caller's.

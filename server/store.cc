@@ -144,6 +144,10 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
   return answers;
 }
 
+void Store::set_gpu_hashes_byte_keys(bool on) {
+  if (gets_ != nullptr) gets_->set_hashes_byte_keys(on);
+}
+
 void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   begin_run("apply_puts");
   put_times_.clear();

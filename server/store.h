@@ -123,6 +123,9 @@ class Store : private Evictor {
   // filled into the responses on any thread (server/get_answers.h). Writes
   // may be applied meanwhile: the run read the table and heap already.
   std::shared_ptr<GetAnswers> finish_gets(GetStageTimes* times);
+  // Whether the pipeline makes byte keys' table keys on the device (the
+  // default) or takes the calls' own: GetPipeline::set_hashes_byte_keys.
+  void set_gpu_hashes_byte_keys(bool on);
 
   // "device" (CUDA memory) or "host".
   const char* value_heap_kind() const { return heap_kind_; }

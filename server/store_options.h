@@ -43,9 +43,10 @@ struct StoreOptions {
   // Time each pipelined get batch's device stages with CUDA events.
   bool time_get_stages = false;
   // The bits of a byte key's table key that the store's pair operations
-  // (recovery: put_byte_pairs, erase_byte_keys) keep, as the front ends'
+  // (recovery: put_byte_pairs, erase_byte_keys) and the CUDA get path (which
+  // hashes byte keys on the device) keep, as the front ends'
   // byte_key::table_key does. 64 when serving; tests force collisions with
-  // fewer, hashing their calls the same way.
+  // fewer (0 to 64), hashing their calls the same way.
   int byte_key_hash_bits = 64;
   // The store's clock for items' expiry (issue 27), unix seconds. Null: the
   // system's. Tests set one to check expiry at the boundary second.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gphkv/cuda/status.h"
 #include "server/byte_key.h"
+#include "server/cuda/table_keys_kernel.h"
 #include "server/cuda/value_kernels.h"
 #include "server/elapsed.h"
 #include "server/value_handle.h"
@@ -59,13 +60,16 @@ uint64_t fill_found_and_lengths(const uint32_t* meta, const GetOp& get, v1::GetR
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceGets>> DeviceGets::create(DeviceValueHeap* heap, int depth, bool time_stages,
-                                                               uint64_t small_gets_keys) {
+                                                               uint64_t small_gets_keys, int byte_key_hash_bits) {
   if (depth < 1) return absl::InvalidArgumentError("the CUDA get pipeline needs at least one stream");
   if (small_gets_keys > cuda::kSmallGetsMaxKeys) {
     return absl::InvalidArgumentError(
         absl::StrCat("the CUDA small-get path takes at most ", cuda::kSmallGetsMaxKeys, " keys a batch"));
   }
-  std::unique_ptr<DeviceGets> g(new DeviceGets(heap, time_stages, small_gets_keys));
+  if (byte_key_hash_bits < 0 || byte_key_hash_bits > 64) {
+    return absl::InvalidArgumentError("a byte key's table key keeps 0 to 64 bits");
+  }
+  std::unique_ptr<DeviceGets> g(new DeviceGets(heap, time_stages, small_gets_keys, byte_key_hash_bits));
   if (auto s = g->init(depth); !s.ok()) return s;
   return g;
 }
@@ -137,10 +141,11 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
   Slot& s = *take_slot();
   const Clock::time_point t0 = Clock::now();
   s.slot_seconds = std::chrono::duration<double>(t0 - asked).count();
-  uint64_t n = 0, n_values = 0, key_bytes = 0;
+  uint64_t n = 0, n_values = 0, key_bytes = 0, uint64_keys = 0;
   bool any_exists = false;
   for (Call* c : calls) {
     n += c->get().keys.size();
+    if (c->get().byte_keys.empty()) uint64_keys += c->get().keys.size();
     key_bytes += c->get().byte_keys.bytes.size();
     if (c->get().exists_only) {
       any_exists = true;
@@ -188,18 +193,25 @@ absl::Status DeviceGets::submit(engine::StreamOrderedTable& table, absl::Span<Ca
     s.scan_items = n + 1;
   }
 
+  // Byte keys hashed on the device (launch_table_keys): their table keys
+  // are neither packed nor sent, and with no uint64 key in the batch the
+  // upload starts past the keys' words.
+  const bool hash_keys = key_bytes > 0 && hashes_byte_keys_;
   uint64_t* keys = reinterpret_cast<uint64_t*>(s.in.data());
   uint8_t* want = reinterpret_cast<uint8_t*>(s.in.data() + 8 * n);
   uint64_t at = 0;
   for (Call* c : calls) {
     const int k = static_cast<int>(c->get().keys.size());
-    if (k > 0) std::memcpy(keys + at, c->get().keys.data(), 8 * static_cast<size_t>(k));
+    const bool hashed_there = hash_keys && !c->get().byte_keys.empty();
+    if (k > 0 && !hashed_there) std::memcpy(keys + at, c->get().keys.data(), 8 * static_cast<size_t>(k));
     if (any_exists) std::memset(want + at, c->get().exists_only ? 0 : 1, k);
     at += k;
   }
   s.n = n;
   s.key_offsets_at = key_offsets_at;
   s.upload = key_bytes > 0 ? in_bytes : (any_exists ? 9 : 8) * n;
+  s.hash_keys = hash_keys;
+  s.upload_from = hash_keys && uint64_keys == 0 ? 8 * n : 0;
   if (key_bytes > 0) pack_byte_keys(s, calls, key_bytes);
   s.head = head;
   s.copied = copied;
@@ -361,11 +373,19 @@ absl::Status DeviceGets::enqueue(engine::StreamOrderedTable& table, Slot& s, boo
   const uint64_t n = s.n;
   cudaStream_t st = s.stream;
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
-  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.d_in.at(), s.in.data(), s.upload, cudaMemcpyHostToDevice, st));
+  GPHKV_CUDA_TRY(cudaMemcpyAsync(s.d_in.at(s.upload_from), s.in.data() + s.upload_from, s.upload - s.upload_from,
+                                 cudaMemcpyHostToDevice, st));
   if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[1], st));
+  uint64_t* d_keys = s.d_in.at<uint64_t>();
+  if (s.hash_keys) {
+    // In place: a uint64 key's word (uploaded) stays, a byte key's is made.
+    GPHKV_CUDA_TRY(cuda::launch_table_keys(s.d_in.at<uint32_t>(s.key_offsets_at),
+                                           s.d_in.at<char>(s.key_offsets_at + 4 * (n + 1)),
+                                           s.upload_from == 0 ? d_keys : nullptr, n, byte_key_hash_bits_, d_keys, st));
+  }
   uint64_t* d_handles = s.d_handles.at<uint64_t>();
   uint8_t* d_found = s.d_found.at<uint8_t>();
-  GPHKV_RETURN_IF_ERROR(table.find_async(s.d_in.at<uint64_t>(), n, d_handles, d_found, st));
+  GPHKV_RETURN_IF_ERROR(table.find_async(d_keys, n, d_handles, d_found, st));
   // Byte keys: each hit's record compared with its key where the value lives.
   const uint32_t* d_skip = nullptr;
   if (s.key_offsets_at != 0) {
@@ -407,13 +427,22 @@ absl::Status DeviceGets::enqueue_small(engine::StreamOrderedTable& table, Slot& 
     GPHKV_CUDA_TRY(cudaEventRecord(s.ev[0], st));
     GPHKV_CUDA_TRY(cudaEventRecord(s.ev[1], st));
   }
-  uint64_t* d_handles = s.d_handles.at<uint64_t>();
-  uint8_t* d_found = s.d_found.at<uint8_t>();
-  GPHKV_RETURN_IF_ERROR(table.find_async(reinterpret_cast<const uint64_t*>(s.in.data()), n, d_handles, d_found, st));
-  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
   const bool byte_keys = s.key_offsets_at != 0;
   const uint32_t* key_offsets = byte_keys ? reinterpret_cast<const uint32_t*>(s.in.data() + s.key_offsets_at) : nullptr;
   const char* key_bytes = byte_keys ? s.in.data() + s.key_offsets_at + 4 * (n + 1) : nullptr;
+  const uint64_t* keys = reinterpret_cast<const uint64_t*>(s.in.data());
+  if (s.hash_keys) {
+    // The table keys made on the device, into device memory (the lookup
+    // reads each more than once), a uint64 key's copied from the pinned buffer.
+    uint64_t* d_keys = s.d_in.at<uint64_t>();
+    GPHKV_CUDA_TRY(cuda::launch_table_keys(key_offsets, key_bytes, s.upload_from == 0 ? keys : nullptr, n,
+                                           byte_key_hash_bits_, d_keys, st));
+    keys = d_keys;
+  }
+  uint64_t* d_handles = s.d_handles.at<uint64_t>();
+  uint8_t* d_found = s.d_found.at<uint8_t>();
+  GPHKV_RETURN_IF_ERROR(table.find_async(keys, n, d_handles, d_found, st));
+  if (time_stages_) GPHKV_CUDA_TRY(cudaEventRecord(s.ev[2], st));
   const uint8_t* want = any_exists ? reinterpret_cast<const uint8_t*>(s.in.data() + 8 * n) : nullptr;
   GPHKV_CUDA_TRY(cuda::launch_small_gets(
       heap_->device_locations(), d_handles, d_found, key_offsets, key_bytes, want, n, now,

@@ -1,5 +1,6 @@
 // The CUDA get path, pipelined: a get batch goes to the device as
-//   keys (one upload from pinned memory) -> GPH lookup -> handles on the
+//   keys (one upload from pinned memory) -> [byte keys: their table keys
+//   hashed on the device] -> GPH lookup -> handles on the
 //   device -> lengths -> prefix sum (CUB) -> gather kernel -> one download
 //   of [total | found+length per key | values] into pinned memory,
 // all stream-ordered on one of the slots' streams, each with its own pinned
@@ -66,14 +67,17 @@ class DeviceGets final : public GetPipeline {
   // from the pinned upload buffer and one kernel matches, scans and gathers
   // into the pinned download buffer, so the batch makes two launches and no
   // copy (the large path: an upload, three or four kernels, a download).
+  // byte_key_hash_bits: the bits of a byte key's table key that the device
+  // keeps (StoreOptions::byte_key_hash_bits), as byte_key::table_key does.
   static absl::StatusOr<std::unique_ptr<DeviceGets>> create(DeviceValueHeap* heap, int depth, bool time_stages,
-                                                            uint64_t small_gets_keys = 0);
+                                                            uint64_t small_gets_keys = 0, int byte_key_hash_bits = 64);
   ~DeviceGets() override;
 
   int depth() const override { return depth_; }
   size_t in_flight() const override { return order_.size(); }
   // Batches whose values outgrew their download and were copied at finish().
   uint64_t late_downloads() const override { return late_downloads_; }
+  void set_hashes_byte_keys(bool on) override { hashes_byte_keys_ = on; }
 
   // Enqueues the batch of get calls (in_flight() < depth() required; waits
   // for a slot whose answers are still being filled). An error leaves nothing
@@ -92,7 +96,8 @@ class DeviceGets final : public GetPipeline {
     cudaStream_t stream = nullptr;
     cudaEvent_t ev[5] = {};  // 0 start, 1 after upload, 2 after lookup, 3 after gather, 4 done
     // keys (8n) | want flags (n) | with byte keys: padding to 4, key offsets
-    // (4(n + 1)), key bytes (the upload's `upload` bytes)
+    // (4(n + 1)), key bytes (the upload's bytes are [upload_from, upload)).
+    // Byte keys hashed on the device leave their keys' words unwritten.
     cuda::PinnedBuffer in;
     cuda::PinnedBuffer out;  // total (8) | meta (4n, padded to 16) | values
     cuda::DeviceBytes d_in, d_handles, d_found, d_lens, d_offsets, d_temp, d_out;
@@ -102,7 +107,9 @@ class DeviceGets final : public GetPipeline {
     // The batch in flight.
     std::vector<Call*> calls;
     uint64_t n = 0;
-    uint64_t upload = 0;          // bytes of `in` the batch uploads
+    uint64_t upload = 0;          // where the batch's upload of `in` ends
+    uint64_t upload_from = 0;     // where it starts: 8n when no key's word is the host's
+    bool hash_keys = false;       // the byte keys' table keys made on the device
     uint64_t key_offsets_at = 0;  // where the key offsets start in `in`; 0: no byte keys
     uint64_t head = 0;            // bytes before the values in out/d_out
     uint64_t copied = 0;          // value bytes the gather may write (its buffer's capacity)
@@ -111,8 +118,11 @@ class DeviceGets final : public GetPipeline {
     double pack_seconds = 0;
     double slot_seconds = 0;  // submit's wait for this slot to be free
   };
-  DeviceGets(DeviceValueHeap* heap, bool time_stages, uint64_t small_gets_keys)
-      : heap_(heap), time_stages_(time_stages), small_gets_keys_(small_gets_keys) {}
+  DeviceGets(DeviceValueHeap* heap, bool time_stages, uint64_t small_gets_keys, int byte_key_hash_bits)
+      : heap_(heap),
+        time_stages_(time_stages),
+        small_gets_keys_(small_gets_keys),
+        byte_key_hash_bits_(byte_key_hash_bits) {}
   absl::Status init(int depth);
   absl::Status enqueue(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now);
   absl::Status enqueue_small(engine::StreamOrderedTable& table, Slot& s, bool any_exists, uint32_t now);
@@ -129,6 +139,8 @@ class DeviceGets final : public GetPipeline {
   DeviceValueHeap* heap_;
   bool time_stages_;
   uint64_t small_gets_keys_;  // 0 also when the device lacks unified addressing (init)
+  const int byte_key_hash_bits_;
+  bool hashes_byte_keys_ = true;
   int depth_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<Slot*> order_;  // batches in flight, oldest first

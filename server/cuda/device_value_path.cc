@@ -11,7 +11,7 @@ absl::StatusOr<ValuePath> make_device_value_path(const StoreOptions& options) {
   ValuePath path;
   if (options.gpu_pipeline_depth > 0) {
     auto gets = DeviceGets::create(heap->get(), options.gpu_pipeline_depth, options.time_get_stages,
-                                   options.gpu_small_gets_keys);
+                                   options.gpu_small_gets_keys, options.byte_key_hash_bits);
     if (!gets.ok()) return gets.status();
     path.gets = std::move(*gets);
   }

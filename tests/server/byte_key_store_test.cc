@@ -24,8 +24,12 @@ namespace {
 
 using Param = ByteKeyBackend;
 
-std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t capacity = 64, uint64_t small_gets_keys = 0) {
+// hash_bits: the table keys' bits, the calls' (byte_key_calls.h) and the
+// store's own (the CUDA get path hashes byte keys on the device).
+std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t capacity = 64, uint64_t small_gets_keys = 0,
+                                  int hash_bits = 64) {
   StoreOptions o;
+  o.byte_key_hash_bits = hash_bits;
   o.gpu_small_gets_keys = small_gets_keys;
   o.backend = backend;
   o.initial_capacity = capacity;
@@ -68,7 +72,7 @@ class ByteKeyStore : public ::testing::TestWithParam<Param> {
     }
     seed_ = engine::testing::test_seed();
     rng_.seed(seed_);
-    store_ = make_store(GetParam().backend, 64, GetParam().small_gets_keys);
+    store_ = make_store(GetParam().backend, 64, GetParam().small_gets_keys, GetParam().hash_bits);
     ASSERT_NE(store_, nullptr);
     // A pool of keys: random printable ones, binary ones with NUL, the longest (250 bytes), "42".
     for (int i = 0; i < 300; ++i) {
@@ -277,7 +281,7 @@ TEST(ByteKeyStoreAliasing, AByteKeyMeetingAnotherKeysRecordMissesOnEveryGetPath)
   for (engine::Backend backend : {engine::Backend::kCpu, engine::Backend::kCuda}) {
     if (backend == engine::Backend::kCuda && engine::cuda_device_count() == 0) continue;
     SCOPED_TRACE(engine::backend_name(backend));
-    auto store = make_store(backend);
+    auto store = make_store(backend, 64, 0, /*hash_bits=*/0);
     ASSERT_NE(store, nullptr);
     // Two keys with one table key (0 bits of hash): the second waits in CollidedKeys.
     std::vector<absl::Status> st;

@@ -5,11 +5,14 @@
 // --batch_keys keys in calls of --call_keys, uniform over the stored keys,
 // through the get pipeline (submit, finish, the responses filled), as many
 // in flight as its depth. The byte path's time includes hashing each key to
-// its table key (XXH3), or not (the server hashes on its front-end
-// threads: both are measured), and the device's comparison of every hit's
-// record with its key; the requests themselves are packed beforehand, as
-// the wire delivers them. Each rep runs the three kinds in a rotating
-// order; medians of --reps after a warm-up rep.
+// its table key (XXH3): on the device, the pipeline's default, from the key
+// bytes it uploads anyway; or on the host, on the submitting thread in the
+// timed loop, or before it (as the server's front-end threads can), the
+// pipeline then taking the calls' keys; and the device's comparison of
+// every hit's record with its key. The requests themselves are packed
+// beforehand, as the wire delivers them. Each rep runs the four kinds in a
+// rotating order; medians of --reps after a warm-up rep.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -145,22 +148,26 @@ std::vector<Batch> make_batches(uint64_t items, bool bytes, std::mt19937_64& rng
 }
 
 // How a run's byte keys get their table keys.
-enum class Hashing { kNone, kTimed, kBefore };
+enum class Hashing { kNone, kTimed, kBefore, kDevice };
 
 // Runs every batch through the pipeline; returns keys per second. kTimed
 // hashes each byte key in the timed loop, on the one thread that submits
 // (the whole path on one core); kBefore hashes them before the clock starts,
-// as the server's front-end threads do, in parallel, before a call reaches
-// the executor.
+// as the server's front-end threads can, in parallel, before a call
+// reaches the executor. kDevice leaves the hashing to the device: the calls'
+// table keys are zeroed first, so a run that read them would miss (and
+// stop the bench).
 double run(Store& store, std::vector<Batch>& batches, Hashing hashing) {
   const bool bytes = hashing != Hashing::kNone;
   auto hash = [](Call& c) {
     c.byte_keys().for_each(
         [&](size_t i, std::string_view k) { c.table_keys[i] = gphkv::server::byte_key::table_key(k); });
   };
-  if (hashing == Hashing::kBefore) {
-    for (Batch& b : batches) {
-      for (Call& c : b.calls) hash(c);
+  if (bytes) store.set_gpu_hashes_byte_keys(hashing == Hashing::kDevice);
+  for (Batch& b : batches) {
+    for (Call& c : b.calls) {
+      if (hashing == Hashing::kBefore) hash(c);
+      if (hashing == Hashing::kDevice) std::fill(c.table_keys.begin(), c.table_keys.end(), 0);
     }
   }
   const Clock::time_point t0 = Clock::now();
@@ -227,27 +234,33 @@ int main(int argc, char** argv) {
               u64_store->value_heap_bytes() / 1e9, byte_store->value_heap_bytes() / 1e9);
   auto u64_batches = make_batches(items, false, rng);
   auto byte_batches = make_batches(items, true, rng);
-  // Each rep runs the three kinds in a rotating order.
-  const char* names[] = {"uint64", "bytes_hash_timed", "bytes_hashed_before"};
-  const Hashing hashings[] = {Hashing::kNone, Hashing::kTimed, Hashing::kBefore};
-  std::vector<double> rates[3];
+  // Each rep runs the four kinds in a rotating order.
+  constexpr int kKinds = 4;
+  const char* names[kKinds] = {"uint64", "bytes_hash_timed", "bytes_hashed_before", "bytes_hashed_on_device"};
+  const Hashing hashings[kKinds] = {Hashing::kNone, Hashing::kTimed, Hashing::kBefore, Hashing::kDevice};
+  std::vector<double> rates[kKinds];
+  auto print = [](const char* what, const double* rate) {
+    std::printf(
+        "%s: uint64 %.1f M keys/s; bytes, hash timed %.1f M (%.2fx); bytes, hashed before %.1f M (%.2fx); bytes, "
+        "hashed on the device %.1f M (%.2fx)\n",
+        what, rate[0] / 1e6, rate[1] / 1e6, rate[1] / rate[0], rate[2] / 1e6, rate[2] / rate[0], rate[3] / 1e6,
+        rate[3] / rate[0]);
+  };
   const int reps = absl::GetFlag(FLAGS_reps);
   for (int r = 0; r <= reps; ++r) {
-    double rate[3] = {};
-    for (int j = 0; j < 3; ++j) {
-      const int k = (r + j) % 3;
+    double rate[kKinds] = {};
+    for (int j = 0; j < kKinds; ++j) {
+      const int k = (r + j) % kKinds;
       rate[k] = k == 0 ? run(*u64_store, u64_batches, hashings[k]) : run(*byte_store, byte_batches, hashings[k]);
     }
-    std::printf(
-        "rep %d%s: uint64 %.1f M keys/s; bytes, hash timed %.1f M (%.2fx); bytes, hashed before %.1f M (%.2fx)\n", r,
-        r == 0 ? " (warm-up)" : "", rate[0] / 1e6, rate[1] / 1e6, rate[1] / rate[0], rate[2] / 1e6, rate[2] / rate[0]);
+    const std::string what = "rep " + std::to_string(r) + (r == 0 ? " (warm-up)" : "");
+    print(what.c_str(), rate);
     if (r == 0) continue;
-    for (int k = 0; k < 3; ++k) rates[k].push_back(rate[k]);
+    for (int k = 0; k < kKinds; ++k) rates[k].push_back(rate[k]);
   }
-  double median[3];
-  for (int k = 0; k < 3; ++k) median[k] = gphkv::bench::median(rates[k]);
-  std::printf("median: uint64 %.1f M keys/s; bytes, hash timed %.1f M (%.2fx); bytes, hashed before %.1f M (%.2fx)\n",
-              median[0] / 1e6, median[1] / 1e6, median[1] / median[0], median[2] / 1e6, median[2] / median[0]);
+  double median[kKinds];
+  for (int k = 0; k < kKinds; ++k) median[k] = gphkv::bench::median(rates[k]);
+  print("median", median);
   const std::string path = absl::GetFlag(FLAGS_json);
   if (!path.empty()) {
     auto rec = gphkv::bench::run_record("byte_key_gets_bench", "cuda", argc, argv);
@@ -258,11 +271,11 @@ int main(int argc, char** argv) {
     rec["batch_keys"] = absl::GetFlag(FLAGS_batch_keys);
     rec["value_heap_bytes"] = {{"uint64", u64_store->value_heap_bytes()}, {"bytes", byte_store->value_heap_bytes()}};
     rec["fill_seconds"] = {{"uint64", fill_u64_s}, {"bytes", fill_bytes_s}};
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kKinds; ++k) {
       rec["keys_per_s"][names[k]] = rates[k];
       rec["median_keys_per_s"][names[k]] = median[k];
+      if (k > 0) rec["over_uint64"][names[k]] = median[k] / median[0];
     }
-    rec["over_uint64"] = {{names[1], median[1] / median[0]}, {names[2], median[2] / median[0]}};
     if (!gphkv::bench::write_json(path, rec)) return 1;
   }
   return 0;

@@ -13,6 +13,7 @@
 // beforehand, as the wire delivers them. Each rep runs the four kinds in a
 // rotating order; medians of --reps after a warm-up rep.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -24,6 +25,7 @@
 #include "bench/bench_report.h"
 #include "gphkv/engine/table.h"
 #include "server/byte_key.h"
+#include "server/get_stages.h"
 #include "server/store.h"
 
 ABSL_FLAG(double, items, 1e7, "items in each store");
@@ -35,6 +37,9 @@ ABSL_FLAG(uint32_t, batches, 200, "batches per timed run");
 ABSL_FLAG(int, reps, 5, "timed reps (after one warm-up)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the keys asked for");
 ABSL_FLAG(std::string, json, "", "write the results as JSON to this file");
+ABSL_FLAG(bool, stages, false,
+          "time each batch's device stages with CUDA events (StoreOptions::time_get_stages) and report each kind's "
+          "mean per batch, with the host's fill of the responses");
 
 namespace {
 
@@ -56,6 +61,7 @@ std::string byte_key_of(uint64_t id, uint32_t len) {
 std::unique_ptr<Store> make_store(uint64_t items) {
   gphkv::server::StoreOptions o;
   o.backend = gphkv::engine::Backend::kCuda;
+  o.time_get_stages = absl::GetFlag(FLAGS_stages);
   o.initial_capacity = items;
   o.memory_limit_bytes = uint64_t{96} << 30;
   o.max_value_bytes = 1 << 16;
@@ -157,7 +163,15 @@ enum class Hashing { kNone, kTimed, kBefore, kDevice };
 // reaches the executor. kDevice leaves the hashing to the device: the calls'
 // table keys are zeroed first, so a run that read them would miss (and
 // stop the bench).
-double run(Store& store, std::vector<Batch>& batches, Hashing hashing) {
+// Where a kind's batches spent their time: the pipeline's stages
+// (server/get_stages.h) and the bench's fill of the responses, summed.
+struct StageSums {
+  std::array<double, gphkv::server::kNumGetStages> seconds{};
+  double fill_seconds = 0;
+  uint64_t batches = 0;
+};
+
+double run(Store& store, std::vector<Batch>& batches, Hashing hashing, StageSums* sums) {
   const bool bytes = hashing != Hashing::kNone;
   auto hash = [](Call& c) {
     c.byte_keys().for_each(
@@ -175,7 +189,13 @@ double run(Store& store, std::vector<Batch>& batches, Hashing hashing) {
   auto finish = [&] {
     gphkv::server::GetStageTimes times;
     auto answers = store.finish_gets(&times);
+    const Clock::time_point f0 = Clock::now();
     answers->fill(0, answers->calls().size());
+    if (sums != nullptr) {
+      for (int i = 0; i < gphkv::server::kNumGetStages; ++i) sums->seconds[i] += times.seconds[i];
+      sums->fill_seconds += seconds_since(f0);
+      ++sums->batches;
+    }
     for (const absl::Status& s : answers->statuses()) {
       if (!s.ok()) {
         std::fprintf(stderr, "get: %s\n", s.ToString().c_str());
@@ -239,6 +259,7 @@ int main(int argc, char** argv) {
   const char* names[kKinds] = {"uint64", "bytes_hash_timed", "bytes_hashed_before", "bytes_hashed_on_device"};
   const Hashing hashings[kKinds] = {Hashing::kNone, Hashing::kTimed, Hashing::kBefore, Hashing::kDevice};
   std::vector<double> rates[kKinds];
+  StageSums stage_sums[kKinds];
   auto print = [](const char* what, const double* rate) {
     std::printf(
         "%s: uint64 %.1f M keys/s; bytes, hash timed %.1f M (%.2fx); bytes, hashed before %.1f M (%.2fx); bytes, "
@@ -251,7 +272,9 @@ int main(int argc, char** argv) {
     double rate[kKinds] = {};
     for (int j = 0; j < kKinds; ++j) {
       const int k = (r + j) % kKinds;
-      rate[k] = k == 0 ? run(*u64_store, u64_batches, hashings[k]) : run(*byte_store, byte_batches, hashings[k]);
+      StageSums* sums = r > 0 ? &stage_sums[k] : nullptr;
+      rate[k] =
+          k == 0 ? run(*u64_store, u64_batches, hashings[k], sums) : run(*byte_store, byte_batches, hashings[k], sums);
     }
     const std::string what = "rep " + std::to_string(r) + (r == 0 ? " (warm-up)" : "");
     print(what.c_str(), rate);
@@ -261,6 +284,27 @@ int main(int argc, char** argv) {
   double median[kKinds];
   for (int k = 0; k < kKinds; ++k) median[k] = gphkv::bench::median(rates[k]);
   print("median", median);
+  // Each rep's ratio to the uint64 run of the same rep, then their median:
+  // the uint64 rate drifts between reps (65-91 M keys/s in one call), which
+  // the ratio of the medians takes in whole.
+  std::vector<double> rep_ratios[kKinds];
+  for (int k = 1; k < kKinds; ++k) {
+    for (size_t r = 0; r < rates[k].size(); ++r) rep_ratios[k].push_back(rates[k][r] / rates[0][r]);
+  }
+  if (absl::GetFlag(FLAGS_stages)) {
+    for (int k = 0; k < kKinds; ++k) {
+      const StageSums& ss = stage_sums[k];
+      const double per = ss.batches == 0 ? 0 : 1e6 / ss.batches;
+      std::printf("%s, mean us per batch:", names[k]);
+      for (int i = 0; i < gphkv::server::kNumGetStages; ++i) {
+        std::printf(" %s %.1f", gphkv::server::get_stage_name(i), ss.seconds[i] * per);
+      }
+      std::printf(" fill %.1f\n", ss.fill_seconds * per);
+    }
+  }
+  std::printf("median of each rep's ratio: hash timed %.2fx; hashed before %.2fx; hashed on the device %.2fx\n",
+              gphkv::bench::median(rep_ratios[1]), gphkv::bench::median(rep_ratios[2]),
+              gphkv::bench::median(rep_ratios[3]));
   const std::string path = absl::GetFlag(FLAGS_json);
   if (!path.empty()) {
     auto rec = gphkv::bench::run_record("byte_key_gets_bench", "cuda", argc, argv);
@@ -274,7 +318,21 @@ int main(int argc, char** argv) {
     for (int k = 0; k < kKinds; ++k) {
       rec["keys_per_s"][names[k]] = rates[k];
       rec["median_keys_per_s"][names[k]] = median[k];
-      if (k > 0) rec["over_uint64"][names[k]] = median[k] / median[0];
+      if (k > 0) {
+        rec["over_uint64"][names[k]] = median[k] / median[0];
+        rec["over_uint64_each_rep"][names[k]] = rep_ratios[k];
+        rec["over_uint64_median_of_reps"][names[k]] = gphkv::bench::median(rep_ratios[k]);
+      }
+    }
+    if (absl::GetFlag(FLAGS_stages)) {
+      for (int k = 0; k < kKinds; ++k) {
+        const StageSums& ss = stage_sums[k];
+        const double per = ss.batches == 0 ? 0 : 1e6 / ss.batches;
+        for (int i = 0; i < gphkv::server::kNumGetStages; ++i) {
+          rec["stage_us_per_batch"][names[k]][gphkv::server::get_stage_name(i)] = ss.seconds[i] * per;
+        }
+        rec["stage_us_per_batch"][names[k]]["fill"] = ss.fill_seconds * per;
+      }
     }
     if (!gphkv::bench::write_json(path, rec)) return 1;
   }

@@ -103,8 +103,8 @@ ABSL_FLAG(uint32_t, default_ttl, 0,
           "docs/memcached.md");
 ABSL_FLAG(std::string, eviction, "none",
           "at the --memory cap: none (a put that does not fit gets RESOURCE_EXHAUSTED) or lru (the store evicts "
-          "items an approximate LRU, CLOCK with access bits the gets set, picks until the put fits); lru is "
-          "refused with --data_dir; see docs/memcached.md");
+          "items an approximate LRU, CLOCK with access bits the gets set, picks until the put fits); with "
+          "--data_dir each eviction is logged as a delete; see docs/memcached.md");
 ABSL_FLAG(uint32_t, gpu_small_gets_keys, 256,
           "CUDA: a get batch of at most this many keys (at most 256; 0 = none) whose values likely take at most 64 "
           "KiB takes the small path: the lookup reads its keys from pinned host memory and one kernel writes its "

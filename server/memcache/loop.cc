@@ -51,18 +51,17 @@ void Loop::start() {
 
 void Loop::run() {
   const std::chrono::microseconds spin = listener_->options().answer_spin;
-  if (spin.count() == 0) {
-    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
-    return;
-  }
   // A round of events at a time (EVLOOP_ONCE sleeps until some callback
-  // ran), then, while this loop's calls are in the store, a spin for their
-  // answers. Answers taken by the spin are written, and the sockets looked
-  // at, by a round that does not sleep; then the spin goes on.
+  // ran), until break_and_join sets quit_ (and activates the inbox event,
+  // which ends the round: a loopbreak alone is lost when it comes before
+  // the thread's first round, and the loop then slept for good). With a
+  // spin, while this loop's calls are in the store, a spin for their
+  // answers follows each round; answers taken by the spin are written, and
+  // the sockets looked at, by a round that does not sleep.
   bool took = false;
   while (!quit_.load(std::memory_order_acquire)) {
     if (event_base_loop(base_, took ? EVLOOP_NONBLOCK : EVLOOP_ONCE | EVLOOP_NO_EXIT_ON_EMPTY) < 0) return;
-    took = awaiting_ > 0 && spin_for_answers(spin);
+    took = spin.count() > 0 && awaiting_ > 0 && spin_for_answers(spin);
   }
 }
 
@@ -192,10 +191,11 @@ void Loop::on_stop(int, short, void* self) {
 }
 
 void Loop::break_and_join() {
-  // A spinning loop sees quit_; one about to begin a round finds the inbox
-  // event active, so the round returns instead of sleeping.
+  // A spinning loop sees quit_; one about to begin a round, or whose thread
+  // has not begun its first, finds the inbox event active, so the round
+  // returns instead of sleeping (run()).
   quit_.store(true, std::memory_order_release);
-  if (inbox_event_ != nullptr && listener_->options().answer_spin.count() > 0) event_active(inbox_event_, 0, 0);
+  if (inbox_event_ != nullptr) event_active(inbox_event_, 0, 0);
   if (base_ != nullptr) event_base_loopbreak(base_);
   if (thread_.joinable()) thread_.join();
 }

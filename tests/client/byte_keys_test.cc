@@ -4,6 +4,7 @@
 // keys, binary keys, byte keys beside uint64 keys in one store, and the byte
 // key "42" apart from the uint64 key 42; every answer against a model.
 // Random keys come from a fresh seed, printed for replay (GPHKV_TEST_SEED).
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <map>
@@ -29,8 +30,14 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return std::vector<std::string_view>(v.begin(), v.end());
 }
 
+// Keys at the edges of what a key may be, round-tripped after the random
+// ones on the same server.
+const std::vector<std::string> kEdgeKeys = {std::string(1, '\0'), std::string(250, '\0'), "user:42:profile",
+                                            std::string(250, '\xff')};
+
 // n distinct random keys of 1 to 250 random bytes; a few hold NUL bytes
-// inside, and a few have the longest length.
+// inside, and a few have the longest length. Never an edge key (a one-byte
+// NUL key comes up for about one seed in 200, and would be stored already).
 std::vector<std::string> random_keys(size_t n, std::mt19937_64& rng) {
   std::set<std::string> seen;
   std::vector<std::string> keys;
@@ -38,6 +45,7 @@ std::vector<std::string> random_keys(size_t n, std::mt19937_64& rng) {
     std::string k(keys.size() % 10 == 0 ? 250 : 1 + rng() % 250, '\0');
     for (char& c : k) c = static_cast<char>(rng());
     if (keys.size() % 7 == 0 && k.size() > 2) k[k.size() / 2] = '\0';
+    if (std::find(kEdgeKeys.begin(), kEdgeKeys.end(), k) != kEdgeKeys.end()) continue;
     if (seen.insert(k).second) keys.push_back(k);
   }
   return keys;
@@ -147,8 +155,7 @@ TEST_P(ByteKeys, RoundTripThroughOneServer) {
   auto client = testing::connect(*server, o);
   const std::string what = absl::StrCat(GetParam() ? "coalesced" : "unary", ", seed ", seed);
   round_trip(*client, random_keys(300, rng), what);
-  round_trip(*client, {std::string(1, '\0'), std::string(250, '\0'), "user:42:profile", std::string(250, '\xff')},
-             what + ", edge keys");
+  round_trip(*client, kEdgeKeys, what + ", edge keys");
   kinds_stay_apart(*client, what);
   mixed_store(*client, rng, what);
 }

@@ -34,10 +34,9 @@ std::vector<Report::RefinementVariant> refinement_variants(Context& c, CudaTable
   return rows;
 }
 
-// --burst_variants: the insert path's hand-offs (engine/cuda/refinement.h,
+// --burst_variants: the insert path's variants (engine/cuda/refinement.h,
 // InsertVariants) on the table's default kernel, interleaved twice (default,
-// the warp-wide overflow append, the queue, both; then again), each measured
-// as above.
+// repeats found by grouping; then again), each measured as above.
 std::vector<Report::RefinementVariant> burst_variants(Context& c, CudaTable& table, uint64_t n, TableBuffers& b) {
   using engine::cuda::InsertVariants;
   const InsertVariants before = table.insert_variants();
@@ -45,10 +44,7 @@ std::vector<Report::RefinementVariant> burst_variants(Context& c, CudaTable& tab
     const char* name;
     InsertVariants v;
   };
-  const Named variants[] = {{"default", {false, false}},
-                            {"fill_warp_append", {true, false}},
-                            {"refinement_queue", {false, true}},
-                            {"fill_warp_append+refinement_queue", {true, true}}};
+  const Named variants[] = {{"default", {false}}, {"group_repeats", {true}}};
   std::vector<Report::RefinementVariant> rows;
   for (int round = 0; round < 2; ++round) {
     for (const Named& x : variants) {

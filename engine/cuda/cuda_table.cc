@@ -62,11 +62,22 @@ absl::Status check_batch(const char* op, uint64_t n) {
   return absl::OkStatus();
 }
 
-// Where a batch sorted by key (batch_sort.h) lives in a StreamScratch:
-// reserve() before the scratch is allocated, bind() after.
-class SortedBatchLayout {
+// Where a batch's repeats are found, sorted (batch_sort.h) or grouped
+// (batch_groups.h), in a StreamScratch: reserve() before the scratch is
+// allocated, bind() after. Grouping needs neither the sorted keys nor cub's
+// scratch; sorting needs no set.
+class BatchOrderLayout {
  public:
-  absl::Status reserve(StreamScratch& scratch, uint64_t n) {
+  absl::Status reserve(StreamScratch& scratch, uint64_t n, bool grouped) {
+    grouped_ = grouped;
+    if (grouped) {
+      capacity_ = batch_group_capacity(n);
+      owner_ = scratch.reserve<uint32_t>(capacity_);
+      last_ = scratch.reserve<uint32_t>(capacity_);
+      lead_ = scratch.reserve<uint32_t>(n);
+      index_ = scratch.reserve<uint32_t>(n);
+      return absl::OkStatus();
+    }
     GPHKV_CUDA_TRY(sort_batch_temp_bytes(n, &temp_bytes_));
     keys_ = scratch.reserve<uint64_t>(n);
     index_ = scratch.reserve<uint32_t>(n);
@@ -74,13 +85,22 @@ class SortedBatchLayout {
     temp_ = scratch.reserve<uint8_t>(temp_bytes_);
     return absl::OkStatus();
   }
-  SortedBatch bind(const StreamScratch& scratch) const {
+  SortedBatch sorted(const StreamScratch& scratch) const {
+    if (grouped_) return SortedBatch{};
     return SortedBatch{scratch.at<uint64_t>(keys_), scratch.at<uint32_t>(index_), scratch.at<uint32_t>(index_tmp_),
                        scratch.at<void>(temp_), temp_bytes_};
   }
+  GroupedBatch grouped(const StreamScratch& scratch) const {
+    if (!grouped_) return GroupedBatch{};
+    return GroupedBatch{scratch.at<uint32_t>(owner_), scratch.at<uint32_t>(last_), scratch.at<uint32_t>(lead_),
+                        scratch.at<uint32_t>(index_), capacity_};
+  }
 
  private:
+  bool grouped_ = false;
   size_t keys_ = 0, index_ = 0, index_tmp_ = 0, temp_ = 0, temp_bytes_ = 0;
+  size_t owner_ = 0, last_ = 0, lead_ = 0;
+  uint64_t capacity_ = 0;
 };
 
 }  // namespace
@@ -213,14 +233,15 @@ absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint6
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   StreamScratch scratch(stream);
-  SortedBatchLayout sorted;
-  GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));
+  BatchOrderLayout order;
+  GPHKV_RETURN_IF_ERROR(order.reserve(scratch, n, refinement_shape_.variants.group_repeats));
   const size_t o_status = scratch.reserve<uint8_t>(n);
   const size_t o_overflow = scratch.reserve<uint2>(n);
-  const size_t o_count = scratch.reserve<uint32_t>(2);  // InsertScratch::overflow_count
+  const size_t o_count = scratch.reserve<uint32_t>(1);  // InsertScratch::overflow_count
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
   InsertScratch s{};
-  s.sorted = sorted.bind(scratch);
+  s.sorted = order.sorted(scratch);
+  s.grouped = order.grouped(scratch);
   s.status = scratch.at<uint8_t>(o_status);
   s.overflow = scratch.at<uint2>(o_overflow);
   s.overflow_count = scratch.at<uint32_t>(o_count);
@@ -236,11 +257,10 @@ absl::Status CudaTable::erase_async(const uint64_t* keys, uint64_t n, uint8_t* e
   GPHKV_CUDA_TRY(cudaSetDevice(device_));
   gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   StreamScratch scratch(stream);
-  SortedBatchLayout sorted;
-  GPHKV_RETURN_IF_ERROR(sorted.reserve(scratch, n));
+  BatchOrderLayout order;
+  GPHKV_RETURN_IF_ERROR(order.reserve(scratch, n, refinement_shape_.variants.group_repeats));
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
-  const SortedBatch s = sorted.bind(scratch);
-  GPHKV_CUDA_TRY(launch_erase(view(), keys, n, erased, s, stream));
+  GPHKV_CUDA_TRY(launch_erase(view(), keys, n, erased, order.sorted(scratch), order.grouped(scratch), stream));
   return absl::OkStatus();
 }
 

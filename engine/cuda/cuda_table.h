@@ -94,10 +94,9 @@ class CudaTable final : public StreamOrderedTable {
   // fit. Not while an insert of this table runs.
   absl::Status set_refinement_kernel(RefinementKernel kernel);
   RefinementKernel refinement_kernel() const { return refinement_shape_.kernel; }
-  // The insert path's variants (refinement.h, InsertVariants; all off by
-  // default), kept across set_refinement_kernel. refinement_queue is the
-  // lanes kernel's alone (the warp kernel ignores it). Not while an insert of
-  // this table runs.
+  // The insert and erase paths' variants (refinement.h, InsertVariants; all
+  // off by default), kept across set_refinement_kernel. Not while an insert
+  // or erase of this table runs.
   void set_insert_variants(const InsertVariants& v) { refinement_shape_.variants = v; }
   const InsertVariants& insert_variants() const { return refinement_shape_.variants; }
 

@@ -1,5 +1,6 @@
 #include "engine/cuda/erase.h"
 
+#include "engine/cuda/batch_order.cuh"
 #include "engine/cuda/batch_sort.h"
 #include "gphkv/engine/gph_hash.h"
 
@@ -8,18 +9,17 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// One thread per sorted position: the stable sort put a key's first
-// occurrence first, and only it touches the table. A key has exactly one
-// bucket, so clearing its slot is the whole delete.
-template <int kM>  // M when known at compile time (the loads unroll), else 0
+// One thread per position of the batch's order (batch_order.cuh): only a
+// key's first occurrence touches the table. A key has exactly one bucket, so
+// clearing its slot is the whole delete.
+template <int kM, bool kGrouped>  // kM: M when known at compile time (the loads unroll), else 0
 __global__ void __launch_bounds__(kBlock)
-    erase_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_index,
-                 uint64_t n, uint8_t* __restrict__ erased) {
+    erase_kernel(DeviceTable t, BatchOrder b, uint64_t n, uint8_t* __restrict__ erased) {
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   bool removed = false;
   if (p < n) {
-    const uint64_t key = sorted_keys[p];
-    if (p == 0 || sorted_keys[p - 1] != key) {
+    const uint64_t key = b.keys[p];
+    if (leads<kGrouped>(b, p, key)) {
       if (key == gph::kEmptyKey) {
         removed = t.oob->present != 0;
         t.oob->present = 0;
@@ -51,24 +51,35 @@ __global__ void __launch_bounds__(kBlock)
         }
       }
     }
-    erased[sorted_index[p]] = removed;
+    erased[b.index[p]] = removed;
   }
   warp_count_add(t.size, removed, -1);
 }
 
-}  // namespace
-
-cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased, const SortedBatch& s,
-                         cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  cudaError_t e = sort_batch(keys, n, s, stream);
-  if (e != cudaSuccess) return e;
+template <bool kGrouped>
+void launch_erase_kernel(const DeviceTable& t, const BatchOrder& b, uint64_t n, uint8_t* erased, cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   switch (t.geo.slots_per_bucket) {
-    case 8: erase_kernel<8><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
-    case 16: erase_kernel<16><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
-    case 32: erase_kernel<32><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased); break;
-    default: erase_kernel<0><<<grid, kBlock, 0, stream>>>(t, s.keys, s.index, n, erased);
+    case 8: erase_kernel<8, kGrouped><<<grid, kBlock, 0, stream>>>(t, b, n, erased); break;
+    case 16: erase_kernel<16, kGrouped><<<grid, kBlock, 0, stream>>>(t, b, n, erased); break;
+    case 32: erase_kernel<32, kGrouped><<<grid, kBlock, 0, stream>>>(t, b, n, erased); break;
+    default: erase_kernel<0, kGrouped><<<grid, kBlock, 0, stream>>>(t, b, n, erased);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased,
+                         const SortedBatch& sorted, const GroupedBatch& grouped, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (grouped.lead != nullptr) {
+    cudaError_t e = group_batch(keys, n, grouped, stream);
+    if (e != cudaSuccess) return e;
+    launch_erase_kernel<true>(t, BatchOrder{keys, grouped.index, grouped.lead}, n, erased, stream);
+  } else {
+    cudaError_t e = sort_batch(keys, n, sorted, stream);
+    if (e != cudaSuccess) return e;
+    launch_erase_kernel<false>(t, BatchOrder{sorted.keys, sorted.index, nullptr}, n, erased, stream);
   }
   return cudaGetLastError();
 }

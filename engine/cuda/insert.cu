@@ -1,6 +1,7 @@
 // GPH §6.3: Saturation Fill, then Refinement for the overflowed keys.
 #include "engine/cuda/insert.h"
 
+#include "engine/cuda/batch_order.cuh"
 #include "engine/cuda/batch_sort.h"
 #include "gphkv/engine/gph_hash.h"
 
@@ -35,26 +36,24 @@ __device__ bool claim_slot(const DeviceTable& t, uint32_t bucket, uint64_t key, 
 }
 
 // GPH §6.1 Direct Insert, lock-free (§6.3 Saturation Fill). One thread per
-// sorted position; only the first occurrence of a key acts, with the value of
+// position of the batch's order (batch_order.cuh); only the first occurrence of a key acts, with the value of
 // the last occurrence (last write wins). Cells do not change in this kernel and
 // slots only go from vacant to taken, so a key seen absent stays absent and a
 // slot seen taken stays taken: a failed compare-and-swap moves on to the next
 // vacant slot. A full bucket sends the key to the overflow list.
-template <int kM>  // M when known at compile time (the loads unroll), else 0
+template <int kM, bool kGrouped>  // kM: M when known at compile time (the loads unroll), else 0
 __global__ void __launch_bounds__(kBlock)
-    saturation_fill(DeviceTable t, const uint64_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_index,
-                    const uint64_t* __restrict__ values, uint64_t n, uint8_t* __restrict__ status,
-                    uint2* __restrict__ overflow, uint32_t* __restrict__ overflow_count) {
+    saturation_fill(DeviceTable t, BatchOrder b, const uint64_t* __restrict__ values, uint64_t n,
+                    uint8_t* __restrict__ status, uint2* __restrict__ overflow, uint32_t* __restrict__ overflow_count) {
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   bool inserted = false;
   if (p < n) {
-    const uint64_t key = sorted_keys[p];
-    if (p > 0 && sorted_keys[p - 1] == key) {
+    const uint64_t key = b.keys[p];
+    if (!leads<kGrouped>(b, p, key)) {
       status[p] = kStatusDuplicate;
     } else {
-      uint64_t last = p;
-      while (last + 1 < n && sorted_keys[last + 1] == key) ++last;
-      const uint64_t value = values[sorted_index[last]];
+      const uint64_t last = last_occurrence<kGrouped>(b, n, p, key);
+      const uint64_t value = values[b.index[last]];
       uint8_t st;
       if (key == gph::kEmptyKey) {  // the one out-of-band key; deduped, so one thread
         st = t.oob->present ? kStatusAssigned : kStatusInserted;
@@ -93,19 +92,17 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // Saturation Fill read the way the lookup reads (GPH §5.1/§5.2 applied to
-// §6.3), for M = 8, 16 or 32: each thread owns one sorted position; a group of
-// 4 threads loads the 4 buckets of its members' keys, M/4 16-byte pairs each,
-// all before the first compare, then shuffles each bucket's match and vacancy
-// mask to the key's owner, which overwrites or claims a vacant slot with
-// atomicCAS (moving on to the next vacant slot when another key wins it). ncu
-// saw the one-thread-per-bucket kernel latency-bound at 32% of DRAM bandwidth.
-// kWarpAppend (InsertVariants::fill_warp_append): a warp's overflowed keys
-// take their places in the overflow list with one atomicAdd, ranked by a ballot.
+// §6.3), for M = 8, 16 or 32: each thread owns one position of the batch's
+// order; a group of 4 threads loads the 4 buckets of its members' keys, M/4
+// 16-byte pairs each, all before the first compare, then shuffles each
+// bucket's match and vacancy mask to the key's owner, which overwrites or
+// claims a vacant slot with atomicCAS (moving on to the next vacant slot when
+// another key wins it). ncu saw the one-thread-per-bucket kernel
+// latency-bound at 32% of DRAM bandwidth.
 constexpr int kFillGroup = 4;
-template <uint32_t M, bool kWarpAppend>
+template <uint32_t M, bool kGrouped>
 __global__ void __launch_bounds__(kBlock)
-    saturation_fill_grouped(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
-                            const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values, uint64_t n,
+    saturation_fill_grouped(DeviceTable t, BatchOrder b, const uint64_t* __restrict__ values, uint64_t n,
                             uint8_t* __restrict__ status, uint2* __restrict__ overflow,
                             uint32_t* __restrict__ overflow_count) {
   constexpr int G = kFillGroup, P = M / G;
@@ -118,14 +115,14 @@ __global__ void __launch_bounds__(kBlock)
   uint64_t key = 0, value = 0, last = p;
   bool acts = false;
   if (p < n) {
-    key = sorted_keys[p];
-    acts = p == 0 || sorted_keys[p - 1] != key;
+    key = b.keys[p];
+    acts = leads<kGrouped>(b, p, key);
     if (!acts) status[p] = kStatusDuplicate;
   }
   uint32_t bucket = 0;
   if (acts) {
-    while (last + 1 < n && sorted_keys[last + 1] == key) ++last;
-    value = values[sorted_index[last]];
+    last = last_occurrence<kGrouped>(b, n, p, key);
+    value = values[b.index[last]];
     if (key != gph::kEmptyKey) {
       const uint32_t cell = gph::cell_of(t.geo, key);
       bucket = gph::bucket_for_key(t.geo, key, cell, t.cells[cell_byte_at(cell)]);
@@ -134,8 +131,8 @@ __global__ void __launch_bounds__(kBlock)
   ulonglong2 slots[G][P];
 #pragma unroll
   for (int r = 0; r < G; ++r) {
-    const uint32_t b = __shfl_sync(kFull, bucket, leader + r);
-    const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.slots) + static_cast<uint64_t>(b) * M + member * P;
+    const uint32_t bk = __shfl_sync(kFull, bucket, leader + r);
+    const ulonglong2* v = reinterpret_cast<const ulonglong2*>(t.slots) + static_cast<uint64_t>(bk) * M + member * P;
 #pragma unroll
     for (int x = 0; x < P; ++x) slots[r][x] = v[x];  // a stale (L1) view is harmless, as above
   }
@@ -162,7 +159,7 @@ __global__ void __launch_bounds__(kBlock)
       my_vacant = vacant;
     }
   }
-  bool inserted = false, overflowed = false;
+  bool inserted = false;
   if (acts) {
     uint8_t st;
     if (key == gph::kEmptyKey) {  // the one out-of-band key; deduped, so one thread
@@ -174,21 +171,10 @@ __global__ void __launch_bounds__(kBlock)
       st = kStatusAssigned;
     } else {
       st = claim_slot(t, bucket, key, value, my_vacant) ? kStatusInserted : kStatusOverflow;
-      overflowed = st == kStatusOverflow;
-      if (!kWarpAppend && overflowed) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
+      if (st == kStatusOverflow) overflow[atomicAdd(overflow_count, 1u)] = make_uint2(p, last);
     }
     status[p] = st;
     inserted = st == kStatusInserted;
-  }
-  if (kWarpAppend) {
-    const unsigned over = __ballot_sync(kFull, overflowed);
-    if (over != 0) {
-      const int first = __ffs(over) - 1;
-      uint32_t at = 0;
-      if (lane == first) at = atomicAdd(overflow_count, static_cast<uint32_t>(__popc(over)));
-      at = __shfl_sync(kFull, at, first);
-      if (overflowed) overflow[at + __popc(over & ((1u << lane) - 1))] = make_uint2(p, last);
-    }
   }
   warp_count_add(t.size, inserted, +1);
 }
@@ -196,14 +182,13 @@ __global__ void __launch_bounds__(kBlock)
 // Per occurrence, in batch order: the first occurrence reports what happened
 // to the key; a later one reports kAssigned if the key is now stored (its
 // value was applied after the first's), kNoRoom if not, as the CPU backend does.
-__global__ void write_outcomes(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
-                               const uint32_t* __restrict__ sorted_index, const uint8_t* __restrict__ status,
-                               uint64_t n, uint8_t* __restrict__ outcomes) {
+__global__ void write_outcomes(DeviceTable t, BatchOrder b, const uint8_t* __restrict__ status, uint64_t n,
+                               uint8_t* __restrict__ outcomes) {
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   if (p >= n) return;
   uint8_t st = status[p];
   if (st == kStatusDuplicate) {
-    const uint64_t key = sorted_keys[p];
+    const uint64_t key = b.keys[p];
     bool present = false;
     if (key == gph::kEmptyKey) {
       present = t.oob->present != 0;
@@ -216,7 +201,30 @@ __global__ void write_outcomes(DeviceTable t, const uint64_t* __restrict__ sorte
     }
     st = present ? kStatusAssigned : kStatusNoRoom;
   }
-  outcomes[sorted_index[p]] = st;
+  outcomes[b.index[p]] = st;
+}
+
+template <bool kGrouped>
+void launch_fill(const DeviceTable& t, const BatchOrder& b, const uint64_t* values, uint64_t n, const InsertScratch& s,
+                 cudaStream_t stream) {
+  const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+  switch (t.geo.slots_per_bucket) {
+    case 8:
+      saturation_fill_grouped<8, kGrouped>
+          <<<grid, kBlock, 0, stream>>>(t, b, values, n, s.status, s.overflow, s.overflow_count);
+      break;
+    case 16:
+      saturation_fill_grouped<16, kGrouped>
+          <<<grid, kBlock, 0, stream>>>(t, b, values, n, s.status, s.overflow, s.overflow_count);
+      break;
+    case 32:
+      saturation_fill_grouped<32, kGrouped>
+          <<<grid, kBlock, 0, stream>>>(t, b, values, n, s.status, s.overflow, s.overflow_count);
+      break;
+    default:
+      saturation_fill<0, kGrouped>
+          <<<grid, kBlock, 0, stream>>>(t, b, values, n, s.status, s.overflow, s.overflow_count);
+  }
 }
 
 }  // namespace
@@ -225,37 +233,18 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
                           uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape,
                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  cudaError_t e = sort_batch(keys, n, s.sorted, stream);
+  const bool grouped = s.grouped.lead != nullptr;
+  cudaError_t e = grouped ? group_batch(keys, n, s.grouped, stream) : sort_batch(keys, n, s.sorted, stream);
   if (e != cudaSuccess) return e;
-  const uint64_t* sorted_keys = s.sorted.keys;
-  const uint32_t* sorted_index = s.sorted.index;
-  // The overflow list's length and Refinement's queue head.
-  if ((e = cudaMemsetAsync(s.overflow_count, 0, 2 * sizeof(uint32_t), stream)) != cudaSuccess) return e;
-  const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-  const bool warp_append = shape.variants.fill_warp_append;
-  switch (t.geo.slots_per_bucket) {
-    case 8:
-      (warp_append ? saturation_fill_grouped<8, true> : saturation_fill_grouped<8, false>)<<<grid, kBlock, 0, stream>>>(
-          t, sorted_keys, sorted_index, values, n, s.status, s.overflow, s.overflow_count);
-      break;
-    case 16:
-      (warp_append ? saturation_fill_grouped<16, true>
-                   : saturation_fill_grouped<16, false>)<<<grid, kBlock, 0, stream>>>(
-          t, sorted_keys, sorted_index, values, n, s.status, s.overflow, s.overflow_count);
-      break;
-    case 32:
-      (warp_append ? saturation_fill_grouped<32, true>
-                   : saturation_fill_grouped<32, false>)<<<grid, kBlock, 0, stream>>>(
-          t, sorted_keys, sorted_index, values, n, s.status, s.overflow, s.overflow_count);
-      break;
-    default:
-      saturation_fill<0><<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, values, n, s.status, s.overflow,
-                                                      s.overflow_count);
-  }
+  const BatchOrder b =
+      grouped ? BatchOrder{keys, s.grouped.index, s.grouped.lead} : BatchOrder{s.sorted.keys, s.sorted.index, nullptr};
+  if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
+  grouped ? launch_fill<true>(t, b, values, n, s, stream) : launch_fill<false>(t, b, values, n, s, stream);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  e = launch_refinement(t, sorted_keys, sorted_index, values, s.status, s.overflow, s.overflow_count, shape, stream);
+  e = launch_refinement(t, b.keys, b.index, values, s.status, s.overflow, s.overflow_count, shape, stream);
   if (e != cudaSuccess) return e;
-  write_outcomes<<<grid, kBlock, 0, stream>>>(t, sorted_keys, sorted_index, s.status, n, outcomes);
+  const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+  write_outcomes<<<grid, kBlock, 0, stream>>>(t, b, s.status, n, outcomes);
   return cudaGetLastError();
 }
 

@@ -1,5 +1,5 @@
-// The insert pipeline (GPH §6): dedupe by sort, Saturation Fill, Refinement,
-// per-occurrence outcomes.
+// The insert pipeline (GPH §6): repeats found (by sort or by grouping),
+// Saturation Fill, Refinement, per-occurrence outcomes.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/cuda/batch_groups.h"
 #include "engine/cuda/batch_sort.h"
 #include "engine/cuda/device_table.cuh"
 #include "engine/cuda/refinement.h"
@@ -14,11 +15,14 @@
 namespace gphkv::engine::cuda {
 
 // Device scratch of one insert batch of n keys (see CudaTable::insert_or_assign_async).
+// The repeats are found by grouping when grouped.lead is set, else by sorting
+// (InsertVariants::group_repeats); positions below are the order's (batch_order.cuh).
 struct InsertScratch {
   SortedBatch sorted;
-  uint8_t* status;           // n, InsertStatus by sorted position
-  uint2* overflow;           // n: (first, last) sorted positions of each overflowed key
-  uint32_t* overflow_count;  // 2: the overflow list's length, then Refinement's queue head (InsertVariants)
+  GroupedBatch grouped;
+  uint8_t* status;           // n, InsertStatus by position
+  uint2* overflow;           // n: (first, last) positions of each overflowed key
+  uint32_t* overflow_count;  // the overflow list's length
 };
 
 // keys/values: the batch in batch order; outcomes: n UpsertOutcome bytes in batch order.

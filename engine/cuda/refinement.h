@@ -20,23 +20,17 @@ enum class RefinementKernel : uint8_t {
   kLanes,
 };
 
-// Launch shape of the Refinement kernel, fixed per table (it depends on R*M).
-// Variants of the insert path's hand-offs (issue 29 round four, engine_bench
-// --burst_variants), off by default.
+// Variants of the insert path, off by default (engine_bench --burst_variants
+// measures them against the default, interleaved). Round four's two (a
+// warp-wide overflow append, a queue for Refinement's warps) lost or tied and
+// left; docs/gph.md keeps their numbers and git history their code.
 struct InsertVariants {
-  // Saturation Fill appends a warp's overflowed keys to the overflow list
-  // with one atomicAdd (a ballot ranks them) instead of one atomicAdd each:
-  // at 1% bursts into a full table a quarter of the keys overflow, and every
-  // append goes to the one counter.
-  bool fill_warp_append = false;
-  // The lanes kernel's warps take the next overflowed key from a counter
-  // (one atomicAdd a transaction) instead of every warps-th key from their
-  // own: the grid ends with its slowest warp, and a static share of ~60
-  // transactions of uneven length (moves, deaths and their back-off) ends
-  // unevenly.
-  bool refinement_queue = false;
+  // Insert and erase batches find a key's repeats by grouping the batch in a
+  // scratch set (batch_groups.h) instead of sorting it (batch_sort.h).
+  bool group_repeats = false;
 };
 
+// Launch shape of the Refinement kernel, fixed per table (it depends on R*M).
 struct RefinementShape {
   RefinementKernel kernel = RefinementKernel::kWarp;
   InsertVariants variants;

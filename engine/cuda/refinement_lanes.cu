@@ -167,16 +167,8 @@ __device__ uint32_t cell_slots_in(const Workspace& w, uint32_t n, uint32_t b) {
   return m;
 }
 
-// The next overflowed key a warp takes from the queue (InsertVariants::refinement_queue).
-__device__ uint32_t take_job(uint32_t* head) {
-  uint32_t e = 0;
-  if (lane_id() == 0) e = atomicAdd(head, 1u);
-  return __shfl_sync(kFullWarp, e, 0);
-}
-
-// kQueue: overflow_count[1] hands out the overflow list's entries in order
-// (InsertVariants::refinement_queue); else warp w takes entries w, w + warps, ...
-template <uint32_t kM, bool kQueue>
+// Warp w takes the overflow list's entries w, w + warps, ...
+template <uint32_t kM>
 __global__ void __launch_bounds__(128, 8)
     refinement_lanes_kernel(DeviceTable t, const uint64_t* __restrict__ sorted_keys,
                             const uint32_t* __restrict__ sorted_index, const uint64_t* __restrict__ values,
@@ -197,8 +189,7 @@ __global__ void __launch_bounds__(128, 8)
   RefinementStats mine{};
   unsigned long long inserted = 0;
 
-  for (uint32_t e = kQueue ? take_job(overflow_count + 1) : blockIdx.x * (blockDim.x >> 5) + warp; e < total;
-       e = kQueue ? take_job(overflow_count + 1) : e + warps) {
+  for (uint32_t e = blockIdx.x * (blockDim.x >> 5) + warp; e < total; e += warps) {
     const uint2 job = overflow[e];
     const uint64_t key = sorted_keys[job.x];
     const uint64_t value = values[sorted_index[job.y]];
@@ -417,7 +408,7 @@ cudaError_t prepare_for(const gph::Geometry& g, int sms, RefinementShape* shape)
   shape->warps_per_block = 4;
   shape->shared_bytes = per_warp * shape->warps_per_block;
   int per_sm = 0;
-  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, refinement_lanes_kernel<kM, false>,
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, refinement_lanes_kernel<kM>,
                                                                       shape->warps_per_block * 32, shape->shared_bytes);
   if (e != cudaSuccess) return e;
   shape->blocks = sms * std::max(per_sm, 1);
@@ -440,15 +431,12 @@ cudaError_t launch_refinement_lanes(const DeviceTable& t, const uint64_t* sorted
                                     uint32_t* overflow_count, const RefinementShape& shape, cudaStream_t stream) {
   const size_t per_warp = shape.shared_bytes / shape.warps_per_block;
   const dim3 grid(shape.blocks), block(shape.warps_per_block * 32);
-  const bool queue = shape.variants.refinement_queue;
   if (t.geo.slots_per_bucket == 8) {
-    auto* kernel = queue ? refinement_lanes_kernel<8, true> : refinement_lanes_kernel<8, false>;
-    kernel<<<grid, block, shape.shared_bytes, stream>>>(t, sorted_keys, sorted_index, values, status, overflow,
-                                                        overflow_count, per_warp);
+    refinement_lanes_kernel<8><<<grid, block, shape.shared_bytes, stream>>>(t, sorted_keys, sorted_index, values,
+                                                                            status, overflow, overflow_count, per_warp);
   } else {
-    auto* kernel = queue ? refinement_lanes_kernel<16, true> : refinement_lanes_kernel<16, false>;
-    kernel<<<grid, block, shape.shared_bytes, stream>>>(t, sorted_keys, sorted_index, values, status, overflow,
-                                                        overflow_count, per_warp);
+    refinement_lanes_kernel<16><<<grid, block, shape.shared_bytes, stream>>>(
+        t, sorted_keys, sorted_index, values, status, overflow, overflow_count, per_warp);
   }
   return cudaGetLastError();
 }

@@ -219,23 +219,23 @@ TEST_F(CudaRefinementTest, BatchesFillToTheReachableLoadWithEitherKernel) {
   }
 }
 
-// The insert path's variants (refinement.h, InsertVariants): the warp-wide
-// overflow append and Refinement's queue change who goes first, not what a
-// batch does. Each combination, on both lanes shapes, takes the same batches
-// (fresh keys, keys already stored, repeats within a batch) to the first
-// refusal; every outcome before it must be the model's (first occurrence of a
-// new key kInserted, every other kAssigned), the contents the model's key by
-// key, the lines kept, and the load reached the default's within a batch.
+// The insert path's variants (refinement.h, InsertVariants): repeats found
+// by grouping instead of sorting change the order Saturation Fill and
+// Refinement see the keys in, not what a batch does. Each, on both lanes
+// shapes, takes the same batches (fresh keys, keys already stored, repeats
+// within a batch) to the first refusal; every outcome before it must be the
+// model's (first occurrence of a new key kInserted, every other kAssigned),
+// the contents the model's key by key, the lines kept, and the load reached
+// the default's within a batch.
 TEST_F(CudaRefinementTest, InsertVariantsGiveTheDefaultsOutcomesAndContents) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
-  const cuda::InsertVariants variants[] = {{false, false}, {true, false}, {false, true}, {true, true}};
+  const cuda::InsertVariants variants[] = {{false}, {true}};
   for (const Shape& s : {kShapes[0], kShapes[2]}) {
     const uint32_t table_seed = static_cast<uint32_t>(seed * 0x9e3779b97f4a7c15ull >> 32);
     double default_load = 0;
     for (const cuda::InsertVariants& v : variants) {
-      SCOPED_TRACE(::testing::Message() << "M = " << s.m << ", fill_warp_append " << v.fill_warp_append
-                                        << ", refinement_queue " << v.refinement_queue);
+      SCOPED_TRACE(::testing::Message() << "M = " << s.m << ", group_repeats " << v.group_repeats);
       auto t = make_table(options(s, table_seed), RefinementKernel::kLanes);
       ASSERT_TRUE(t);
       t->set_insert_variants(v);
@@ -280,10 +280,9 @@ TEST_F(CudaRefinementTest, InsertVariantsGiveTheDefaultsOutcomesAndContents) {
         model = std::move(after);
       }
       const double load = static_cast<double>(model.size()) / static_cast<double>(slots);
-      std::printf("M = %u, fill_warp_append %d, refinement_queue %d: first refusal at load %.3f\n", s.m,
-                  v.fill_warp_append, v.refinement_queue, load);
+      std::printf("M = %u, group_repeats %d: first refusal at load %.3f\n", s.m, v.group_repeats, load);
       EXPECT_GE(load, 0.78);
-      if (!v.fill_warp_append && !v.refinement_queue) default_load = load;
+      if (!v.group_repeats) default_load = load;
       EXPECT_NEAR(load, default_load, 2048.0 / static_cast<double>(slots) + 0.02);
       EXPECT_EQ(check_contents(*t, model), "");
       LineCensus census;

@@ -35,8 +35,9 @@ std::vector<Report::RefinementVariant> refinement_variants(Context& c, CudaTable
 }
 
 // --burst_variants: the insert path's variants (engine/cuda/refinement.h,
-// InsertVariants) on the table's default kernel, interleaved twice (default,
-// repeats found by grouping; then again), each measured as above.
+// InsertVariants) on the table's default kernel, interleaved twice (the
+// default, repeats found by sorting, by grouping; then again), each measured
+// as above.
 std::vector<Report::RefinementVariant> burst_variants(Context& c, CudaTable& table, uint64_t n, TableBuffers& b) {
   using engine::cuda::InsertVariants;
   const InsertVariants before = table.insert_variants();
@@ -44,7 +45,10 @@ std::vector<Report::RefinementVariant> burst_variants(Context& c, CudaTable& tab
     const char* name;
     InsertVariants v;
   };
-  const Named variants[] = {{"default", {false}}, {"group_repeats", {true}}};
+  using engine::cuda::RepeatFinder;
+  const Named variants[] = {{"default", {RepeatFinder::kBySize}},
+                            {"repeats_by_sort", {RepeatFinder::kSort}},
+                            {"repeats_by_group", {RepeatFinder::kGroup}}};
   std::vector<Report::RefinementVariant> rows;
   for (int round = 0; round < 2; ++round) {
     for (const Named& x : variants) {

@@ -46,9 +46,8 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // Once every position has claimed: the first occurrence leads, with its key's last.
-__global__ void __launch_bounds__(kBlock)
-    mark_leads(uint64_t n, const uint32_t* __restrict__ owner, const uint32_t* __restrict__ last,
-               uint32_t* __restrict__ lead) {
+__global__ void __launch_bounds__(kBlock) mark_leads(uint64_t n, const uint32_t* __restrict__ owner,
+                                                     const uint32_t* __restrict__ last, uint32_t* __restrict__ lead) {
   const uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   if (p >= n) return;
   const uint32_t h = lead[p];  // the slot claim_groups left there
@@ -61,6 +60,10 @@ uint64_t batch_group_capacity(uint64_t n) {
   uint64_t c = 1024;
   while (c < 2 * n) c <<= 1;
   return c;
+}
+
+bool batch_groups_fit(uint64_t n, uint64_t l2_bytes) {
+  return batch_group_capacity(n) * 2 * sizeof(uint32_t) <= l2_bytes / 2;  // owner and last
 }
 
 cudaError_t group_batch(const uint64_t* keys, uint64_t n, const GroupedBatch& g, cudaStream_t stream) {

@@ -21,6 +21,10 @@ inline constexpr uint32_t kNotLead = 0xffffffffu;
 // most one half, so a probe sequence stays short).
 uint64_t batch_group_capacity(uint64_t n);
 
+// Whether grouping n keys is the faster way to their repeats on a device of
+// l2_bytes of L2: while the set takes at most half of it (docs/gph.md, round five).
+bool batch_groups_fit(uint64_t n, uint64_t l2_bytes);
+
 // A batch of n keys grouped by key, and the scratch that grouping takes.
 struct GroupedBatch {
   uint32_t* owner;    // capacity: a slot's key's smallest batch position, or kNotLead when vacant

@@ -149,6 +149,9 @@ absl::Status CudaTable::init() {
   GPHKV_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   int sms = 0;
   GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+  int l2 = 0;
+  GPHKV_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
+  l2_bytes_ = static_cast<uint64_t>(l2);
   GPHKV_CUDA_TRY(prepare_refinement(geo_, sms, default_refinement_kernel(geo_), &refinement_shape_));
 
   uint64_t locks = 1;
@@ -226,6 +229,15 @@ absl::Status CudaTable::find_async(const uint64_t* keys, uint64_t n, uint64_t* v
   return absl::OkStatus();
 }
 
+bool CudaTable::groups_repeats(uint64_t n) const {
+  switch (refinement_shape_.variants.repeats) {
+    case RepeatFinder::kSort: return false;
+    case RepeatFinder::kGroup: return true;
+    case RepeatFinder::kBySize: break;
+  }
+  return batch_groups_fit(n, l2_bytes_);
+}
+
 absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint64_t* values, uint64_t n,
                                                UpsertOutcome* outcomes, cudaStream_t stream) {
   GPHKV_RETURN_IF_ERROR(check_batch("insert_or_assign", n));
@@ -234,7 +246,7 @@ absl::Status CudaTable::insert_or_assign_async(const uint64_t* keys, const uint6
   gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   StreamScratch scratch(stream);
   BatchOrderLayout order;
-  GPHKV_RETURN_IF_ERROR(order.reserve(scratch, n, refinement_shape_.variants.group_repeats));
+  GPHKV_RETURN_IF_ERROR(order.reserve(scratch, n, groups_repeats(n)));
   const size_t o_status = scratch.reserve<uint8_t>(n);
   const size_t o_overflow = scratch.reserve<uint2>(n);
   const size_t o_count = scratch.reserve<uint32_t>(1);  // InsertScratch::overflow_count
@@ -258,7 +270,7 @@ absl::Status CudaTable::erase_async(const uint64_t* keys, uint64_t n, uint8_t* e
   gphkv::cuda::clear_stale_launch_error();  // CUB's size queries and our launch checks read it
   StreamScratch scratch(stream);
   BatchOrderLayout order;
-  GPHKV_RETURN_IF_ERROR(order.reserve(scratch, n, refinement_shape_.variants.group_repeats));
+  GPHKV_RETURN_IF_ERROR(order.reserve(scratch, n, groups_repeats(n)));
   GPHKV_RETURN_IF_ERROR(scratch.allocate());
   GPHKV_CUDA_TRY(launch_erase(view(), keys, n, erased, order.sorted(scratch), order.grouped(scratch), stream));
   return absl::OkStatus();

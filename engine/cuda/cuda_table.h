@@ -99,6 +99,8 @@ class CudaTable final : public StreamOrderedTable {
   // or erase of this table runs.
   void set_insert_variants(const InsertVariants& v) { refinement_shape_.variants = v; }
   const InsertVariants& insert_variants() const { return refinement_shape_.variants; }
+  // Whether a batch of n keys finds its repeats by grouping (else by sorting).
+  bool groups_repeats(uint64_t n) const;
 
   // Refinement's counters as of the last synchronous operation or synchronize().
   const RefinementStats& refinement_stats() const { return stats_; }
@@ -121,6 +123,7 @@ class CudaTable final : public StreamOrderedTable {
   TableOptions options_;
   gph::Geometry geo_;
   int device_;
+  uint64_t l2_bytes_ = 0;  // the device's L2, for RepeatFinder::kBySize
   cudaStream_t stream_ = nullptr;
   RefinementShape refinement_shape_;
 

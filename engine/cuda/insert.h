@@ -16,7 +16,7 @@ namespace gphkv::engine::cuda {
 
 // Device scratch of one insert batch of n keys (see CudaTable::insert_or_assign_async).
 // The repeats are found by grouping when grouped.lead is set, else by sorting
-// (InsertVariants::group_repeats); positions below are the order's (batch_order.cuh).
+// (InsertVariants::repeats); positions below are the order's (batch_order.cuh).
 struct InsertScratch {
   SortedBatch sorted;
   GroupedBatch grouped;

@@ -20,14 +20,22 @@ enum class RefinementKernel : uint8_t {
   kLanes,
 };
 
-// Variants of the insert path, off by default (engine_bench --burst_variants
-// measures them against the default, interleaved). Round four's two (a
+// Variants of the insert path (engine_bench --burst_variants measures them
+// against the default, interleaved). Round four's two (a
 // warp-wide overflow append, a queue for Refinement's warps) lost or tied and
 // left; docs/gph.md keeps their numbers and git history their code.
+// How insert and erase batches find a key's repeats: grouping the batch in a
+// scratch set (batch_groups.h) or sorting it (batch_sort.h). The set wins
+// while it stays in L2 (1% bursts into 10^8 keys: 10^6 keys, a 16 MB set)
+// and loses past it (10^7 keys: a 256 MB set), so the default picks by size.
+enum class RepeatFinder : uint8_t {
+  kBySize,  // grouping where batch_groups_fit(n, the device's L2), else sorting
+  kSort,
+  kGroup,
+};
+
 struct InsertVariants {
-  // Insert and erase batches find a key's repeats by grouping the batch in a
-  // scratch set (batch_groups.h) instead of sorting it (batch_sort.h).
-  bool group_repeats = false;
+  RepeatFinder repeats = RepeatFinder::kBySize;
 };
 
 // Launch shape of the Refinement kernel, fixed per table (it depends on R*M).

@@ -85,8 +85,7 @@ std::string check_groups(const std::vector<uint64_t>& keys) {
     const uint32_t want = first.at(keys[p]) == p ? last_of.at(keys[p]) : kNotLead;
     if (got_lead[p] != want || got_index[p] != p) {
       return "position " + std::to_string(p) + " (key " + std::to_string(keys[p]) + "): lead " +
-             std::to_string(got_lead[p]) + ", want " + std::to_string(want) + "; index " +
-             std::to_string(got_index[p]);
+             std::to_string(got_lead[p]) + ", want " + std::to_string(want) + "; index " + std::to_string(got_index[p]);
     }
   }
   return "";
@@ -140,21 +139,32 @@ TEST_F(CudaBatchGroupsTest, AdversarialBatches) {
   }
 }
 
+// The default's choice: grouping while the set takes at most half the L2.
+TEST(CudaBatchGroups, GroupingIsChosenWhileTheSetStaysInL2) {  // host arithmetic: no device needed
+  constexpr uint64_t kMiB = 1 << 20;
+  EXPECT_TRUE(cuda::batch_groups_fit(1000, 50 * kMiB));
+  EXPECT_TRUE(cuda::batch_groups_fit(1000000, 50 * kMiB));    // 2^21 slots, 16 MiB
+  EXPECT_FALSE(cuda::batch_groups_fit(1100000, 50 * kMiB));   // 2^22 slots, 32 MiB
+  EXPECT_FALSE(cuda::batch_groups_fit(10000000, 60 * kMiB));  // 2^25 slots, 256 MiB
+  EXPECT_FALSE(cuda::batch_groups_fit(1000, 0));
+}
+
 // Inserts and erases through a CudaTable with the repeats found by sorting and
 // by grouping: the same batches must give the model's outcomes, erase flags and
 // contents either way (below the load where Refinement could refuse a key).
 TEST_F(CudaBatchGroupsTest, InsertsAndErasesAnswerAsWithTheSort) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
-  for (const bool grouped : {false, true}) {
-    SCOPED_TRACE(grouped ? "grouped" : "sorted");
+  for (const cuda::RepeatFinder finder : {cuda::RepeatFinder::kSort, cuda::RepeatFinder::kGroup}) {
+    SCOPED_TRACE(finder == cuda::RepeatFinder::kSort ? "sorted" : "grouped");
     TableOptions o;
     o.num_buckets = 4096;
     o.seed = static_cast<uint32_t>(seed);
     auto made = CudaTable::create(o, 0);
     ASSERT_TRUE(made.ok()) << made.status();
     CudaTable& t = **made;
-    t.set_insert_variants(cuda::InsertVariants{grouped});
+    t.set_insert_variants(cuda::InsertVariants{finder});
+    ASSERT_EQ(t.groups_repeats(4000), finder == cuda::RepeatFinder::kGroup);
     std::mt19937_64 rng(seed ^ 0x9b0c);  // the same batches for both
     Model model;
     std::vector<uint64_t> pool;

@@ -230,12 +230,13 @@ TEST_F(CudaRefinementTest, BatchesFillToTheReachableLoadWithEitherKernel) {
 TEST_F(CudaRefinementTest, InsertVariantsGiveTheDefaultsOutcomesAndContents) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
-  const cuda::InsertVariants variants[] = {{false}, {true}};
+  const cuda::InsertVariants variants[] = {{cuda::RepeatFinder::kSort}, {cuda::RepeatFinder::kGroup}};
   for (const Shape& s : {kShapes[0], kShapes[2]}) {
     const uint32_t table_seed = static_cast<uint32_t>(seed * 0x9e3779b97f4a7c15ull >> 32);
     double default_load = 0;
     for (const cuda::InsertVariants& v : variants) {
-      SCOPED_TRACE(::testing::Message() << "M = " << s.m << ", group_repeats " << v.group_repeats);
+      SCOPED_TRACE(::testing::Message() << "M = " << s.m << ", repeats by "
+                                        << (v.repeats == cuda::RepeatFinder::kSort ? "sort" : "group"));
       auto t = make_table(options(s, table_seed), RefinementKernel::kLanes);
       ASSERT_TRUE(t);
       t->set_insert_variants(v);
@@ -280,9 +281,10 @@ TEST_F(CudaRefinementTest, InsertVariantsGiveTheDefaultsOutcomesAndContents) {
         model = std::move(after);
       }
       const double load = static_cast<double>(model.size()) / static_cast<double>(slots);
-      std::printf("M = %u, group_repeats %d: first refusal at load %.3f\n", s.m, v.group_repeats, load);
+      std::printf("M = %u, repeats by %s: first refusal at load %.3f\n", s.m,
+                  v.repeats == cuda::RepeatFinder::kSort ? "sort" : "group", load);
       EXPECT_GE(load, 0.78);
-      if (!v.group_repeats) default_load = load;
+      if (v.repeats == cuda::RepeatFinder::kSort) default_load = load;
       EXPECT_NEAR(load, default_load, 2048.0 / static_cast<double>(slots) + 0.02);
       EXPECT_EQ(check_contents(*t, model), "");
       LineCensus census;

@@ -10,7 +10,7 @@
 #
 # The servers start once each and are loaded once (KEYS items); the writes
 # overwrite them (no deletes). After each gphkv run the server's put stages
-# (gphkv_put_stage_seconds: drain, plan, admit, heap, table, finish) and its
+# (gphkv_put_stage_seconds: drain, plan, admit, evict, heap, table, finish) and its
 # put runs' count are read from its metrics, as the difference over the run.
 # OUT/write_mix.json gathers keys/s, calls/s, the cores of each side and the
 # stages; OUT/runs/ keeps every report.
@@ -138,7 +138,7 @@ done
 python3 - "$OUT" "$ROUNDS" "$FRACTIONS" "${names[@]}" <<'EOF' | tee "$OUT/write_mix.json"
 import json, re, statistics, sys
 out, rounds, fractions, names = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-STAGES = ["drain", "plan", "admit", "heap", "table", "finish"]
+STAGES = ["drain", "plan", "admit", "evict", "heap", "table", "finish"]
 
 def prom(path):
     vals = {}

@@ -33,6 +33,7 @@ enum class ClockVerdict : uint8_t {
 struct ClockStep {
   std::vector<uint64_t> table_keys;
   std::vector<ClockVerdict> verdicts;
+  std::vector<uint64_t> places;  // ValueHeap::place of each item's value at the step (0 where none is stored)
 };
 
 }  // namespace gphkv::server

@@ -52,6 +52,8 @@ class ExtentValueHeap : public ValueHeap {
   void reserve_values(uint64_t values) override;
   void release(ValueHandle handle) override;
   uint32_t length(ValueHandle handle) const override { return records_[value_handle::id(handle)].length; }
+  // Its first granule's address: chunk by chunk, then by offset.
+  uint64_t place(ValueHandle handle) const override { return records_[value_handle::id(handle)].addr; }
   // The host's access bits, in the records (a device heap keeps its own).
   absl::Status mark_accessed(absl::Span<const ValueHandle> handles) override;
   absl::Status read_accessed(absl::Span<const ValueHandle> handles, std::vector<uint8_t>* bits) override;

@@ -12,7 +12,8 @@ namespace gphkv::server {
 enum PutStage : int {
   kPutDrain = 0,  // executor: pipelined gets in flight finished before the run
   kPutPlan,       // the run's keys looked up (find_stored, or the placed path's places)
-  kPutAdmit,      // --memory admission, the eviction it asks for included
+  kPutAdmit,      // --memory admission (the value heap's compaction included), less kPutEvict
+  kPutEvict,      // the eviction admission asks for (--eviction=lru: the CLOCK's steps)
   kPutHeap,       // the admitted values written to the value heap
   kPutTable,      // the table learns the handles (insert_or_assign)
   kPutFinish,     // replaced values freed, collided keys, a small rebuild swapped in
@@ -20,7 +21,7 @@ enum PutStage : int {
 };
 
 inline const char* put_stage_name(int s) {
-  static const char* const kNames[kNumPutStages] = {"drain", "plan", "admit", "heap", "table", "finish"};
+  static const char* const kNames[kNumPutStages] = {"drain", "plan", "admit", "evict", "heap", "table", "finish"};
   return kNames[s];
 }
 

@@ -266,6 +266,8 @@ class Store : private Evictor {
   // A key of the put run being applied (never evicted: its evictions are
   // logged before the run's writes, so none may be a key the run wrote).
   bool in_put_run(uint64_t table_key);
+  // Orders the hand's listed keys by where their values lie, last first.
+  absl::Status order_by_place(std::vector<uint64_t>* table_keys);
   // (*keys)[v]: the key bytes of handles[v] when it is a byte key's record
   // (one gather), empty otherwise: what the log needs of a victim.
   absl::Status read_record_keys(absl::Span<const ValueHandle> handles, std::vector<std::string>* keys);

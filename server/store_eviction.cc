@@ -28,6 +28,12 @@
 namespace gphkv::server {
 
 absl::StatusOr<uint64_t> Store::evict(uint64_t bytes, const absl::flat_hash_set<uint64_t>& held) {
+  // Admission asks for this mid-run: its time so far is admission's, this call's the eviction's.
+  put_lap(kPutAdmit);
+  struct EvictLap {
+    Store* store;
+    ~EvictLap() { store->put_lap(kPutEvict); }
+  } lap{this};
   const uint64_t goal = std::max(bytes, budget_.limit_bytes() / kEvictionSlackDivisor);
   uint64_t freed = 0, evicted = 0;
   // At most one whole revolution and a bit from wherever the hand stands:
@@ -43,6 +49,7 @@ absl::StatusOr<uint64_t> Store::evict(uint64_t bytes, const absl::flat_hash_set<
         if (absl::Status s = finish_rebuild(); !s.ok()) return s;
       }
       if (absl::Status s = table_->serving_table().export_keys(&clock_keys_); !s.ok()) return s;
+      if (absl::Status s = order_by_place(&clock_keys_); !s.ok()) return s;
       clock_next_ = 0;
       if (clock_keys_.empty()) break;
     }
@@ -58,6 +65,11 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
   std::vector<uint64_t> handles(n);
   std::vector<uint8_t> found(n);
   if (absl::Status s = table_->find(slots, absl::MakeSpan(handles), absl::MakeSpan(found)); !s.ok()) return s;
+  std::vector<uint64_t> places;  // for on_clock_step, read before any victim is freed
+  if (options_.on_clock_step) {
+    places.resize(n);
+    for (size_t i = 0; i < n; ++i) places[i] = found[i] ? heap_->place(handles[i]) : 0;
+  }
   std::vector<ValueHandle> candidates;
   std::vector<size_t> candidate_at;
   for (size_t i = 0; i < n; ++i) {
@@ -116,8 +128,34 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
   }
   if (options_.on_clock_step) {
     verdicts.resize(passed);
-    options_.on_clock_step(ClockStep{std::vector<uint64_t>(slots.begin(), slots.begin() + passed), verdicts});
+    places.resize(passed);
+    options_.on_clock_step(
+        ClockStep{std::vector<uint64_t>(slots.begin(), slots.begin() + passed), verdicts, std::move(places)});
   }
+  return absl::OkStatus();
+}
+
+// The hand walks the items by where their values lie, from the heap's last
+// chunk's end toward its start, so the items it evicts lie side by side:
+// their extents merge into holes that new values fit, and a compaction that
+// slides a chunk moves only the few items kept in the part the hand passed.
+// Walked in the table's slot order, the victims lay scattered over every
+// chunk, no hole they left held the next value, and nearly every put at the
+// cap compacted (docs/performance.md, "Where the cap's time goes"). The order
+// is the revolution's start; values that move meanwhile keep their turn.
+absl::Status Store::order_by_place(std::vector<uint64_t>* table_keys) {
+  const size_t n = table_keys->size();
+  std::vector<uint64_t> handles(n);
+  std::vector<uint8_t> found(n);
+  if (absl::Status s = table_->find(*table_keys, absl::MakeSpan(handles), absl::MakeSpan(found)); !s.ok()) return s;
+  std::vector<std::pair<uint64_t, uint64_t>> by_place;  // (place, table key)
+  by_place.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (found[i]) by_place.emplace_back(heap_->place(handles[i]), (*table_keys)[i]);
+  }
+  std::stable_sort(by_place.begin(), by_place.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  table_keys->clear();
+  for (const auto& [place, key] : by_place) table_keys->push_back(key);
   return absl::OkStatus();
 }
 

@@ -68,6 +68,13 @@ class ValueHeap {
   virtual void release(ValueHandle handle) = 0;
   // The stored value's byte length.
   virtual uint32_t length(ValueHandle handle) const = 0;
+  // Where the value lies, as an order: values side by side in memory have
+  // neighbouring places (the eviction's hand walks them so). 0 where the
+  // heap keeps no such order.
+  virtual uint64_t place(ValueHandle handle) const {
+    (void)handle;
+    return 0;
+  }
   // Appends the stored bytes of each handle to `out`, in order: one contiguous
   // buffer for a whole batch (on a device, the gather kernel's job). Fails
   // only on a device error.

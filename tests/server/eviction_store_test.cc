@@ -62,6 +62,18 @@ class EvictionStore : public BackendStoreTest<EvictionParam> {
   // CLOCK's rule for each slot the hand passed, then the model follows it.
   void check_step(const ClockStep& step) {
     ASSERT_EQ(step.table_keys.size(), step.verdicts.size());
+    ASSERT_EQ(step.table_keys.size(), step.places.size());
+    // The hand walks the values last place first (Store::order_by_place):
+    // between two stored items it passed one after the other, the place
+    // falls, unless a compaction moved one since the pass began.
+    bool any = false;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < step.places.size(); ++i) {
+      if (step.verdicts[i] == ClockVerdict::kPassedOver) continue;
+      if (any) (step.places[i] <= prev ? in_order_ : out_of_order_) += 1;
+      any = true;
+      prev = step.places[i];
+    }
     for (size_t i = 0; i < step.table_keys.size(); ++i) {
       const uint64_t tk = step.table_keys[i];
       auto at = by_table_key_.find(tk);
@@ -192,7 +204,8 @@ class EvictionStore : public BackendStoreTest<EvictionParam> {
   std::unordered_map<uint64_t, int> by_table_key_;
   absl::flat_hash_set<uint64_t> held_;
   uint64_t evicted_ = 0;
-  std::vector<std::string> victims_;  // the hand's victims since the last put, as the log names them
+  uint64_t in_order_ = 0, out_of_order_ = 0;  // consecutive items the hand passed, by their places
+  std::vector<std::string> victims_;          // the hand's victims since the last put, as the log names them
 };
 
 TEST_P(EvictionStore, EveryPutFitsAndTheHandFollowsClock) {
@@ -230,6 +243,8 @@ TEST_P(EvictionStore, EveryPutFitsAndTheHandFollowsClock) {
   EXPECT_GT(bytes_put, 6 * kCap) << "the puts went far past the cap";
   EXPECT_GT(evicted_, 1000u) << "seed " << seed_;
   EXPECT_EQ(store_->counters().evictions, evicted_);
+  // Walked in the table's slot order, about half the pairs would be in order.
+  EXPECT_GT(in_order_, 9 * out_of_order_) << "the hand walks the values by place, last first; seed " << seed_;
   EXPECT_EQ(store_->keys(), model_.size());
   EXPECT_LE(store_->table_bytes() + store_->value_heap_bytes(), kCap);
   // Every key read back: exactly the model's, with their values.

@@ -5,17 +5,6 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// MurmurHash3's 64-bit finalizer: the set's slots only need keys spread, and
-// a batch that collides (crafted keys) costs longer probes, never a wrong group.
-__device__ __forceinline__ uint64_t mix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
-
 // Linear probing over batch positions: a vacant slot is claimed with the
 // position (compare-and-swap); a slot holding a position of the same key
 // belongs to this key, whose owner then becomes the smaller position
@@ -30,7 +19,7 @@ __global__ void __launch_bounds__(kBlock)
   if (p >= n) return;
   const uint64_t key = keys[p];
   const uint32_t me = static_cast<uint32_t>(p);
-  uint64_t h = mix64(key) & mask;
+  uint64_t h = batch_group_hash(key) & mask;
   for (;;) {
     const uint32_t cur = atomicCAS(owner + h, kNotLead, me);
     if (cur == kNotLead) break;

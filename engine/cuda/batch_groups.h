@@ -17,6 +17,18 @@ namespace gphkv::engine::cuda {
 // lead[p] for a position that is not its key's first occurrence.
 inline constexpr uint32_t kNotLead = 0xffffffffu;
 
+// The set's slot hash: MurmurHash3's 64-bit finalizer. The slots only need
+// keys spread; a batch that collides (crafted keys) costs longer probes,
+// never a wrong group. Host and device: the tests build colliding keys with it.
+__host__ __device__ inline uint64_t batch_group_hash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+
 // Slots of the scratch set for n keys: a power of two, at least 2n (load at
 // most one half, so a probe sequence stays short).
 uint64_t batch_group_capacity(uint64_t n);

@@ -41,16 +41,6 @@ class CudaBatchGroupsTest : public ::testing::Test {
   }
 };
 
-// The set's slot hash, as batch_groups.cu computes it (to build colliding keys).
-uint64_t mix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
-
 // Device buffers freed on every path.
 struct DeviceBuffer {
   void* p = nullptr;
@@ -130,7 +120,7 @@ TEST_F(CudaBatchGroupsTest, AdversarialBatches) {
     const uint64_t mask = cuda::batch_group_capacity(1200) - 1;
     std::vector<uint64_t> colliding;
     for (uint64_t k = rng(); colliding.size() < 600; ++k) {
-      if ((mix64(k) & mask) == 7) colliding.push_back(k);
+      if ((cuda::batch_group_hash(k) & mask) == 7) colliding.push_back(k);
     }
     std::vector<uint64_t> keys = colliding;
     keys.insert(keys.end(), colliding.begin(), colliding.end());

@@ -144,14 +144,22 @@ absl::Status Store::clock_step(uint64_t goal, const absl::flat_hash_set<uint64_t
 // cap compacted (docs/performance.md, "Where the cap's time goes"). The order
 // is the revolution's start; values that move meanwhile keep their turn.
 absl::Status Store::order_by_place(std::vector<uint64_t>* table_keys) {
+  // In pieces: one find of a whole large table would take device scratch
+  // beside a cache that is at its cap.
+  constexpr size_t kPiece = size_t{1} << 20;
   const size_t n = table_keys->size();
-  std::vector<uint64_t> handles(n);
-  std::vector<uint8_t> found(n);
-  if (absl::Status s = table_->find(*table_keys, absl::MakeSpan(handles), absl::MakeSpan(found)); !s.ok()) return s;
   std::vector<std::pair<uint64_t, uint64_t>> by_place;  // (place, table key)
   by_place.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (found[i]) by_place.emplace_back(heap_->place(handles[i]), (*table_keys)[i]);
+  std::vector<uint64_t> handles;
+  std::vector<uint8_t> found;
+  for (size_t at = 0; at < n; at += kPiece) {
+    const absl::Span<const uint64_t> piece = absl::MakeConstSpan(*table_keys).subspan(at, kPiece);
+    handles.resize(piece.size());
+    found.resize(piece.size());
+    if (absl::Status s = table_->find(piece, absl::MakeSpan(handles), absl::MakeSpan(found)); !s.ok()) return s;
+    for (size_t i = 0; i < piece.size(); ++i) {
+      if (found[i]) by_place.emplace_back(heap_->place(handles[i]), piece[i]);
+    }
   }
   std::stable_sort(by_place.begin(), by_place.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   table_keys->clear();

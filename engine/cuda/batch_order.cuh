@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/cuda/batch_groups.h"
+#include "engine/cuda/batch_sort.h"
 
 namespace gphkv::engine::cuda {
 
@@ -16,6 +17,19 @@ struct BatchOrder {
   const uint32_t* index;  // index[p]: p's batch position
   const uint32_t* lead;   // grouped: GroupedBatch::lead; sorted: nullptr
 };
+
+// Finds the repeats of the batch `keys`: by grouping when grouped.lead is set
+// (the caller chose it: CudaTable::groups_repeats), else by sorting; *order is
+// the view the kernels then take. Stream-ordered.
+inline cudaError_t order_batch(const uint64_t* keys, uint64_t n, const SortedBatch& sorted, const GroupedBatch& grouped,
+                               cudaStream_t stream, BatchOrder* order) {
+  if (grouped.lead != nullptr) {
+    *order = BatchOrder{keys, grouped.index, grouped.lead};
+    return group_batch(keys, n, grouped, stream);
+  }
+  *order = BatchOrder{sorted.keys, sorted.index, nullptr};
+  return sort_batch(keys, n, sorted, stream);
+}
 
 // Whether p is its key's first occurrence (kGrouped: b.lead is set).
 template <bool kGrouped>

@@ -72,15 +72,10 @@ void launch_erase_kernel(const DeviceTable& t, const BatchOrder& b, uint64_t n, 
 cudaError_t launch_erase(const DeviceTable& t, const uint64_t* keys, uint64_t n, uint8_t* erased,
                          const SortedBatch& sorted, const GroupedBatch& grouped, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  if (grouped.lead != nullptr) {
-    cudaError_t e = group_batch(keys, n, grouped, stream);
-    if (e != cudaSuccess) return e;
-    launch_erase_kernel<true>(t, BatchOrder{keys, grouped.index, grouped.lead}, n, erased, stream);
-  } else {
-    cudaError_t e = sort_batch(keys, n, sorted, stream);
-    if (e != cudaSuccess) return e;
-    launch_erase_kernel<false>(t, BatchOrder{sorted.keys, sorted.index, nullptr}, n, erased, stream);
-  }
+  BatchOrder b;
+  if (cudaError_t e = order_batch(keys, n, sorted, grouped, stream, &b); e != cudaSuccess) return e;
+  b.lead != nullptr ? launch_erase_kernel<true>(t, b, n, erased, stream)
+                    : launch_erase_kernel<false>(t, b, n, erased, stream);
   return cudaGetLastError();
 }
 

@@ -233,13 +233,11 @@ cudaError_t launch_insert(const DeviceTable& t, const uint64_t* keys, const uint
                           uint8_t* outcomes, const InsertScratch& s, const RefinementShape& shape,
                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  const bool grouped = s.grouped.lead != nullptr;
-  cudaError_t e = grouped ? group_batch(keys, n, s.grouped, stream) : sort_batch(keys, n, s.sorted, stream);
+  BatchOrder b;
+  cudaError_t e = order_batch(keys, n, s.sorted, s.grouped, stream, &b);
   if (e != cudaSuccess) return e;
-  const BatchOrder b =
-      grouped ? BatchOrder{keys, s.grouped.index, s.grouped.lead} : BatchOrder{s.sorted.keys, s.sorted.index, nullptr};
   if ((e = cudaMemsetAsync(s.overflow_count, 0, sizeof(uint32_t), stream)) != cudaSuccess) return e;
-  grouped ? launch_fill<true>(t, b, values, n, s, stream) : launch_fill<false>(t, b, values, n, s, stream);
+  b.lead != nullptr ? launch_fill<true>(t, b, values, n, s, stream) : launch_fill<false>(t, b, values, n, s, stream);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   e = launch_refinement(t, b.keys, b.index, values, s.status, s.overflow, s.overflow_count, shape, stream);
   if (e != cudaSuccess) return e;

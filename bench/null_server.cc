@@ -28,6 +28,7 @@
 
 #include "absl/flags/flag.h"
 #include "bench/null_memcached.h"
+#include "flags/malloc_tuning.h"
 #include "flags/program_flags.h"
 #include "gphkv/v1/gphkv.grpc.pb.h"
 #include "server/grpc/message_stream.h"
@@ -36,6 +37,8 @@
 #include "server/memcache/listener.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50061", "host:port to serve on");
+ABSL_FLAG(uint64_t, malloc_trim_threshold_mib, 0, "gphkv-server's --malloc_trim_threshold_mib (flags/malloc_tuning.h)");
+ABSL_FLAG(uint64_t, malloc_mmap_threshold_mib, 0, "gphkv-server's --malloc_mmap_threshold_mib (flags/malloc_tuning.h)");
 ABSL_FLAG(std::string, api, "async", "unary calls on: async (gphkv-server's completion-queue front end) or callback");
 ABSL_FLAG(int32_t, threads, 4, "--api=async: completion queues, each with its own thread");
 ABSL_FLAG(int32_t, posted, 64, "--api=async: calls of each method asked for ahead, per queue");
@@ -237,6 +240,12 @@ int main(int argc, char** argv) {
                             "gphkv.v1.KeyValue and a memcached port with no table (the front end's ceiling).\n"
                             "Usage: null_server [--flags]; SIGTERM/SIGINT stops it.",
                             {"bench/null_server.cc"}});
+  if (absl::Status s = gphkv::tune_malloc(
+          {absl::GetFlag(FLAGS_malloc_trim_threshold_mib), absl::GetFlag(FLAGS_malloc_mmap_threshold_mib)});
+      !s.ok()) {
+    std::fprintf(stderr, "null_server: --malloc_*: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   g_value_bytes = absl::GetFlag(FLAGS_value_bytes);
   const std::string api = absl::GetFlag(FLAGS_api);
   if (api != "async" && api != "callback") {

@@ -29,6 +29,8 @@ struct LoadgenConfig {
   // completed otherwise), issued, completed or off.
   std::string check_reads = "auto";
   TlsFiles tls;  // gphkv: TLS (gphkv/client/tls.h)
+  // The process's allocator, as main set it (flags/malloc_tuning.h's describe()).
+  std::string malloc = "malloc: glibc's defaults";
   // A get's misses are put back (cache_aside.h), as a cache-aside client fills its cache.
   bool cache_aside = false;
   WorkloadOptions workload;

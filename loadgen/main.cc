@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "flags/malloc_tuning.h"
 #include "flags/program_flags.h"
 #include "loadgen/loadgen.h"
 #include "loadgen/workload_preset.h"
@@ -97,6 +98,11 @@ ABSL_FLAG(double, warmup, 2, "seconds run before measuring starts");
 ABSL_FLAG(double, duration, 10, "seconds measured (ignored when --count is set)");
 ABSL_FLAG(uint64_t, count, 0, "measure this many calls in all instead of a duration");
 ABSL_FLAG(double, drain_timeout, 10, "seconds to wait for calls in flight after the window");
+ABSL_FLAG(uint64_t, malloc_trim_threshold_mib, gphkv::kLargeMessageMalloc.trim_threshold_mib,
+          "glibc: free memory a malloc arena keeps before giving it back (flags/malloc_tuning.h: large answers "
+          "otherwise cost page faults on every message); 0 = glibc's default");
+ABSL_FLAG(uint64_t, malloc_mmap_threshold_mib, gphkv::kLargeMessageMalloc.mmap_threshold_mib,
+          "glibc: smallest allocation served by its own mmap, at most 32; 0 = glibc's default");
 ABSL_FLAG(int32_t, server_pid, 0,
           "the store's process id: its CPU use over the measured window (/proc/PID/stat) is reported beside ours");
 ABSL_FLAG(std::string, server_metrics, "",
@@ -137,6 +143,12 @@ int main(int argc, char** argv) {
                             "TaoBench-style load for gphkv and memcached; see docs/loadgen.md.\n"
                             "Usage: gphkv-loadgen [--flags]",
                             {"loadgen/main.cc"}});
+  const gphkv::MallocTuning malloc_tuning{absl::GetFlag(FLAGS_malloc_trim_threshold_mib),
+                                          absl::GetFlag(FLAGS_malloc_mmap_threshold_mib)};
+  if (absl::Status s = gphkv::tune_malloc(malloc_tuning); !s.ok()) {
+    std::fprintf(stderr, "gphkv-loadgen: --malloc_*: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   using gphkv::loadgen::DriveOptions;
   gphkv::loadgen::LoadgenConfig c;
   c.target = absl::GetFlag(FLAGS_target);
@@ -148,6 +160,7 @@ int main(int argc, char** argv) {
   c.key_length = absl::GetFlag(FLAGS_key_length);
   c.check_reads = absl::GetFlag(FLAGS_check_reads);
   c.cache_aside = absl::GetFlag(FLAGS_cache_aside);
+  c.malloc = gphkv::describe(malloc_tuning);
   if (c.coalesce_in_flight < 1) {
     std::fprintf(stderr, "gphkv-loadgen: --coalesce_in_flight must be at least 1\n");
     return 2;

@@ -94,6 +94,7 @@ json ReportToJson(const Report& r) {
                                              : "8"},
       {"check_reads", c.check_reads},
       {"cache_aside", c.cache_aside},
+      {"malloc", c.malloc},
       {"label", c.label},
       {"workload",
        {{"preset", w.preset},

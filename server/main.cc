@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "flags/malloc_tuning.h"
 #include "flags/program_flags.h"
 #include "server/byte_key.h"
 #include "server/byte_size.h"
@@ -132,6 +133,12 @@ ABSL_FLAG(ByteSize, snapshot_log_bytes, ByteSize{uint64_t{1} << 30},
           "at the next start (0 = never for size)");
 ABSL_FLAG(ByteSize, log_segment_bytes, ByteSize{uint64_t{64} << 20},
           "with --data_dir, a log segment file is closed (and synced) and the next one started at this size");
+ABSL_FLAG(uint64_t, malloc_trim_threshold_mib, 0,
+          "glibc: free memory a malloc arena keeps before giving it back, in MiB (flags/malloc_tuning.h; the load "
+          "generator's default is 256: answers of megabytes otherwise cost page faults on every message); 0 = "
+          "glibc's default");
+ABSL_FLAG(uint64_t, malloc_mmap_threshold_mib, 0,
+          "glibc: smallest allocation served by its own mmap, in MiB, at most 32; 0 = glibc's default");
 
 namespace {
 
@@ -171,6 +178,10 @@ int main(int argc, char** argv) {
                             "Usage: gphkv-server [--flags]; SIGTERM/SIGINT drains and exits 0.",
                             {"server/main.cc"}});
 
+  const gphkv::MallocTuning malloc_tuning{absl::GetFlag(FLAGS_malloc_trim_threshold_mib),
+                                          absl::GetFlag(FLAGS_malloc_mmap_threshold_mib)};
+  if (absl::Status s = gphkv::tune_malloc(malloc_tuning); !s.ok())
+    return fail("--malloc_*: " + std::string(s.message()));
   const std::string level = absl::GetFlag(FLAGS_log_level);
   const auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") return fail("unknown --log_level=" + level);
@@ -294,6 +305,7 @@ int main(int argc, char** argv) {
                          absl::GetFlag(FLAGS_recover), " snapshot_interval=", absl::FormatDuration(snapshot_interval),
                          " snapshot_log_bytes=", gphkv::server::format_byte_size(o.data_dir.options.snapshot_log_bytes),
                          " log_segment_bytes=", gphkv::server::format_byte_size(o.data_dir.options.log.segment_bytes)));
+  spdlog::info("{}", gphkv::describe(malloc_tuning));
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

@@ -32,11 +32,22 @@ constexpr auto kSnapshotRoomWait = std::chrono::milliseconds(1);
 
 Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics, unsigned completion_threads,
                    ExecutorDataDir data_dir)
+    : Executor(std::move(store), batcher, metrics, std::make_shared<CompletionPool>(completion_threads),
+               std::move(data_dir), /*owns_completions=*/true) {}
+
+Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+                   std::shared_ptr<CompletionPool> completions, ExecutorDataDir data_dir)
+    : Executor(std::move(store), batcher, metrics, std::move(completions), std::move(data_dir),
+               /*owns_completions=*/false) {}
+
+Executor::Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+                   std::shared_ptr<CompletionPool> completions, ExecutorDataDir data_dir, bool owns_completions)
     : store_(std::move(store)),
       data_dir_config_(std::move(data_dir)),
       batcher_(batcher),
       metrics_(metrics),
-      completions_(completion_threads),
+      completions_(std::move(completions)),
+      owns_completions_(owns_completions),
       memory_limit_bytes_(store_->memory_limit_bytes()) {
   executor_thread_.claim();  // no thread runs yet: the constructor owns the store
   publish();
@@ -76,7 +87,9 @@ absl::Status Executor::wait_started() { return started_.get(); }
 
 void Executor::join() {
   if (thread_.joinable()) thread_.join();
-  completions_.stop();  // every answer handed over is delivered before join returns
+  // Every answer handed over is delivered before join returns; a shared
+  // pool's owner stops it once all its executors joined.
+  if (owns_completions_) completions_->stop();
 }
 
 void Executor::loop() {
@@ -206,11 +219,11 @@ void Executor::answer(absl::Span<Call* const> run, std::vector<absl::Status>& st
   // thread wake-up to every call's latency (the light-load floor), so the
   // executor answers itself. Only when the pool is idle, so an answer
   // never overtakes one handed over earlier.
-  if (last_of_batch && in_flight_.empty() && batcher_->empty() && completions_.idle()) {
+  if (last_of_batch && in_flight_.empty() && batcher_->empty() && completions_->idle()) {
     deliver(answers);
     return;
   }
-  completions_.submit([deliver, answers = std::move(answers)]() mutable { deliver(answers); });
+  completions_->submit([deliver, answers = std::move(answers)]() mutable { deliver(answers); });
 }
 
 void Executor::finish_oldest_gets() {
@@ -266,7 +279,7 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   // Nothing else to do: answering here saves a thread wake-up (the light-
   // load floor). Only when the pool is idle, so no answer overtakes one
   // handed over earlier.
-  if (in_flight_.empty() && batcher_->empty() && completions_.idle()) {
+  if (in_flight_.empty() && batcher_->empty() && completions_->idle()) {
     answers->expect_ranges(1);
     deliver(0, n);
     return;
@@ -275,7 +288,7 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   // counts in parallel, while this thread goes on with the next batch.
   const uint64_t keys = answers->key_offset(n);
   const uint64_t per_range = std::max<uint64_t>(
-      kMinAnswerRangeKeys, (keys + completions_.threads() - 1) / std::max<size_t>(1, completions_.threads()));
+      kMinAnswerRangeKeys, (keys + completions_->threads() - 1) / std::max<size_t>(1, completions_->threads()));
   std::vector<std::pair<size_t, size_t>> ranges;
   for (size_t b = 0; b < n;) {
     size_t e = b + 1;
@@ -285,7 +298,7 @@ void Executor::answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<
   }
   // Counted before any range runs: the last one filled gives the slot back.
   answers->expect_ranges(ranges.size());
-  for (const auto& [b, e] : ranges) completions_.submit([deliver, b = b, e = e] { deliver(b, e); });
+  for (const auto& [b, e] : ranges) completions_->submit([deliver, b = b, e = e] { deliver(b, e); });
 }
 
 void Executor::finish_all_gets() {

@@ -91,9 +91,15 @@ struct ExecutorDataDir {
 class Executor {
  public:
   // metrics may be null (tests of the pipeline alone). completion_threads:
-  // threads that answer calls (0 = answer on the executor thread).
+  // threads that answer calls (0 = answer on the executor thread), a pool
+  // of the executor's own that join() stops.
   Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics, unsigned completion_threads = 1,
            ExecutorDataDir data_dir = {});
+  // Answering on a pool shared with other executors (the partitions of a
+  // server: Partitions), which its owner stops once every executor sharing
+  // it has joined.
+  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+           std::shared_ptr<CompletionPool> completions, ExecutorDataDir data_dir = {});
   ~Executor();
 
   // Starts the thread and, with a data directory, waits while it recovers
@@ -117,6 +123,8 @@ class Executor {
   const StoreDurability* data_dir() const { return durable_.get(); }
 
  private:
+  Executor(std::unique_ptr<Store> store, Batcher* batcher, ServiceMetrics* metrics,
+           std::shared_ptr<CompletionPool> completions, ExecutorDataDir data_dir, bool owns_completions);
   void loop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   // Between batches: a chunk of a snapshot's export. True when the loop
   // should come back here before waiting for a batch (an export goes on
@@ -190,7 +198,8 @@ class Executor {
   ServiceMetrics* metrics_;
   std::thread thread_;
   std::future<absl::Status> started_;
-  CompletionPool completions_;
+  std::shared_ptr<CompletionPool> completions_;
+  const bool owns_completions_;
   RunOrder run_order_ ABSL_GUARDED_BY(executor_thread_);
   // How long the executor waited for the batch being run (the get stage
   // "idle"), taken by its first pipelined get run.

@@ -22,8 +22,7 @@ absl::StatusOr<std::unique_ptr<Partitions>> Partitions::create(const PartitionsO
   }
   std::unique_ptr<Partitions> set(new Partitions());
   set->data_dir_root_ = options.data_dir.dir;
-  const unsigned completion_threads =
-      options.completion_threads == 0 ? 0 : std::max(1u, options.completion_threads / n);
+  set->completions_ = std::make_shared<CompletionPool>(options.completion_threads);
   for (uint32_t k = 0; k < n; ++k) {
     auto p = std::make_unique<Partition>();
     p->index = k;
@@ -53,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Partitions>> Partitions::create(const PartitionsO
     p->batcher = std::make_unique<Batcher>(options.batcher);
     ExecutorDataDir data_dir{options.data_dir, options.data_dir_metrics, options.on_log_failed};
     if (!dirs.empty()) data_dir.config.dir = dirs[k];
-    p->executor = std::make_unique<Executor>(std::move(*created), p->batcher.get(), metrics, completion_threads,
+    p->executor = std::make_unique<Executor>(std::move(*created), p->batcher.get(), metrics, set->completions_,
                                              std::move(data_dir));
     set->partitions_.push_back(std::move(p));
   }
@@ -79,6 +78,8 @@ void Partitions::stop() {
   // Every queue closes first, so the executors drain at the same time.
   for (auto& p : partitions_) p->batcher->close();
   for (auto& p : partitions_) p->executor->join();
+  // Every executor has handed over its last answers: deliver them.
+  if (completions_ != nullptr) completions_->stop();
 }
 
 std::vector<Batcher*> Partitions::batchers() const {

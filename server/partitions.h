@@ -10,7 +10,11 @@
 // --memory and --initial_capacity are totals, each partition getting 1/N.
 // The queue bounds (--max_queue_keys, --max_queue_bytes) hold per partition,
 // as does --max_batch_keys: each executor batches alone. The completion
-// threads (--completion_threads) are divided too, at least one each.
+// threads (--completion_threads) are one pool that every partition answers
+// on: a call split over partitions is merged and answered by the thread
+// that fills its last part, and with a pool per partition the partition
+// that finished last took every merge, fell further behind and kept its
+// pinned get slots held while the other's idled (issue 30).
 //
 // CUDA: each partition's store works on its own device. The engine, the
 // device value heap and the get pipeline set their device (cudaSetDevice) at
@@ -27,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/batcher.h"
+#include "server/completion_pool.h"
 #include "server/executor.h"
 #include "server/service_metrics.h"
 #include "server/store_durability.h"
@@ -43,7 +48,8 @@ struct PartitionsOptions {
   // On the CPU backend: how many partitions.
   uint32_t cpu_partitions = 1;
   BatcherOptions batcher{};
-  // Answering threads in all (0: each executor answers its own calls).
+  // Answering threads, one pool for every partition (0: each executor
+  // answers its own calls).
   unsigned completion_threads = 1;
   // dir empty: none. With N > 1 partitions each keeps DIR/partition-K
   // (server/durability/partition_dirs.h).
@@ -74,7 +80,8 @@ class Partitions {
   // the same time as the others. On an error (naming the partition) every
   // executor was stopped again.
   absl::Status start();
-  // Refuses new calls, answers every queued one, stops the executors.
+  // Refuses new calls, answers every queued one, stops the executors and
+  // then the completion threads they share.
   void stop();
 
   size_t size() const { return partitions_.size(); }
@@ -92,6 +99,7 @@ class Partitions {
  private:
   Partitions() = default;
   std::vector<std::unique_ptr<Partition>> partitions_;
+  std::shared_ptr<CompletionPool> completions_;  // every executor answers here
   std::string data_dir_root_;
 };
 

@@ -25,8 +25,8 @@ absl::Status tune_malloc(const MallocTuning& t) {
                                                    " MiB: glibc takes at most ", kMaxMmapThresholdMiB, " MiB"));
   }
   if (t.trim_threshold_mib > kMaxTrimThresholdMiB) {
-    return absl::InvalidArgumentError(absl::StrCat("a trim threshold of ", t.trim_threshold_mib,
-                                                   " MiB: at most ", kMaxTrimThresholdMiB, " MiB"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a trim threshold of ", t.trim_threshold_mib, " MiB: at most ", kMaxTrimThresholdMiB, " MiB"));
   }
 #if defined(__GLIBC__)
   // Either setting turns glibc's dynamic thresholds off; leave them on
@@ -35,7 +35,8 @@ absl::Status tune_malloc(const MallocTuning& t) {
     return absl::InvalidArgumentError(absl::StrCat("glibc refused a trim threshold of ", t.trim_threshold_mib, " MiB"));
   }
   if (t.mmap_threshold_mib > 0 && mallopt(M_MMAP_THRESHOLD, static_cast<int>(t.mmap_threshold_mib * kMiB)) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("glibc refused an mmap threshold of ", t.mmap_threshold_mib, " MiB"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("glibc refused an mmap threshold of ", t.mmap_threshold_mib, " MiB"));
   }
 #endif
   return absl::OkStatus();

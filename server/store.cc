@@ -60,6 +60,15 @@ absl::Status Store::finish_rebuild() {
 
 // Store::apply_gets: server/store_touch.cc (a run's touches are ordered with its reads).
 
+absl::Status Store::read_one_item(KeySpan keys, ByteKeys byte_keys, bool exists_only, HeldItem* held) {
+  Call read;
+  read.op = GetOp{keys, exists_only, /*packed=*/false, &held->response, byte_keys, &held->items};
+  Call* const reads[] = {&read};
+  std::vector<absl::Status> status;
+  read_values(reads, &status);
+  return status[0];
+}
+
 void Store::read_values(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
   if (needs_placed(calls)) {
     apply_placed_gets(calls, statuses);

@@ -246,6 +246,15 @@ class Store : private Evictor {
   void apply_placed_gets(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // apply_gets without its run's checks and counts: for a read inside a write.
   void read_values(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
+  // One key as it is now, for a write that depends on it (a conditional put,
+  // a compare-and-delete): the calls before it in its run are applied.
+  struct HeldItem {
+    v1::GetResponse response;               // found flag and, unless exists_only, the value
+    std::vector<byte_key::ItemMeta> items;  // its flags, expiry and CAS (empty: all 0)
+    bool found() const { return response.found_size() == 1 && response.found(0); }
+    const byte_key::ItemMeta* item() const { return items.size() == 1 ? &items[0] : nullptr; }
+  };
+  absl::Status read_one_item(KeySpan keys, ByteKeys byte_keys, bool exists_only, HeldItem* held);
   // apply_puts for a run that holds conditional puts (server/store_conditional.cc).
   void apply_puts_in_order(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   absl::Status apply_conditional(Call& call);

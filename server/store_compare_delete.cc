@@ -35,16 +35,9 @@ absl::Status Store::apply_compare_delete(Call& call) {
     return absl::InternalError("a compare-and-delete takes exactly one byte key");
   }
   // The item as it is now: the deletes before this one in the run are applied.
-  v1::GetResponse held;
-  std::vector<byte_key::ItemMeta> held_items;
-  Call read;
-  read.op = GetOp{op.keys, /*exists_only=*/true, /*packed=*/false, &held, op.byte_keys, &held_items};
-  Call* const reads[] = {&read};
-  std::vector<absl::Status> read_status;
-  read_values(reads, &read_status);
-  if (!read_status[0].ok()) return read_status[0];
-  const bool found = held.found_size() == 1 && held.found(0);
-  if (found && (held_items.size() != 1 || held_items[0].cas != op.cas)) {
+  HeldItem held;
+  if (absl::Status s = read_one_item(op.keys, op.byte_keys, /*exists_only=*/true, &held); !s.ok()) return s;
+  if (held.found() && (held.item() == nullptr || held.item()->cas != op.cas)) {
     return absl::AbortedError(
         absl::StrCat("delete: the item's CAS version is not ", op.cas, " (it was written since); nothing was changed"));
   }

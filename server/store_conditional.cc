@@ -57,24 +57,17 @@ absl::Status Store::apply_conditional(Call& call) {
     return absl::InternalError(absl::StrCat(put_mode_name(op.mode), " takes exactly one key"));
   }
   // What the key holds now: the puts before this one in the run are applied.
-  v1::GetResponse held;
-  std::vector<byte_key::ItemMeta> held_items;
-  Call read;
-  read.op = GetOp{op.keys, /*exists_only=*/false, /*packed=*/false, &held, op.byte_keys, &held_items};
-  Call* const reads[] = {&read};
-  std::vector<absl::Status> read_status;
-  read_values(reads, &read_status);
-  if (!read_status[0].ok()) return read_status[0];
+  HeldItem held;
+  if (absl::Status s = read_one_item(op.keys, op.byte_keys, /*exists_only=*/false, &held); !s.ok()) return s;
+  const byte_key::ItemMeta* item = held.item();
   std::optional<std::string_view> stored;
-  if (held.found_size() == 1 && held.found(0)) {
-    stored = std::string_view(held.values()).substr(0, held.value_lengths(0));
-  }
+  if (held.found()) stored = std::string_view(held.response.values()).substr(0, held.response.value_lengths(0));
   if (stored && op.mode != PutMode::kAdd && op.mode != PutMode::kReplace && op.mode != PutMode::kCompareAndSet &&
-      held_items.size() == 1) {
+      item != nullptr) {
     // append, prepend, incr and decr keep the item's flags and expiry, as
     // memcached's do (its absolute expiry: Store::resolve_item_fields keeps it).
-    op.flags = held_items[0].flags;
-    op.exptime = held_items[0].exptime;
+    op.flags = item->flags;
+    op.exptime = item->exptime;
   }
 
   ResolvedPut resolved;
@@ -82,10 +75,10 @@ absl::Status Store::apply_conditional(Call& call) {
   const bool arithmetic = mode == PutMode::kIncrement || mode == PutMode::kDecrement;
   const uint32_t max_value_bytes =
       options_.max_put_value_bytes != 0 ? options_.max_put_value_bytes : options_.max_value_bytes;
-  const uint64_t stored_cas = held_items.size() == 1 ? held_items[0].cas : 0;
+  const uint64_t stored_cas = item != nullptr ? item->cas : 0;
   WriteOutcome outcome;
   outcome.now = now();
-  outcome.exptime_before = stored && held_items.size() == 1 ? held_items[0].exptime : 0;
+  outcome.exptime_before = stored && item != nullptr ? item->exptime : 0;
   if (op.touch) outcome.touch_exptime = byte_key::absolute_exptime(op.touch_exptime, outcome.now);
   if (op.vivify) outcome.vivify_exptime = byte_key::absolute_exptime(op.vivify_exptime, outcome.now);
   if (!stored && arithmetic && op.vivify) {

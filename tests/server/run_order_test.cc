@@ -112,125 +112,83 @@ int runs_of(const std::vector<Call*>& calls) {
   return runs;
 }
 
-TEST(RunOrder, DisjointWritesGoFirstInTheirOrderAndGetsKeepTheirs) {
-  std::vector<std::unique_ptr<Owned>> own;
-  own.push_back(make(OpKind::kGet, {1, 2}));
-  own.push_back(make(OpKind::kPut, {10}));
-  own.push_back(make(OpKind::kGet, {3}));
-  own.push_back(make(OpKind::kDelete, {11}));
-  own.push_back(make(OpKind::kGet, {4}));
-  std::vector<Call*> calls = calls_of(own);
-  RunOrder order;
-  EXPECT_TRUE(order.reorder(calls));
-  const std::vector<Call*> want = {&own[1]->call, &own[3]->call, &own[0]->call, &own[2]->call, &own[4]->call};
-  EXPECT_EQ(calls, want);
-}
+// One call of a directed case: its kind and keys, its session (0: not
+// known), and whether a get touches.
+struct Spec {
+  OpKind kind;
+  std::vector<uint64_t> keys;
+  uint64_t session = 0;
+  bool touch = false;
+};
+// A batch in arrival order; whether reorder() changes it and the order it
+// leaves (indices into the batch); the runs it then makes, where it matters.
+struct Case {
+  std::string name;
+  std::vector<Spec> batch;
+  bool reordered;
+  std::vector<size_t> want;
+  int runs = -1;
+};
 
-TEST(RunOrder, AWriteOfAKeyReadBeforeItStaysAfterTheRead) {
-  std::vector<std::unique_ptr<Owned>> own;
-  own.push_back(make(OpKind::kGet, {5}));
-  own.push_back(make(OpKind::kGet, {7, 8}));
-  own.push_back(make(OpKind::kPut, {8}));
-  std::vector<Call*> calls = calls_of(own);
-  const std::vector<Call*> before = calls;
-  RunOrder order;
-  EXPECT_FALSE(order.reorder(calls));
-  EXPECT_EQ(calls, before);
-}
+constexpr OpKind G = OpKind::kGet, P = OpKind::kPut, D = OpKind::kDelete, S = OpKind::kShrink;
 
-TEST(RunOrder, NothingToGainLeavesTheBatchAlone) {
-  std::vector<std::unique_ptr<Owned>> own;
-  own.push_back(make(OpKind::kPut, {1}));
-  own.push_back(make(OpKind::kShrink, {}));
-  own.push_back(make(OpKind::kGet, {2}));
-  std::vector<Call*> calls = calls_of(own);
-  const std::vector<Call*> before = calls;
-  RunOrder order;
-  EXPECT_FALSE(order.reorder(calls));
-  EXPECT_EQ(calls, before);
-}
+const Case kCases[] = {
+    {"DisjointWritesGoFirstInTheirOrderAndGetsKeepTheirs",
+     {{G, {1, 2}}, {P, {10}}, {G, {3}}, {D, {11}}, {G, {4}}},
+     true,
+     {1, 3, 0, 2, 4}},
+    {"AWriteOfAKeyReadBeforeItStaysAfterTheRead", {{G, {5}}, {G, {7, 8}}, {P, {8}}}, false, {0, 1, 2}},
+    {"NothingToGainLeavesTheBatchAlone", {{P, {1}}, {S, {}}, {G, {2}}}, false, {0, 1, 2}},
+    // Five runs in arrival order. put 3 goes first; get 1 and get 2 share a
+    // run; put 1 follows get 1; the last get 1 follows put 1: four runs.
+    {"AKeyReadThenWrittenSplitsOnlyWhatItMust",
+     {{G, {1}}, {P, {1}}, {G, {2}}, {P, {3}}, {G, {1}}},
+     true,
+     {3, 0, 2, 1, 4},
+     4},
+    // The touch follows the put, the plain get of 1 follows the touch in the
+    // same get run (a run keeps arrival order), get 2 and get 9 join it; the
+    // last put follows the touch and the get of its key.
+    {"ATouchIsOrderedLikeAWriteInTheGetRuns",
+     {{G, {9}}, {P, {1}}, {G, {1}, 0, /*touch=*/true}, {G, {1}}, {G, {2}}, {P, {1}}},
+     true,
+     {1, 0, 2, 3, 4, 5}},
+    // Session 1 reads key 1 and then key 2, session 2 writes key 1 between
+    // them: the write may go first (one write run, one get run).
+    {"CallsOfDifferentSessionsAreConcurrent", {{G, {1}, 1}, {P, {1}, 2}, {G, {2}, 1}}, true, {1, 0, 2}},
+    // With the write's session not known, session 1's read of key 1 comes first.
+    {"AWriteOfNoKnownSessionFollowsTheReadsBeforeIt", {{G, {1}, 1}, {P, {1}, 0}, {G, {2}, 1}}, true, {0, 2, 1}},
+    // One session: its get of key 1 reads before its own write of key 1.
+    {"ASessionKeepsItsOwnOrder", {{G, {1}, 7}, {P, {1}, 7}, {G, {1}, 7}}, false, {0, 1, 2}},
+};
 
-TEST(RunOrder, AKeyReadThenWrittenSplitsOnlyWhatItMust) {
-  // get 1, put 1, get 2, put 3, get 1: five runs in arrival order. put 3
-  // goes first; get 1 and get 2 share a run; put 1 follows get 1; the last
-  // get 1 follows put 1: four runs.
-  std::vector<std::unique_ptr<Owned>> own;
-  own.push_back(make(OpKind::kGet, {1}));
-  own.push_back(make(OpKind::kPut, {1}));
-  own.push_back(make(OpKind::kGet, {2}));
-  own.push_back(make(OpKind::kPut, {3}));
-  own.push_back(make(OpKind::kGet, {1}));
-  std::vector<Call*> calls = calls_of(own);
-  const Observed before = canonical(calls);
-  RunOrder order;
-  EXPECT_TRUE(order.reorder(calls));
-  const std::vector<Call*> want = {&own[3]->call, &own[0]->call, &own[2]->call, &own[1]->call, &own[4]->call};
-  EXPECT_EQ(calls, want);
-  EXPECT_EQ(runs_of(calls), 4);
-  EXPECT_EQ(canonical(calls), before);
-}
+class RunOrderCase : public ::testing::TestWithParam<Case> {};
 
-TEST(RunOrder, ATouchIsOrderedLikeAWriteInTheGetRuns) {
-  // get 9, put 1, get 1 (touch), get 1, get 2, put 1: the touch follows the
-  // put, the plain get of 1 follows the touch in the same get run (a run
-  // keeps arrival order), get 2 and get 9 join it; the last put follows the
-  // touch and the get of its key.
+TEST_P(RunOrderCase, LeavesTheOrderExpected) {
+  const Case& c = GetParam();
   std::vector<std::unique_ptr<Owned>> own;
-  own.push_back(make(OpKind::kGet, {9}));
-  own.push_back(make(OpKind::kPut, {1}));
-  own.push_back(make(OpKind::kGet, {1}));
-  std::get<GetOp>(own.back()->call.op).touch = true;
-  own.push_back(make(OpKind::kGet, {1}));
-  own.push_back(make(OpKind::kGet, {2}));
-  own.push_back(make(OpKind::kPut, {1}));
-  std::vector<Call*> calls = calls_of(own);
-  const Observed before = canonical(calls);
-  RunOrder order;
-  EXPECT_TRUE(order.reorder(calls));
-  const std::vector<Call*> want = {&own[1]->call, &own[0]->call, &own[2]->call,
-                                   &own[3]->call, &own[4]->call, &own[5]->call};
-  EXPECT_EQ(calls, want);
-  EXPECT_EQ(canonical(calls), before);
-}
-
-TEST(RunOrder, CallsOfDifferentSessionsAreConcurrent) {
-  // Session 1 reads key 1 and then key 2, session 2 writes key 1 between
-  // them: the write may go first (one write run, one get run). With the
-  // write's session not known, session 1's read of key 1 comes first.
-  for (const uint64_t writer : {uint64_t{2}, uint64_t{0}}) {
-    std::vector<std::unique_ptr<Owned>> own;
-    own.push_back(make(OpKind::kGet, {1}));
-    own.push_back(make(OpKind::kPut, {1}));
-    own.push_back(make(OpKind::kGet, {2}));
-    own[0]->call.session = own[2]->call.session = 1;
-    own[1]->call.session = writer;
-    std::vector<Call*> calls = calls_of(own);
-    RunOrder order;
-    if (writer != 0) {
-      EXPECT_TRUE(order.reorder(calls));
-      const std::vector<Call*> want = {&own[1]->call, &own[0]->call, &own[2]->call};
-      EXPECT_EQ(calls, want);
-    } else {
-      EXPECT_TRUE(order.reorder(calls));
-      const std::vector<Call*> want = {&own[0]->call, &own[2]->call, &own[1]->call};
-      EXPECT_EQ(calls, want);
-    }
+  bool one_session = true;
+  for (const Spec& spec : c.batch) {
+    own.push_back(make(spec.kind, spec.keys));
+    own.back()->call.session = spec.session;
+    if (spec.touch) std::get<GetOp>(own.back()->call.op).touch = true;
+    one_session = one_session && spec.session == c.batch.front().session;
   }
+  std::vector<Call*> calls = calls_of(own);
+  const Observed before = canonical(calls);
+  RunOrder order;
+  EXPECT_EQ(order.reorder(calls), c.reordered) << describe(calls);
+  std::vector<Call*> want;
+  for (size_t i : c.want) want.push_back(&own[i]->call);
+  EXPECT_EQ(calls, want) << "got " << describe(calls);
+  if (c.runs >= 0) EXPECT_EQ(runs_of(calls), c.runs);
+  // Within one session every get must see what it saw in arrival order;
+  // calls of different sessions are concurrent, so theirs may differ.
+  if (one_session) EXPECT_EQ(canonical(calls), before) << describe(calls);
 }
 
-TEST(RunOrder, ASessionKeepsItsOwnOrder) {
-  // One session: its get of key 1 reads before its own write of key 1.
-  std::vector<std::unique_ptr<Owned>> own;
-  own.push_back(make(OpKind::kGet, {1}));
-  own.push_back(make(OpKind::kPut, {1}));
-  own.push_back(make(OpKind::kGet, {1}));
-  for (auto& o : own) o->call.session = 7;
-  std::vector<Call*> calls = calls_of(own);
-  const std::vector<Call*> before = calls;
-  RunOrder order;
-  EXPECT_FALSE(order.reorder(calls));
-  EXPECT_EQ(calls, before);
-}
+INSTANTIATE_TEST_SUITE_P(RunOrder, RunOrderCase, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(RunOrder, RandomBatchesLookTheSameToEveryClientInFewerRuns) {
   const uint64_t seed = std::random_device{}();

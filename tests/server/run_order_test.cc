@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 
@@ -129,6 +130,8 @@ struct Case {
   std::vector<size_t> want;
   int runs = -1;
 };
+// GoogleTest names a failing case by this, not by its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 constexpr OpKind G = OpKind::kGet, P = OpKind::kPut, D = OpKind::kDelete, S = OpKind::kShrink;
 

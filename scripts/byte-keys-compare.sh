@@ -24,7 +24,7 @@ cores=$(nproc)
 half=$((cores / 2))
 spin=(taskset -c "0-$((half - 1))") load=(taskset -c "$half-$((cores - 1))")
 [ "$cores" -ge 4 ] || spin=() load=()
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/lib/ports.sh  # free_port, wait_port
 summary=$OUT/summary.txt
 : >"$summary"
 

@@ -59,7 +59,7 @@ STORES=${STORES:-gphkv-cap gphkv-spare memcached-cap memcached-spare null}
 OUT=${OUT:-build/eviction-cost}
 mkdir -p "$OUT"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/lib/ports.sh  # free_port, wait_port
 pid=
 stop() {
   if [ -n "$pid" ]; then
@@ -70,15 +70,6 @@ stop() {
 }
 trap stop EXIT
 
-# wait_port PORT: until something listens there (10 s).
-wait_port() {
-  for _ in $(seq 1 100); do
-    python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "eviction-cost: nothing listens on port $1 after 10 s" >&2
-  exit 1
-}
 
 # run STORE ROUND: starts the store, runs the load, stops it.
 run() {
@@ -106,7 +97,7 @@ run() {
     *) echo "eviction-cost: unknown store $store" >&2; exit 1 ;;
   esac
   pid=$!
-  wait_port "$port"
+  wait_port "$port" 10
   local api_flag=(--api="$api") cache_aside=(--cache_aside)
   [ "${CACHE_ASIDE:-1}" = 1 ] || cache_aside=()
   [ "$target" = memcached ] && api_flag=()

@@ -74,7 +74,7 @@ if [ "$EVICTION" != none ] && ! "$GPHKV_SERVER" --eviction="$EVICTION" --help >/
   exit 1
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/lib/ports.sh  # free_port, wait_port
 server_pid=
 stop_server() {
   if [ -n "$server_pid" ]; then

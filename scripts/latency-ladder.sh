@@ -146,7 +146,7 @@ rm -f "$OUT"/runs/* "$OUT/runs.jsonl" "$OUT"/"$RESULT_PREFIX"_*.json
 echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $cores CPUs" >"$OUT/machine.txt"
 t0=$SECONDS
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/lib/ports.sh  # free_port, wait_port
 pids=()
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done; pids=(); }
 trap stop_all EXIT

@@ -52,18 +52,10 @@ GPHKV_VARIANTS=${GPHKV_VARIANTS:-"default:"}
 OUT=${OUT:-build/write-mix}
 mkdir -p "$OUT/runs"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/lib/ports.sh  # free_port, wait_port
 pids=()
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop_all EXIT
-wait_port() {
-  for _ in $(seq 1 300); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "write-mix: nothing listens on port $1 after 30 s" >&2
-  exit 1
-}
 
 # Every store's port, pid, metrics port and loadgen target.
 declare -A port pid mport target

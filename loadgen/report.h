@@ -29,7 +29,7 @@ namespace gphkv::loadgen {
 // 6: config.key_length is a string, the keys' length spec (--key_length).
 // 7: config.cache_aside and results.fills (--cache_aside: the puts that
 // followed the gets' misses).
-constexpr int kReportSchemaVersion = 7;
+constexpr int kReportSchemaVersion = 8;
 
 struct Report {
   LoadgenConfig config;

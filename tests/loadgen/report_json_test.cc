@@ -69,7 +69,7 @@ TEST(ReportJson, SchemaIsPinned) {
   const json j = ReportToJson(SampleReport());
   EXPECT_EQ(j["schema"], "gphkv-loadgen-report");
   EXPECT_EQ(j["schema_version"], kReportSchemaVersion);
-  EXPECT_EQ(kReportSchemaVersion, 7) << "bump the pinned list below with the version";
+  EXPECT_EQ(kReportSchemaVersion, 8) << "bump the pinned list below with the version";
   std::set<std::string> got;
   Flatten(j, "", &got);
   const std::string op_fields[] = {"calls:number",           "keys:number",           "found:number",
@@ -93,6 +93,7 @@ TEST(ReportJson, SchemaIsPinned) {
                                 "config.key_length:string",
                                 "config.check_reads:string",
                                 "config.cache_aside:bool",
+                                "config.malloc:string",
                                 "config.label:string",
                                 "config.workload.preset:string",
                                 "config.workload.keys:number",

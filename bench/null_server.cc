@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
                             {"bench/null_server.cc"}});
   if (absl::Status s = gphkv::tune_malloc(
           {absl::GetFlag(FLAGS_malloc_trim_threshold_mib), absl::GetFlag(FLAGS_malloc_mmap_threshold_mib)});
-      !s.ok()) {
+      absl::IsInvalidArgument(s)) {
     std::fprintf(stderr, "null_server: --malloc_*: %s\n", std::string(s.message()).c_str());
     return 2;
   }

@@ -30,13 +30,18 @@ absl::Status tune_malloc(const MallocTuning& t) {
   }
 #if defined(__GLIBC__)
   // Either setting turns glibc's dynamic thresholds off; leave them on
-  // unless asked (0 keeps glibc's, GLIBC_TUNABLES included).
+  // unless asked (0 keeps glibc's, GLIBC_TUNABLES included). The values are
+  // in glibc's range (above), so a refusal means another allocator answers
+  // mallopt: AddressSanitizer's returns 0 and ignores it.
+  const auto refused = [](const char* what) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the allocator ignored mallopt(", what, "): not glibc's (a sanitizer's?); left as it is"));
+  };
   if (t.trim_threshold_mib > 0 && mallopt(M_TRIM_THRESHOLD, static_cast<int>(t.trim_threshold_mib * kMiB)) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("glibc refused a trim threshold of ", t.trim_threshold_mib, " MiB"));
+    return refused("M_TRIM_THRESHOLD");
   }
   if (t.mmap_threshold_mib > 0 && mallopt(M_MMAP_THRESHOLD, static_cast<int>(t.mmap_threshold_mib * kMiB)) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("glibc refused an mmap threshold of ", t.mmap_threshold_mib, " MiB"));
+    return refused("M_MMAP_THRESHOLD");
   }
 #endif
   return absl::OkStatus();
@@ -54,6 +59,10 @@ std::string describe(const MallocTuning& t) {
   (void)t;
   return "malloc: not glibc's; the thresholds have no effect";
 #endif
+}
+
+std::string describe(const MallocTuning& tuning, const absl::Status& tuned) {
+  return tuned.ok() ? describe(tuning) : absl::StrCat("malloc: not tuned: ", tuned.message());
 }
 
 }  // namespace gphkv

@@ -35,9 +35,15 @@ inline constexpr MallocTuning kLargeMessageMalloc{256, 32};
 
 // Sets glibc's thresholds (mallopt) for this process; call first thing in
 // main, before threads allocate. INVALID_ARGUMENT names a threshold glibc
-// refuses (mmap_threshold above 32 MiB); without glibc the settings are
-// accepted and have no effect (describe() says so).
+// refuses (mmap_threshold above 32 MiB): the caller's flags are wrong.
+// FAILED_PRECONDITION: the process's allocator ignored mallopt (under
+// AddressSanitizer), nothing changed, and the program can go on. Without
+// glibc the settings are accepted and have no effect (describe() says so).
 absl::Status tune_malloc(const MallocTuning& tuning);
+
+// What a program logs and reports of its allocator: describe(tuning), or
+// why tune_malloc left it as it was.
+std::string describe(const MallocTuning& tuning, const absl::Status& tuned);
 
 // "malloc: trim_threshold=256MiB mmap_threshold=32MiB", "malloc: glibc's
 // defaults", or that the allocator is not glibc's: for a program's start-up log.

@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
                             {"loadgen/main.cc"}});
   const gphkv::MallocTuning malloc_tuning{absl::GetFlag(FLAGS_malloc_trim_threshold_mib),
                                           absl::GetFlag(FLAGS_malloc_mmap_threshold_mib)};
-  if (absl::Status s = gphkv::tune_malloc(malloc_tuning); !s.ok()) {
-    std::fprintf(stderr, "gphkv-loadgen: --malloc_*: %s\n", std::string(s.message()).c_str());
+  const absl::Status malloc_tuned = gphkv::tune_malloc(malloc_tuning);
+  if (absl::IsInvalidArgument(malloc_tuned)) {
+    std::fprintf(stderr, "gphkv-loadgen: --malloc_*: %s\n", std::string(malloc_tuned.message()).c_str());
     return 2;
   }
   using gphkv::loadgen::DriveOptions;
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
   c.key_length = absl::GetFlag(FLAGS_key_length);
   c.check_reads = absl::GetFlag(FLAGS_check_reads);
   c.cache_aside = absl::GetFlag(FLAGS_cache_aside);
-  c.malloc = gphkv::describe(malloc_tuning);
+  c.malloc = gphkv::describe(malloc_tuning, malloc_tuned);
   if (c.coalesce_in_flight < 1) {
     std::fprintf(stderr, "gphkv-loadgen: --coalesce_in_flight must be at least 1\n");
     return 2;

@@ -180,8 +180,8 @@ int main(int argc, char** argv) {
 
   const gphkv::MallocTuning malloc_tuning{absl::GetFlag(FLAGS_malloc_trim_threshold_mib),
                                           absl::GetFlag(FLAGS_malloc_mmap_threshold_mib)};
-  if (absl::Status s = gphkv::tune_malloc(malloc_tuning); !s.ok())
-    return fail("--malloc_*: " + std::string(s.message()));
+  const absl::Status malloc_tuned = gphkv::tune_malloc(malloc_tuning);
+  if (absl::IsInvalidArgument(malloc_tuned)) return fail("--malloc_*: " + std::string(malloc_tuned.message()));
   const std::string level = absl::GetFlag(FLAGS_log_level);
   const auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") return fail("unknown --log_level=" + level);
@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
                          absl::GetFlag(FLAGS_recover), " snapshot_interval=", absl::FormatDuration(snapshot_interval),
                          " snapshot_log_bytes=", gphkv::server::format_byte_size(o.data_dir.options.snapshot_log_bytes),
                          " log_segment_bytes=", gphkv::server::format_byte_size(o.data_dir.options.log.segment_bytes)));
-  spdlog::info("{}", gphkv::describe(malloc_tuning));
+  spdlog::info("{}", gphkv::describe(malloc_tuning, malloc_tuned));
 
   auto server = gphkv::server::Server::start(o);
   if (!server.ok()) return fail(std::string(server.status().message()));

@@ -36,6 +36,17 @@ TEST(MallocTuning, ZeroLeavesGlibcsOwn) {
 #endif
 }
 
+TEST(MallocTuning, AnAllocatorThatIgnoresMalloptIsSaidNotToBeTuned) {
+  EXPECT_EQ(describe(kLargeMessageMalloc, absl::FailedPreconditionError("ignored")), "malloc: not tuned: ignored");
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's mallopt returns 0 and changes nothing: the programs go on, untuned.
+  const absl::Status s = tune_malloc(kLargeMessageMalloc);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+#else
+  GTEST_SKIP() << "glibc's allocator takes mallopt; AddressSanitizer's builds check the refusal";
+#endif
+}
+
 // The point of it: once tuned, a message-sized buffer (3 MiB) comes from an
 // arena, not from a mapping of its own that is unmapped when freed, and the
 // memory it leaves free stays for the next one.

@@ -19,6 +19,7 @@
 #include "tests/engine/table_checks.h"
 #include "tests/server/backend_store_test.h"
 #include "tests/server/byte_key_calls.h"
+#include "tests/server/item_model.h"
 #include "tests/server/owned_calls.h"
 
 namespace gphkv::server {
@@ -34,14 +35,6 @@ struct Param {
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(info.param.backend == engine::Backend::kCuda ? "Cuda" : "Cpu") +
          (info.param.byte_keys ? "ByteKeys" : "Uint64Keys");
-}
-
-// The model's rule for a counter, written apart from parse_counter.
-std::optional<uint64_t> model_number(std::string v) {
-  while (!v.empty() && v.back() == ' ') v.pop_back();
-  if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  if (v.size() == 20 && v > "18446744073709551615") return std::nullopt;
-  return std::stoull(v);
 }
 
 class ConditionalStore : public BackendStoreTest<Param> {
@@ -97,7 +90,7 @@ class ConditionalStore : public BackendStoreTest<Param> {
       case PutMode::kIncrement:
       case PutMode::kDecrement: {
         if (!present) return absl::StatusCode::kNotFound;
-        const std::optional<uint64_t> now = model_number(it->second);
+        const std::optional<uint64_t> now = model_counter(it->second);
         if (!now) return absl::StatusCode::kInvalidArgument;
         const uint64_t delta = std::stoull(operand);
         const uint64_t next = mode == PutMode::kIncrement ? *now + delta : (*now > delta ? *now - delta : 0);

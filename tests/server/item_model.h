@@ -30,6 +30,16 @@ inline uint32_t model_exptime(int64_t raw, uint32_t now) {
   return static_cast<uint32_t>(raw);
 }
 
+// memcached's rule for a stored counter, written apart from parse_counter:
+// 1 to 20 digits below 2^64, then any spaces (memcached reads a stored
+// number up to the first space, and pads a decremented one to its length).
+inline std::optional<uint64_t> model_counter(std::string v) {
+  while (!v.empty() && v.back() == ' ') v.pop_back();
+  if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (v.size() == 20 && v > "18446744073709551615") return std::nullopt;
+  return std::stoull(v);
+}
+
 // What a keyed write of `mode` answers, and the item it leaves (none: the
 // key keeps what it held). `held` is the live item (null when absent or
 // expired), `fresh` the item the write's own value, flags and expiry make,
@@ -86,13 +96,12 @@ inline ModelWrite model_write(PutMode mode, const ModelItem* held, const ModelIt
         w.code = absl::StatusCode::kNotFound;
         break;
       }
-      const std::string& v = held->value;
-      if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos ||
-          (v.size() == 20 && v > "18446744073709551615")) {
+      const std::optional<uint64_t> now = model_counter(held->value);
+      if (!now) {
         w.code = absl::StatusCode::kInvalidArgument;
         break;
       }
-      const uint64_t n = std::stoull(v), d = std::stoull(value);
+      const uint64_t n = *now, d = std::stoull(value);
       w.after = *held;
       w.after->value = std::to_string(mode == PutMode::kIncrement ? n + d : (n > d ? n - d : 0));
       break;

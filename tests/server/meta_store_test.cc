@@ -19,6 +19,7 @@
 #include "server/store.h"
 #include "tests/server/backend_store_test.h"
 #include "tests/server/byte_key_calls.h"
+#include "tests/server/item_model.h"
 
 namespace gphkv::server {
 namespace {
@@ -136,15 +137,13 @@ class MetaStore : public BackendStoreTest<Param> {
       ++seen_["ma C mismatch"];
       return;
     }
-    std::string v = item.value;
-    while (!v.empty() && v.back() == ' ') v.pop_back();
-    if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos ||
-        (v.size() == 20 && v > "18446744073709551615")) {
+    const std::optional<uint64_t> counter = model_counter(item.value);
+    if (!counter) {
       p->want = absl::StatusCode::kInvalidArgument;
       ++seen_["ma non-numeric"];
       return;
     }
-    const uint64_t now = std::stoull(v);
+    const uint64_t now = *counter;
     const uint64_t next = increment ? now + delta : (now > delta ? now - delta : 0);
     want.exptime_before = item.exptime;
     if (op.touch) item.exptime = want.touch_exptime;

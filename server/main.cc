@@ -99,7 +99,8 @@ ABSL_FLAG(uint32_t, expiry_sweep_seconds, 10,
           "was given an expiry or a flush_all was asked for: it deletes what expired or was flushed, so their "
           "memory comes back (0 = never: only a write or delete of the key frees it); see docs/memcached.md");
 ABSL_FLAG(uint32_t, default_ttl, 0,
-          "seconds from the write after which a byte-key item stored without an expiry (set, add, replace, cas; "
+          "seconds from the write after which a byte-key item stored without an expiry (set, add, replace, cas, "
+          "an incr that creates its item with ma N0; "
           "memcached's exptime 0, gRPC's exptime unset) expires, at most 2592000 (30 days); 0 = never; see "
           "docs/memcached.md");
 ABSL_FLAG(std::string, eviction, "none",

@@ -80,7 +80,11 @@ absl::Status Store::apply_conditional(Call& call) {
   outcome.now = now();
   outcome.exptime_before = stored && item != nullptr ? item->exptime : 0;
   if (op.touch) outcome.touch_exptime = byte_key::absolute_exptime(op.touch_exptime, outcome.now);
-  if (op.vivify) outcome.vivify_exptime = byte_key::absolute_exptime(op.vivify_exptime, outcome.now);
+  if (op.vivify) {
+    // N0 (no expiry) takes --default_ttl, as a set without one does.
+    const int64_t vivify_exptime = op.vivify_exptime == 0 ? options_.default_ttl_seconds : op.vivify_exptime;
+    outcome.vivify_exptime = byte_key::absolute_exptime(vivify_exptime, outcome.now);
+  }
   if (!stored && arithmetic && op.vivify) {
     // ma N: the miss takes the initial number (not incremented), flags 0,
     // and N's expiry, or T's where T came after N (memcached's order).

@@ -1,7 +1,8 @@
 // --default_ttl (StoreOptions::default_ttl_seconds, issue 27): a byte-key
 // item set, added, replaced or cas'd without an expiry takes the default,
 // counted from its write by the store's clock; an explicit expiry wins;
-// append, prepend, incr and decr keep the item's own expiry; uint64 keys
+// append, prepend, incr and decr keep the item's own expiry, and an incr
+// that creates its item (memcached's ma N0) takes the default; uint64 keys
 // (no item header) and recovery's puts (each item's fields as logged) are
 // left alone. On both backends.
 #include <string>
@@ -101,6 +102,35 @@ TEST_P(DefaultTtlStore, WritesWithoutAnExpiryTakeTheDefault) {
   store_->apply_gets({&back->call}, &st);
   ASSERT_TRUE(st[0].ok());
   EXPECT_TRUE(back->get_out.found(0)) << "uint64 keys never expire";
+}
+
+// memcached's ma N (PutOp::vivify): a miss is created with N's expiry; N0
+// (none) takes the default, as a set without one does; a hit keeps its own.
+TEST_P(DefaultTtlStore, AnIncrementThatCreatesTakesTheDefaultForNoExpiry) {
+  const uint32_t t0 = now_;
+  auto vivify = [&](const std::string& key, int64_t n_exptime) {
+    auto c = make_byte_put({key}, {"1"}, GetParam().hash_bits);
+    PutOp& op = std::get<PutOp>(c->call.op);
+    op.mode = PutMode::kIncrement;
+    op.vivify = true;
+    op.vivify_exptime = n_exptime;
+    op.initial = 5;
+    std::vector<absl::Status> st;
+    store_->apply_puts({&c->call}, &st);
+    return st[0];
+  };
+  ASSERT_TRUE(vivify("n0", 0).ok());
+  ASSERT_TRUE(vivify("n30", 30).ok());
+  ASSERT_TRUE(write("held", "7", PutMode::kSet, 1000).ok());
+  ASSERT_TRUE(vivify("held", 0).ok());
+  EXPECT_EQ(item("n0")->first, "5");
+  EXPECT_EQ(item("n0")->second.exptime, t0 + kTtl);
+  EXPECT_EQ(item("n30")->second.exptime, t0 + 30) << "N's own expiry wins";
+  EXPECT_EQ(item("held")->first, "8");
+  EXPECT_EQ(item("held")->second.exptime, t0 + 1000) << "an increment of a stored item keeps its expiry";
+  now_ = t0 + kTtl;
+  EXPECT_FALSE(item("n0").has_value());
+  EXPECT_TRUE(item("held").has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DefaultTtlStore,

@@ -24,6 +24,14 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// A get run that rewrites items (touch, gat, gats): logged as writes are.
+bool touches(absl::Span<Call* const> get_run) {
+  for (const Call* c : get_run) {
+    if (c->get().touch) return true;
+  }
+  return false;
+}
+
 // How long an idle executor with a snapshot export under way waits for the
 // writer to make room before it looks again (a call arriving ends the wait).
 constexpr auto kSnapshotRoomWait = std::chrono::milliseconds(1);
@@ -359,7 +367,7 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     const Clock::time_point drain_start = Clock::now();
     finish_all_gets();
     const double drained = seconds_since(drain_start);
-    if (write && durable_ != nullptr && !durable_->log_error().ok()) {
+    if ((write || (kind == OpKind::kGet && touches(run))) && durable_ != nullptr && !durable_->log_error().ok()) {
       statuses.assign(run.size(), durable_->log_error());
       answer(run, statuses, begin == live.size());  // once the log failed, no run waits unlogged
       continue;
@@ -386,6 +394,16 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     ++batches_;
     batched_keys_ += keys;
     publish();  // before answering: Stats after an acknowledged write sees it
+    if (kind == OpKind::kGet && durable_ != nullptr) {
+      // A touch rewrote items: answered once the log holds them, as a write
+      // is, after what their rewrite evicted to fit.
+      if (Store::TouchedItems touched = store_->take_touches(); !touched.empty()) {
+        if (Store::EvictedKeys evicted = store_->take_evictions(); !evicted.empty()) durable_->add_evictions(evicted);
+        durable_->add_touches(touched);
+        unlogged_.push_back(Unlogged{run, std::move(statuses)});
+        continue;
+      }
+    }
     if (write && durable_ != nullptr) {
       if (kind == OpKind::kPut) {
         // What the run evicted to fit went first.

@@ -212,9 +212,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   partitions.store = options.store;
   // Evictions are logged as deletes, so a restart does not bring them back.
   partitions.store.record_evictions = options.store.evict && !options.data_dir.dir.empty();
-  // Neither a flush nor a touch is logged yet (issue 27): refuse them
-  // rather than have a restart undo them.
-  partitions.store.refuse_unlogged_ops = !options.data_dir.dir.empty();
+  // Touches keep what they rewrote for the log; a flush is not logged yet
+  // (issue 27) and is refused rather than have a restart undo it.
+  partitions.store.logged_writes = !options.data_dir.dir.empty();
   partitions.batcher = options.batcher;
   partitions.completion_threads = options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)
                                                                   : static_cast<unsigned>(default_completion_threads());

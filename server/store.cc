@@ -168,7 +168,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     Store* s;
     ~EndRun() { s->put_run_ = {}; }
   } end_run{this};
-  if (options_.refuse_unlogged_ops) {
+  if (options_.logged_writes) {
     bool any = false;
     for (const Call* c : calls) any |= c->put().mode == PutMode::kFlush;
     if (any) {

@@ -155,6 +155,20 @@ class Store : private Evictor {
     bool empty() const { return ids.empty() && byte_keys.empty(); }
   };
   EvictedKeys take_evictions() { return std::exchange(evicted_, {}); }
+  // With StoreOptions::logged_writes: the items touching gets rewrote since
+  // the last take, each as stored (its value, flags, new expiry and kept CAS
+  // version), for the log to carry as puts.
+  struct TouchedItems {
+    std::vector<uint64_t> ids;  // uint64 keys, their values in id_values
+    std::vector<uint32_t> id_lengths;
+    std::string id_values;
+    std::vector<std::string> byte_keys;  // byte keys, their values in byte_values
+    std::vector<uint32_t> byte_lengths;
+    std::string byte_values;
+    std::vector<byte_key::ItemMeta> metas;  // byte_keys[i]'s fields
+    bool empty() const { return ids.empty() && byte_keys.empty(); }
+  };
+  TouchedItems take_touches() { return std::exchange(touched_, {}); }
   // Where the last apply_puts spent its time (its kPutDrain is the
   // executor's to fill).
   const PutStageTimes& last_put_stage_times() const { return put_times_; }
@@ -235,7 +249,7 @@ class Store : private Evictor {
   void resolve_item_fields(absl::Span<Call* const> calls);
   // apply_puts' work once its run is admitted.
   void apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
-  // With refuse_unlogged_ops: the run's flushes are refused
+  // With logged_writes: the run's flushes are refused
   // (FAILED_PRECONDITION), the others applied in order.
   void apply_puts_without_flushes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // Deletes the items of `byte_pairs` (read just now) that expired or that a
@@ -262,6 +276,8 @@ class Store : private Evictor {
   void apply_flush(const PutOp& op);
   // A touching get's found items, rewritten with its new expiry (server/store_touch.cc).
   absl::Status touch_found(const Call& call);
+  // touch_found's rewritten items, kept for the log (take_touches).
+  void keep_touched(absl::Span<Call* const> sets, const std::vector<absl::Status>& statuses);
   void apply_placed_deletes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // apply_placed_deletes' work: every call's keys deleted, compare_cas or not.
   void erase_placed(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
@@ -319,6 +335,7 @@ class Store : private Evictor {
   std::vector<uint64_t> clock_keys_;
   size_t clock_next_ = 0;
   EvictedKeys evicted_;
+  TouchedItems touched_;
   // The put run apply_puts is applying, and its table keys (made when an
   // eviction first asks).
   absl::Span<Call* const> put_run_;

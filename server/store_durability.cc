@@ -106,6 +106,14 @@ void StoreDurability::add_evictions(const Store::EvictedKeys& evicted) {
   }
 }
 
+void StoreDurability::add_touches(const Store::TouchedItems& touched) {
+  if (!touched.ids.empty()) batch_.add_puts(touched.ids, touched.id_lengths, touched.id_values);
+  if (!touched.byte_keys.empty()) {
+    const std::vector<std::string_view> keys(touched.byte_keys.begin(), touched.byte_keys.end());
+    batch_.add_byte_puts(keys, touched.byte_lengths, touched.byte_values, touched.metas);
+  }
+}
+
 absl::Status StoreDurability::commit() {
   if (batch_.empty()) return absl::OkStatus();
   absl::StatusOr<uint64_t> appended = dir_->append(batch_);

@@ -72,6 +72,9 @@ class StoreDurability {
   // Keys the store evicted (Store::take_evictions), as deletes: before the
   // run that evicted them.
   void add_evictions(const Store::EvictedKeys& evicted);
+  // Items touching gets rewrote (Store::take_touches), as puts of what they
+  // hold now: recovery gives them their new expiry.
+  void add_touches(const Store::TouchedItems& touched);
   bool has_pending() const { return !batch_.empty(); }
   // Appends the record (if any write joined it) and returns once it is as
   // durable as --fsync promises; the log's error otherwise (it is broken

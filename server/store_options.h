@@ -51,11 +51,12 @@ struct StoreOptions {
   // The store's clock for items' expiry (issue 27), unix seconds. Null: the
   // system's. Tests set one to check expiry at the boundary second.
   std::function<uint32_t()> unix_clock;
-  // Refuse flush_all and touching gets (touch, gat, gats) with
-  // FAILED_PRECONDITION, nothing changed: set for a store whose writes are
-  // logged (--data_dir), since neither is logged yet, and a restart would
-  // bring flushed items back and undo a touch's expiry (store_touch.cc).
-  bool refuse_unlogged_ops = false;
+  // The store's writes are logged (--data_dir): a touching get (touch, gat,
+  // gats) keeps the items it rewrote for the log (Store::take_touches,
+  // store_touch.cc), and flush_all is refused with FAILED_PRECONDITION,
+  // nothing changed, since it is not logged yet and a restart would bring
+  // the flushed items back.
+  bool logged_writes = false;
   // The expiry sweep (Store::sweep_step): a pass over the table's items at
   // most this often, once some item was given an expiry or a flush was
   // asked for; 0: never (expired items then give their memory back only

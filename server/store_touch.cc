@@ -31,21 +31,12 @@ void Store::apply_gets(absl::Span<Call* const> calls, std::vector<absl::Status>*
     if (end < calls.size()) ++end;
     const absl::Span<Call* const> run = calls.subspan(begin, end - begin);
     Call& last = *run.back();
-    if (last.get().touch && options_.refuse_unlogged_ops) {
-      // Refused before it reads: nothing is answered found, nothing changes.
-      if (run.size() > 1) read_values(run.subspan(0, run.size() - 1), &part);
-      part.resize(run.size());
-      part.back() = absl::FailedPreconditionError(
-          "touch, gat and gats: a server with --data_dir does not log a touch yet (a restart would undo its "
-          "expiry); nothing was changed");
-    } else {
-      std::vector<byte_key::ItemMeta> items;
-      GetOp& get = std::get<GetOp>(last.op);
-      if (get.touch && get.items == nullptr) get.items = &items;  // the touch needs the items' fields
-      read_values(run, &part);
-      if (get.touch && part.back().ok()) part.back() = touch_found(last);
-      if (get.items == &items) get.items = nullptr;
-    }
+    std::vector<byte_key::ItemMeta> items;
+    GetOp& get = std::get<GetOp>(last.op);
+    if (get.touch && get.items == nullptr) get.items = &items;  // the touch needs the items' fields
+    read_values(run, &part);
+    if (get.touch && part.back().ok()) part.back() = touch_found(last);
+    if (get.items == &items) get.items = nullptr;
     std::copy(part.begin(), part.end(), statuses->begin() + static_cast<std::ptrdiff_t>(begin));
     begin = end;
   }
@@ -93,13 +84,39 @@ absl::Status Store::touch_found(const Call& call) {
   puts.reserve(sets.size());
   for (Call& c : sets) puts.push_back(&c);
   resolve_item_fields(puts);
+  // At the cap an eviction makes room as for a put run, sparing the keys
+  // being rewritten (Store::in_put_run).
+  put_run_ = puts;
+  put_run_keys_made_ = false;
   PutPlan plan(puts, /*placed=*/needs_placed(puts), &next_cas_);
   std::vector<absl::Status> put_status;
   apply_plan(plan, &put_status);
+  put_run_ = {};
+  if (options_.logged_writes) keep_touched(puts, put_status);
   for (absl::Status& s : put_status) {
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+void Store::keep_touched(absl::Span<Call* const> sets, const std::vector<absl::Status>& statuses) {
+  // One status per call: each set holds one key (touch_found).
+  for (size_t i = 0; i < sets.size() && i < statuses.size(); ++i) {
+    if (!statuses[i].ok()) continue;
+    const PutOp& op = sets[i]->put();
+    if (op.byte_keys.empty()) {
+      touched_.ids.push_back(op.keys[0]);
+      touched_.id_lengths.push_back(op.value_lengths[0]);
+      touched_.id_values.append(op.values);
+      continue;
+    }
+    op.byte_keys.for_each([&](size_t, std::string_view k) { touched_.byte_keys.emplace_back(k); });
+    touched_.byte_lengths.push_back(op.value_lengths[0]);
+    touched_.byte_values.append(op.values);
+    // The version the record took: the item's own, or a new one where it had none.
+    const uint64_t cas = op.keep_cas != 0 ? op.keep_cas : op.first_cas;
+    touched_.metas.push_back(byte_key::ItemMeta{op.flags, static_cast<uint32_t>(op.exptime), cas});
+  }
 }
 
 }  // namespace gphkv::server

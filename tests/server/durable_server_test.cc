@@ -349,5 +349,61 @@ TEST(DurableServer, ADiskErrorRefusesWritesAndTheNextStartHasEveryAcknowledgedOn
   fs::remove_all(dir);
 }
 
+// A touch rewrites its items with their new expiry: logged before it is
+// answered, so a kill -9 right after it keeps the new expiry (an item touched
+// to expire at once stays gone) with the item's value, flags and version.
+TEST(DurableServer, ATouchOutlivesAKill) {
+  const std::string dir = fresh_dir("touch");
+  const std::vector<std::string_view> kept{"kept"}, touched{"touched"}, expired{"expired"};
+  v1::GetResponse before, kept_before;
+  double touched_at = 0;
+  {
+    ServerProcess server({dir, {"--fsync=always"}});
+    ASSERT_TRUE(server.wait_serving()) << server.log();
+    auto client = server.client();
+    WriteOptions w;
+    w.flags = 7;
+    w.exptime = 1000;
+    for (std::string_view key : {"kept", "touched", "expired"}) {
+      ASSERT_TRUE(client->Write(key, "value of " + std::string(key), w).ok());
+    }
+    auto items = client->GetItems(touched);
+    ASSERT_TRUE(items.ok()) << items.status();
+    before = *items;
+    auto kept_items = client->GetItems(kept);
+    ASSERT_TRUE(kept_items.ok()) << kept_items.status();
+    kept_before = *kept_items;
+    touched_at = now_seconds();
+    auto t = client->Touch(touched, 100000);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ASSERT_TRUE(t->found(0));
+    ASSERT_TRUE(client->Touch(expired, -1).ok());
+    auto gone = client->Get(expired);
+    ASSERT_TRUE(gone.ok());
+    EXPECT_FALSE(gone->found(0));
+    server.kill9();
+  }
+  ServerProcess server({dir, {"--fsync=always"}});
+  ASSERT_TRUE(server.wait_serving()) << server.log();
+  auto client = server.client();
+  auto after = client->GetItems(touched);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_TRUE(after->found(0)) << server.log();
+  EXPECT_EQ(after->values(), "value of touched");
+  EXPECT_EQ(after->flags(0), 7u);
+  EXPECT_EQ(after->cas(0), before.cas(0)) << "a touch keeps the version";
+  EXPECT_GE(after->exptime(0), static_cast<uint32_t>(touched_at) + 100000 - 1);
+  EXPECT_NE(after->exptime(0), before.exptime(0)) << "the touch's expiry, not the write's";
+  auto gone = client->Get(expired);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->found(0)) << "touched to expire at once: a restart must not bring it back";
+  auto still = client->GetItems(kept);
+  ASSERT_TRUE(still.ok());
+  EXPECT_TRUE(still->found(0));
+  EXPECT_EQ(still->exptime(0), kept_before.exptime(0)) << "an item not touched keeps its own";
+  EXPECT_EQ(still->cas(0), kept_before.cas(0));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gphkv::testing

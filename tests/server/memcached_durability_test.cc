@@ -1,8 +1,9 @@
 // The memcached port on a server with --data_dir (issue 26 made byte keys
 // durable): sets, deletes and conditional writes (as what they stored) are
 // logged like gRPC's byte-key writes, with their items' flags and expiry
-// (issue 27), so a restarted server answers what was acknowledged, and the
-// gRPC side sees the same keys.
+// (issue 27), and so are the items touch, gat and gats rewrite, so a
+// restarted server answers what was acknowledged, and the gRPC side sees
+// the same keys.
 #include <filesystem>
 #include <string>
 
@@ -57,18 +58,23 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
     ASSERT_EQ(lasting.rfind("VALUE lasting 3 2 ", 0), 0u) << lasting;
     lasting_cas = lasting.substr(18, lasting.find('\r') - 18);
     EXPECT_EQ(s.round_trip("cas user:2 0 0 1 1\r\nX\r\n", "EXISTS\r\n"), "EXISTS\r\n");
-    // flush_all and touch, gat, gats are refused: neither is logged yet, so a
-    // restart would bring flushed items back and undo a touch's expiry.
-    // flush_all reaches both partitions: the refusal names the first.
+    // touch, gat and gats are logged as the items they rewrote: a restart
+    // keeps their expiry (checked below), and a gats' version is the item's.
+    EXPECT_EQ(s.round_trip("set expiring 0 0 1\r\ne\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("touch expiring -1\r\n", "TOUCHED\r\n"), "TOUCHED\r\n");
+    EXPECT_EQ(s.round_trip("get expiring\r\n", "END\r\n"), "END\r\n");
+    EXPECT_EQ(s.round_trip("set touched 4 0 1\r\nt\r\n", stored), stored);
+    const std::string gat = "VALUE touched 4 1\r\nt\r\nEND\r\n";
+    EXPECT_EQ(s.round_trip("gat 100000 touched\r\n", gat), gat);
+    ASSERT_TRUE(s.send("gats 100000 lasting\r\n"));
+    const std::string gats = s.read_available();
+    EXPECT_EQ(gats, "VALUE lasting 3 2 " + lasting_cas + "\r\nok\r\nEND\r\n") << "a touch keeps the version";
+    // flush_all is refused: it is not logged yet, so a restart would bring
+    // the flushed items back. It reaches both partitions: the refusal names the first.
     ASSERT_TRUE(s.send("flush_all\r\n"));
     const std::string flush = s.read_available(std::chrono::milliseconds(300));
     EXPECT_EQ(flush.rfind("SERVER_ERROR ", 0), 0u) << flush;
     EXPECT_NE(flush.find("does not log a flush yet"), std::string::npos) << flush;
-    const std::string touch_refused =
-        "SERVER_ERROR touch, gat and gats: a server with --data_dir does not log a touch yet (a restart would "
-        "undo its expiry); nothing was changed\r\n";
-    EXPECT_EQ(s.round_trip("touch user:2 10\r\n", touch_refused), touch_refused);
-    EXPECT_EQ(s.round_trip("gat 10 user:2\r\n", touch_refused), touch_refused);
     EXPECT_EQ(s.round_trip("get user:2\r\n", seen), seen);
   }
   auto server = testing::start_server(o);
@@ -78,7 +84,15 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
   const std::string want = "VALUE user:1 0 6\r\nalice!\r\nVALUE user:2 0 5\r\nbobby\r\nVALUE big 0 4000\r\n" + big +
                            "\r\nVALUE quiet 0 2\r\nhi\r\nVALUE hits 0 2\r\n42\r\nVALUE flagged 7 2\r\nF!\r\n"
                            "VALUE lasting 3 2\r\nok\r\nEND\r\n";
-  EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet hits flagged lasting doomed\r\n", want), want);
+  EXPECT_EQ(s.round_trip("get user:1 user:2 big gone quiet hits flagged lasting doomed expiring\r\n", want), want);
+  // The touched item came back with the expiry its touch gave it.
+  ASSERT_TRUE(s.send("mg touched t f v\r\n"));
+  const std::string touched = s.read_available();
+  ASSERT_EQ(touched.rfind("VA 1 t", 0), 0u) << touched;
+  const long long ttl = std::stoll(touched.substr(6));
+  EXPECT_GT(ttl, 99000) << touched;
+  EXPECT_LE(ttl, 100000) << touched;
+  EXPECT_NE(touched.find(" f4\r\nt\r\n"), std::string::npos) << touched;
   // The item came back with its version: a cas with it still matches.
   const std::string lasting = "VALUE lasting 3 2 " + lasting_cas + "\r\nok\r\nEND\r\n";
   EXPECT_EQ(s.round_trip("gets lasting\r\n", lasting), lasting);

@@ -205,8 +205,8 @@ class Client {
   absl::StatusOr<v1::GetResponse> GetItems(absl::Span<const std::string_view> keys);
   // memcached's gat: each found key takes `exptime` (as WriteOptions') and
   // keeps its value, flags and CAS; the answer is the items as found, with
-  // their fields. FAILED_PRECONDITION from a server with --data_dir. Kept in
-  // order with the thread's writes.
+  // their fields. A server with --data_dir logs the items it rewrote before
+  // it answers, as it does a write. Kept in order with the thread's writes.
   absl::StatusOr<v1::GetResponse> Touch(absl::Span<const std::string_view> keys, int64_t exptime);
   absl::StatusOr<v1::StatsResponse> Stats();
   // Asks the server to rebuild its table for the keys stored now (after mass

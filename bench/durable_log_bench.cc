@@ -70,8 +70,12 @@ class CountingSink : public durability::RecoverySink {
     deletes += keys.size();
     return absl::OkStatus();
   }
+  absl::Status on_flush(const durability::FlushMark&) override {
+    ++flushes;
+    return absl::OkStatus();
+  }
   absl::Status on_reset() override { return absl::OkStatus(); }
-  uint64_t pairs = 0, deletes = 0;
+  uint64_t pairs = 0, deletes = 0, flushes = 0;
 };
 
 double percentile(std::vector<double>& v, double p) {

@@ -181,6 +181,9 @@ void Executor::finish_shrinks(const absl::Status& trimmed) {
 
 void Executor::commit_writes(bool end_of_batch) {
   if (unlogged_.empty()) return;
+  // flush_all's marks follow the writes before them (a flush hides only
+  // versions older than its mark, so one logged late changes nothing).
+  durable_->add_flushes(store_->take_flush_marks());
   if (absl::Status s = durable_->commit(); !s.ok()) {
     // In the store but not in the log: a restart would lose them, so they
     // are not acknowledged.

@@ -212,8 +212,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
   partitions.store = options.store;
   // Evictions are logged as deletes, so a restart does not bring them back.
   partitions.store.record_evictions = options.store.evict && !options.data_dir.dir.empty();
-  // Touches keep what they rewrote for the log; a flush is not logged yet
-  // (issue 27) and is refused rather than have a restart undo it.
+  // Touches and flushes keep what the log must carry of them (issue 27).
   partitions.store.logged_writes = !options.data_dir.dir.empty();
   partitions.batcher = options.batcher;
   partitions.completion_threads = options.completion_threads >= 0 ? static_cast<unsigned>(options.completion_threads)

@@ -46,9 +46,23 @@ void Store::begin_run(const char* method) {
   }
   if (flush_at_ != 0 && now() >= flush_at_) {
     // A delayed flush_all's time came: what was written before this run is gone.
-    flushed_below_ = next_cas_;
-    flush_at_ = 0;
+    set_flush(durability::FlushMark{next_cas_, 0});
   }
+}
+
+void Store::set_flush(const durability::FlushMark& mark) {
+  flushed_below_ = std::max(flushed_below_, mark.below);
+  flush_at_ = mark.at;
+  if (options_.logged_writes) flush_marks_.push_back(mark);
+}
+
+void Store::recover_flush(const durability::FlushMark& mark) {
+  begin_run("recover_flush");
+  flushed_below_ = std::max(flushed_below_, mark.below);
+  flush_at_ = mark.at;
+  // Writes after recovery take versions past every item the flush hid,
+  // also when no item written after the flush came back.
+  next_cas_ = std::max(next_cas_, flushed_below_);
 }
 
 absl::Status Store::finish_rebuild() {
@@ -168,35 +182,7 @@ void Store::apply_puts(absl::Span<Call* const> calls, std::vector<absl::Status>*
     Store* s;
     ~EndRun() { s->put_run_ = {}; }
   } end_run{this};
-  if (options_.logged_writes) {
-    bool any = false;
-    for (const Call* c : calls) any |= c->put().mode == PutMode::kFlush;
-    if (any) {
-      apply_puts_without_flushes(calls, statuses);
-      return;
-    }
-  }
   apply_put_run(calls, statuses);
-}
-
-void Store::apply_puts_without_flushes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {
-  statuses->assign(calls.size(), absl::OkStatus());
-  std::vector<Call*> kept;
-  std::vector<size_t> at;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    if (calls[i]->put().mode == PutMode::kFlush) {
-      (*statuses)[i] = absl::FailedPreconditionError(
-          "flush_all: a server with --data_dir does not log a flush yet (a restart would bring the flushed items "
-          "back); nothing was changed");
-      continue;
-    }
-    kept.push_back(calls[i]);
-    at.push_back(i);
-  }
-  if (kept.empty()) return;
-  std::vector<absl::Status> applied;
-  apply_put_run(kept, &applied);
-  for (size_t j = 0; j < kept.size(); ++j) (*statuses)[at[j]] = std::move(applied[j]);
 }
 
 void Store::apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses) {

@@ -169,6 +169,14 @@ class Store : private Evictor {
     bool empty() const { return ids.empty() && byte_keys.empty(); }
   };
   TouchedItems take_touches() { return std::exchange(touched_, {}); }
+  // With StoreOptions::logged_writes: the flush_all marks (pairs.h) made
+  // since the last take, a flush at once or delayed and a delayed one's time
+  // coming, in order; the log carries them after the writes before them.
+  std::vector<durability::FlushMark> take_flush_marks() { return std::exchange(flush_marks_, {}); }
+  // The flushes in effect now: the mark that restates them (all 0: none).
+  durability::FlushMark flush_state() const { return durability::FlushMark{flushed_below_, flush_at_}; }
+  // Recovery: a logged mark, applied as it was (StoreRecovery::on_flush).
+  void recover_flush(const durability::FlushMark& mark);
   // Where the last apply_puts spent its time (its kPutDrain is the
   // executor's to fill).
   const PutStageTimes& last_put_stage_times() const { return put_times_; }
@@ -249,9 +257,6 @@ class Store : private Evictor {
   void resolve_item_fields(absl::Span<Call* const> calls);
   // apply_puts' work once its run is admitted.
   void apply_put_run(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
-  // With logged_writes: the run's flushes are refused
-  // (FAILED_PRECONDITION), the others applied in order.
-  void apply_puts_without_flushes(absl::Span<Call* const> calls, std::vector<absl::Status>* statuses);
   // Deletes the items of `byte_pairs` (read just now) that expired or that a
   // flush hid; the sweep's work.
   absl::Status erase_gone(const durability::PairChunk& byte_pairs);
@@ -274,6 +279,9 @@ class Store : private Evictor {
   absl::Status apply_conditional(Call& call);
   // flush_all, at once or delayed (PutMode::kFlush, server/store_conditional.cc).
   void apply_flush(const PutOp& op);
+  // Makes `mark` the store's flush state (flushed_below_ only grows) and
+  // keeps it for the log.
+  void set_flush(const durability::FlushMark& mark);
   // A touching get's found items, rewritten with its new expiry (server/store_touch.cc).
   absl::Status touch_found(const Call& call);
   // touch_found's rewritten items, kept for the log (take_touches).
@@ -336,6 +344,7 @@ class Store : private Evictor {
   size_t clock_next_ = 0;
   EvictedKeys evicted_;
   TouchedItems touched_;
+  std::vector<durability::FlushMark> flush_marks_;
   // The put run apply_puts is applying, and its table keys (made when an
   // eviction first asks).
   absl::Span<Call* const> put_run_;

@@ -35,14 +35,17 @@ void Store::apply_puts_in_order(absl::Span<Call* const> calls, std::vector<absl:
 void Store::apply_flush(const PutOp& op) {
   if (op.exptime <= 0) {
     // Every item written so far took a CAS below next_cas_.
-    flushed_below_ = next_cas_;
-    flush_at_ = 0;
+    set_flush(durability::FlushMark{next_cas_, 0});
     return;
   }
   // memcached's rule for the delay: up to 30 days relative, else absolute; a
   // later flush_all replaces a pending one, as memcached's does.
-  flush_at_ = byte_key::absolute_exptime(op.exptime, now());
-  if (now() >= flush_at_) apply_flush(PutOp{});
+  const uint32_t at = byte_key::absolute_exptime(op.exptime, now());
+  if (now() >= at) {
+    apply_flush(PutOp{});
+    return;
+  }
+  set_flush(durability::FlushMark{0, at});
 }
 
 absl::Status Store::apply_conditional(Call& call) {

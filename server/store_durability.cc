@@ -75,6 +75,7 @@ void StoreDurability::add_puts(absl::Span<Call* const> run, const std::vector<ab
   for (size_t i = 0; i < run.size(); ++i) {
     if (!statuses[i].ok()) continue;  // refused: nothing changed, nothing to log
     const PutOp& put = run[i]->put();
+    if (put.mode == PutMode::kFlush) continue;  // holds no key: its mark comes from the store (add_flushes)
     if (put.byte_keys.empty()) {
       batch_.add_puts(put.keys, put.value_lengths, put.values);
     } else {
@@ -114,8 +115,19 @@ void StoreDurability::add_touches(const Store::TouchedItems& touched) {
   }
 }
 
+void StoreDurability::add_flushes(const std::vector<durability::FlushMark>& marks) {
+  for (const durability::FlushMark& mark : marks) batch_.add_flush(mark);
+}
+
+absl::Status StoreDurability::restate_flushes(Store& store) {
+  add_flushes(store.take_flush_marks());
+  const durability::FlushMark now = store.flush_state();
+  if (now.below != 0 || now.at != 0) batch_.add_flush(now);
+  return commit();
+}
+
 absl::Status StoreDurability::commit() {
-  if (batch_.empty()) return absl::OkStatus();
+  if (batch_.empty()) return log_error_;
   absl::StatusOr<uint64_t> appended = dir_->append(batch_);
   batch_.clear();
   if (!appended.ok()) fail_log(appended.status());
@@ -166,6 +178,7 @@ void StoreDurability::start_snapshot(Store& store) {
       "data dir: snapshot of batch {} started: {} keys listed in {:.3f} s, their values exported between "
       "batches",
       *sequence, keys->keys(), list_seconds);
+  if (absl::Status s = restate_flushes(store); !s.ok()) spdlog::error("data dir: {}", s.ToString());
   export_ = std::move(*keys);
   feed_ = std::move(feed);
 }
@@ -236,6 +249,11 @@ void StoreDurability::close(Store& store) {
   spdlog::info("data dir: final snapshot of {} keys", keys->keys());
   StorePairSource source(store, std::move(*keys));
   dir_->snapshot(source).IgnoreError();  // logged by the data dir; the log keeps every batch if it failed
+  if (absl::Status s = restate_flushes(store); !s.ok()) {
+    spdlog::error("data dir: {}", s.ToString());
+  } else if (absl::Status synced = dir_->sync(); !synced.ok()) {
+    spdlog::error("data dir: {}", synced.ToString());
+  }
 }
 
 DataDirStatus StoreDurability::status() const {

@@ -75,6 +75,9 @@ class StoreDurability {
   // Items touching gets rewrote (Store::take_touches), as puts of what they
   // hold now: recovery gives them their new expiry.
   void add_touches(const Store::TouchedItems& touched);
+  // The store's flush_all marks (Store::take_flush_marks), after the writes
+  // added before them.
+  void add_flushes(const std::vector<durability::FlushMark>& marks);
   bool has_pending() const { return !batch_.empty(); }
   // Appends the record (if any write joined it) and returns once it is as
   // durable as --fsync promises; the log's error otherwise (it is broken
@@ -109,6 +112,12 @@ class StoreDurability {
   // A byte-key put's item fields, one per key (scratch reused).
   absl::Span<const byte_key::ItemMeta> item_metas(const PutOp& put);
   void start_snapshot(Store& store);
+  // After a snapshot's sequence: the store's flush marks not logged yet and
+  // the flushes in effect, appended at once. A snapshot may hold items a
+  // flush hid (the sweep had not deleted them) and drops the records before
+  // it, a pending delayed flush's among them; the record after it restates
+  // both for recovery.
+  absl::Status restate_flushes(Store& store);
   // One chunk of the export in progress; false when the writer had no room.
   bool export_chunk(Store& store);
   // The export is done: syncs the log, then lets the writer finish.

@@ -53,9 +53,7 @@ struct StoreOptions {
   std::function<uint32_t()> unix_clock;
   // The store's writes are logged (--data_dir): a touching get (touch, gat,
   // gats) keeps the items it rewrote for the log (Store::take_touches,
-  // store_touch.cc), and flush_all is refused with FAILED_PRECONDITION,
-  // nothing changed, since it is not logged yet and a restart would bring
-  // the flushed items back.
+  // store_touch.cc), and flush_all its marks (Store::take_flush_marks).
   bool logged_writes = false;
   // The expiry sweep (Store::sweep_step): a pass over the table's items at
   // most this often, once some item was given an expiry or a flush was

@@ -112,6 +112,12 @@ absl::Status StoreRecovery::on_snapshot_loaded(uint64_t sequence) {
   return finish_bulk();
 }
 
+absl::Status StoreRecovery::on_flush(const durability::FlushMark& mark) {
+  if (absl::Status s = finish_bulk(); !s.ok()) return s;
+  store_.recover_flush(mark);
+  return absl::OkStatus();
+}
+
 absl::Status StoreRecovery::on_deletes(absl::Span<const uint64_t> keys) {
   // Never before on_snapshot_loaded; a sink keeps its order whatever comes.
   if (absl::Status s = finish_bulk(); !s.ok()) return s;

@@ -44,6 +44,9 @@ class StoreRecovery final : public durability::RecoverySink {
   absl::Status on_snapshot_loaded(uint64_t sequence) override;
   absl::Status on_deletes(absl::Span<const uint64_t> keys) override;
   absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) override;
+  // flush_all (issue 27): the items written before it are hidden, and the
+  // expiry sweep deletes them, as in the store that logged it.
+  absl::Status on_flush(const durability::FlushMark& mark) override;
   absl::Status on_reset() override;
 
   // Items dropped because they had expired.

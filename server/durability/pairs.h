@@ -21,6 +21,17 @@ inline bool any_item_fields(absl::Span<const byte_key::ItemMeta> metas) {
   return false;
 }
 
+// memcached's flush_all in the log (issue 27): byte-key items whose CAS
+// version is below `below` were written before a flush and are gone (0:
+// none); `at`, when not 0, is a delayed flush's time (unix seconds) still to
+// come, which replaces any earlier pending one. A flush that took effect is
+// logged with `below` (the store's next version then) and at = 0.
+struct FlushMark {
+  uint64_t below = 0;
+  uint32_t at = 0;
+  bool operator==(const FlushMark& o) const { return below == o.below && at == o.at; }
+};
+
 // values[i] is key i's value. A run holds one kind of key: uint64 keys in
 // `keys`, or byte keys (1 to 4096 arbitrary bytes each, docs/byte-keys.md) in
 // `byte_keys`, the other span empty. The two kinds never name the same key.
@@ -59,6 +70,8 @@ class RecoverySink {
   virtual absl::Status on_puts(const Pairs& pairs) = 0;
   virtual absl::Status on_deletes(absl::Span<const uint64_t> keys) = 0;
   virtual absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) = 0;
+  // A flush_all's mark, in its place among the log's puts and deletes.
+  virtual absl::Status on_flush(const FlushMark& mark) = 0;
   // The snapshot is in (`sequence`: the last batch it covers); the log's
   // batches follow. A store may bulk-build its table here.
   virtual absl::Status on_snapshot_loaded(uint64_t sequence) {

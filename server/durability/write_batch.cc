@@ -12,6 +12,8 @@ constexpr uint8_t kDeleteRun = 2;
 constexpr uint8_t kBytePutRun = 3;
 constexpr uint8_t kByteDeleteRun = 4;
 constexpr uint8_t kByteItemPutRun = 5;
+constexpr uint8_t kFlushRun = 6;
+constexpr size_t kFlushEntryBytes = 12;  // below, at
 constexpr size_t kSequenceBytes = 8;
 constexpr size_t kRunHeaderBytes = 5;  // kind, count
 
@@ -85,6 +87,14 @@ void WriteBatch::add_deletes(absl::Span<const uint64_t> keys) {
   for (size_t i = 0; i < keys.size(); ++i) store_le64(&payload_[at + 8 * i], keys[i]);
 }
 
+void WriteBatch::add_flush(const FlushMark& mark) {
+  extend_run(kFlushRun, 1);
+  const size_t at = payload_.size();
+  payload_.resize(at + kFlushEntryBytes);
+  store_le64(&payload_[at], mark.below);
+  store_le32(&payload_[at + 8], mark.at);
+}
+
 void WriteBatch::set_sequence(uint64_t sequence) { store_le64(payload_.data(), sequence); }
 
 uint64_t batch_sequence(std::string_view payload) { return load_le64(payload.data()); }
@@ -135,6 +145,16 @@ absl::Status decode_write_batch(std::string_view payload, DecodedBatch* out) {
                                                 " run past its end or hold a key of a length out of range"));
       }
       out->puts += n;
+    } else if (kind == kFlushRun) {
+      if ((payload.size() - at) / kFlushEntryBytes < n) {
+        return absl::DataLossError(absl::StrCat("batch ", out->sequence, ": the ", n,
+                                                " flush marks of the run at byte ", run_at, " run past its end"));
+      }
+      run.puts = false;
+      run.flushes.resize(n);
+      for (uint64_t i = 0; i < n; ++i, at += kFlushEntryBytes) {
+        run.flushes[i] = FlushMark{load_le64(payload.data() + at), load_le32(payload.data() + at + 8)};
+      }
     } else if (kind == kByteDeleteRun) {
       run.puts = false;
       if (!decode_byte_key_entries(payload, &at, n, &run.byte_keys)) {
@@ -156,6 +176,10 @@ absl::Status DecodedBatch::replay(RecoverySink& sink) const {
     absl::Status s;
     if (run.puts) {
       s = sink.on_puts(Pairs{run.keys, run.values, run.byte_keys, run.metas});
+    } else if (!run.flushes.empty()) {
+      for (const FlushMark& mark : run.flushes) {
+        if (s = sink.on_flush(mark); !s.ok()) break;
+      }
     } else {
       s = run.byte_keys.empty() ? sink.on_deletes(run.keys) : sink.on_byte_deletes(run.byte_keys);
     }

@@ -12,10 +12,12 @@
 //     5 puts of byte-key items: count entries as 3's, each with the item's
 //                          flags, absolute expiry and CAS when they are not
 //                          all 0 (pair_codec.h)
+//     6 flush marks:       count entries [u64 below][u32 at] (pairs.h's FlushMark)
 //
 // Kinds 3 and 4 came with byte keys (issue 26), kind 5 with the item fields
-// (issue 27): a batch without byte keys is byte for byte what earlier builds
-// wrote, and one without item fields what the builds before issue 27 wrote,
+// (issue 27), kind 6 with flush_all's log (issue 27): a batch without byte
+// keys is byte for byte what earlier builds wrote, one without item fields or
+// flushes what the builds before issue 27 wrote,
 // so their logs load as they are, and an earlier build stops at a newer run
 // naming its unknown kind.
 //
@@ -49,8 +51,9 @@ class WriteBatch {
   void add_byte_puts(absl::Span<const std::string_view> keys, absl::Span<const uint32_t> lengths,
                      std::string_view bytes, absl::Span<const byte_key::ItemMeta> metas = {});
   void add_byte_deletes(absl::Span<const std::string_view> keys);
+  void add_flush(const FlushMark& mark);
 
-  // Puts and deletes added.
+  // Puts, deletes and flush marks added.
   uint64_t ops() const { return ops_; }
   bool empty() const { return ops_ == 0; }
   void clear();
@@ -77,6 +80,7 @@ struct DecodedBatch {
     std::vector<std::string_view> values;
     std::vector<std::string_view> byte_keys;  // a run of byte keys (keys empty)
     std::vector<byte_key::ItemMeta> metas;    // a run of byte-key items: byte_keys[i]'s fields
+    std::vector<FlushMark> flushes;           // a run of flush marks (puts false, no keys)
   };
   uint64_t sequence = 0;
   std::vector<Run> runs;

@@ -4,6 +4,7 @@
 // (issue 27), and so are the items touch, gat and gats rewrite, so a
 // restarted server answers what was acknowledged, and the gRPC side sees
 // the same keys.
+#include <atomic>
 #include <filesystem>
 #include <string>
 
@@ -69,12 +70,6 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
     ASSERT_TRUE(s.send("gats 100000 lasting\r\n"));
     const std::string gats = s.read_available();
     EXPECT_EQ(gats, "VALUE lasting 3 2 " + lasting_cas + "\r\nok\r\nEND\r\n") << "a touch keeps the version";
-    // flush_all is refused: it is not logged yet, so a restart would bring
-    // the flushed items back. It reaches both partitions: the refusal names the first.
-    ASSERT_TRUE(s.send("flush_all\r\n"));
-    const std::string flush = s.read_available(std::chrono::milliseconds(300));
-    EXPECT_EQ(flush.rfind("SERVER_ERROR ", 0), 0u) << flush;
-    EXPECT_NE(flush.find("does not log a flush yet"), std::string::npos) << flush;
     EXPECT_EQ(s.round_trip("get user:2\r\n", seen), seen);
   }
   auto server = testing::start_server(o);
@@ -101,6 +96,62 @@ TEST(MemcachedDurability, SetsAndDeletesSurviveARestart) {
   const std::string after = s.read_available();
   ASSERT_EQ(after.rfind("VALUE lasting 3 3 ", 0), 0u) << after;
   EXPECT_GT(std::stoull(after.substr(18)), std::stoull(lasting_cas)) << "versions go on increasing after a restart";
+  server.reset();
+  std::filesystem::remove_all(o.data_dir.dir);
+}
+
+// flush_all with --data_dir (issue 27): logged as a mark after the writes
+// before it, and restated after every snapshot, so across restarts (a clean
+// one writes a final snapshot) what it hid stays hidden, what came after it
+// stays, and a delayed flush still pending comes due after the restart and
+// hides what was written before its time, the restart's writes included.
+// The store's clock is the test's.
+TEST(MemcachedDurability, FlushAllOutlivesRestartsAtOnceAndDelayed) {
+  std::atomic<uint32_t> now{1'800'000'000};
+  server::ServerOptions o = testing::memcached_test_options(/*max_value_bytes=*/4096);
+  o.cpu_partitions = 2;
+  o.store.unix_clock = [&now] { return now.load(); };
+  o.data_dir.dir = ::testing::TempDir() + "/memcached_flush_data_dir";
+  std::filesystem::remove_all(o.data_dir.dir);
+  const std::string stored = "STORED\r\n", ok = "OK\r\n";
+  auto restarted = [&]() {
+    auto server = testing::start_server(o);
+    EXPECT_NE(server, nullptr);
+    return server;
+  };
+  auto get = [](MemcacheSocket& s, const std::string& keys) {
+    EXPECT_TRUE(s.send("get " + keys + "\r\n"));
+    return s.read_available(std::chrono::milliseconds(300));
+  };
+  {
+    auto server = restarted();
+    ASSERT_NE(server, nullptr);
+    MemcacheSocket s(server->memcached_port());
+    EXPECT_EQ(s.round_trip("set old:1 0 0 1\r\na\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("set old:2 0 0 1\r\nb\r\n", stored), stored);
+    EXPECT_EQ(s.round_trip("flush_all\r\n", ok), ok);
+    EXPECT_EQ(s.round_trip("set new:1 0 0 1\r\nc\r\n", stored), stored);
+    EXPECT_EQ(get(s, "old:1 old:2 new:1"), "VALUE new:1 0 1\r\nc\r\nEND\r\n");
+    // Delayed: due in 100 s by the store's clock.
+    EXPECT_EQ(s.round_trip("flush_all 100\r\n", ok), ok);
+    EXPECT_EQ(s.round_trip("set new:2 0 0 1\r\nd\r\n", stored), stored);
+  }
+  {
+    auto server = restarted();
+    ASSERT_NE(server, nullptr);
+    MemcacheSocket s(server->memcached_port());
+    EXPECT_EQ(get(s, "old:1 old:2 new:1 new:2"), "VALUE new:1 0 1\r\nc\r\nVALUE new:2 0 1\r\nd\r\nEND\r\n");
+    EXPECT_EQ(s.round_trip("set new:3 0 0 1\r\ne\r\n", stored), stored);
+    now += 100;  // the delayed flush comes due: everything written before it goes
+    EXPECT_EQ(get(s, "new:1 new:2 new:3"), "END\r\n");
+    EXPECT_EQ(s.round_trip("set late 0 0 1\r\nf\r\n", stored), stored);
+  }
+  auto server = restarted();
+  ASSERT_NE(server, nullptr);
+  MemcacheSocket s(server->memcached_port());
+  EXPECT_EQ(get(s, "old:1 old:2 new:1 new:2 new:3 late"), "VALUE late 0 1\r\nf\r\nEND\r\n");
+  EXPECT_EQ(s.round_trip("set after 0 0 1\r\ng\r\n", stored), stored);
+  EXPECT_EQ(get(s, "late after"), "VALUE late 0 1\r\nf\r\nVALUE after 0 1\r\ng\r\nEND\r\n");
   server.reset();
   std::filesystem::remove_all(o.data_dir.dir);
 }

@@ -40,6 +40,11 @@ absl::Status ModelSink::on_byte_deletes(absl::Span<const std::string_view> keys)
   return absl::OkStatus();
 }
 
+absl::Status ModelSink::on_flush(const FlushMark& mark) {
+  flushes.push_back(mark);
+  return absl::OkStatus();
+}
+
 absl::Status ModelSink::on_snapshot_loaded(uint64_t sequence) {
   snapshot_sequence = sequence;
   return absl::OkStatus();

@@ -32,11 +32,14 @@ class ModelSink : public RecoverySink {
   absl::Status on_puts(const Pairs& pairs) override;
   absl::Status on_deletes(absl::Span<const uint64_t> keys) override;
   absl::Status on_byte_deletes(absl::Span<const std::string_view> keys) override;
+  // Kept as they came (the byte model has no versions to hide by).
+  absl::Status on_flush(const FlushMark& mark) override;
   absl::Status on_snapshot_loaded(uint64_t sequence) override;
   absl::Status on_reset() override;
 
   Model state;
   ByteModel byte_state;
+  std::vector<FlushMark> flushes;
   uint64_t snapshot_sequence = UINT64_MAX;  // UINT64_MAX until on_snapshot_loaded
   uint64_t resets = 0;
   // What the last on_snapshot_begin said, and the pairs delivered before it (0).

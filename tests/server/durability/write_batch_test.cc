@@ -154,6 +154,37 @@ TEST(WriteBatch, CutPayloadsWithByteKeysFailOrShrinkNeverOverrun) {
   }
 }
 
+// flush_all's marks (run kind 6) come back in their place among the puts
+// and deletes, each with its version bound and delayed time, extremes too;
+// a cut mark is DATA_LOSS.
+TEST(WriteBatch, FlushMarksKeepTheirPlaceAndFields) {
+  WriteBatch batch;
+  const std::vector<std::string_view> keys{"a"};
+  batch.add_byte_puts(keys, std::vector<uint32_t>{1}, "1");
+  batch.add_flush(FlushMark{42, 0});
+  batch.add_flush(FlushMark{0, 1'800'000'000});
+  batch.add_byte_deletes(keys);
+  batch.add_flush(FlushMark{UINT64_MAX, UINT32_MAX});
+  batch.set_sequence(3);
+  EXPECT_EQ(batch.ops(), 5u);
+  DecodedBatch d;
+  ASSERT_TRUE(decode_write_batch(batch.payload(), &d).ok());
+  ASSERT_EQ(d.runs.size(), 4u);
+  EXPECT_TRUE(d.runs[0].puts);
+  EXPECT_FALSE(d.runs[1].puts);
+  EXPECT_EQ(d.runs[1].flushes, (std::vector<FlushMark>{{42, 0}, {0, 1'800'000'000}}));
+  EXPECT_TRUE(d.runs[2].flushes.empty());
+  EXPECT_EQ(d.runs[3].flushes, (std::vector<FlushMark>{{UINT64_MAX, UINT32_MAX}}));
+  ModelSink sink;
+  ASSERT_TRUE(d.replay(sink).ok());
+  EXPECT_EQ(sink.flushes, (std::vector<FlushMark>{{42, 0}, {0, 1'800'000'000}, {UINT64_MAX, UINT32_MAX}}));
+  EXPECT_TRUE(sink.byte_state.empty());
+  const std::string payload(batch.payload());
+  const absl::Status cut = decode_write_batch(payload.substr(0, payload.size() - 1), &d);
+  EXPECT_EQ(cut.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(cut.message().find("flush marks"), std::string::npos) << cut;
+}
+
 TEST(WriteBatch, UnknownRunKindIsDataLoss) {
   WriteBatch batch;
   batch.add_deletes(std::vector<uint64_t>{5});

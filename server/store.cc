@@ -44,7 +44,7 @@ void Store::begin_run(const char* method) {
     ownership_broken("Store", method,
                      "pipelined gets are in flight; the executor must finish them before it applies a run");
   }
-  if (flush_at_ != 0 && now() >= flush_at_) {
+  if (flush_at_ != 0 && !delayed_flushes_held_ && now() >= flush_at_) {
     // A delayed flush_all's time came: what was written before this run is gone.
     set_flush(durability::FlushMark{next_cas_, 0});
   }

@@ -177,6 +177,12 @@ class Store : private Evictor {
   durability::FlushMark flush_state() const { return durability::FlushMark{flushed_below_, flush_at_}; }
   // Recovery: a logged mark, applied as it was (StoreRecovery::on_flush).
   void recover_flush(const durability::FlushMark& mark);
+  // While held (recovery), a pending delayed flush does not come due: its
+  // `below` would be the replay's next version at whatever record the clock
+  // passed its time, not the one it had, and the writes logged after that
+  // record but made before its time would escape it. Once released, the
+  // next run applies it if its time has passed (hiding all that came back).
+  void hold_delayed_flushes(bool hold) { delayed_flushes_held_ = hold; }
   // Where the last apply_puts spent its time (its kPutDrain is the
   // executor's to fill).
   const PutStageTimes& last_put_stage_times() const { return put_times_; }
@@ -345,6 +351,7 @@ class Store : private Evictor {
   EvictedKeys evicted_;
   TouchedItems touched_;
   std::vector<durability::FlushMark> flush_marks_;
+  bool delayed_flushes_held_ = false;
   // The put run apply_puts is applying, and its table keys (made when an
   // eviction first asks).
   absl::Span<Call* const> put_run_;

@@ -35,7 +35,12 @@ namespace gphkv::server {
 
 class StoreRecovery final : public durability::RecoverySink {
  public:
-  explicit StoreRecovery(Store& store) : store_(store) {}
+  // While it lives, a delayed flush_all does not come due (the replay's
+  // versions are not the time's: Store::hold_delayed_flushes).
+  explicit StoreRecovery(Store& store) : store_(store) { store_.hold_delayed_flushes(true); }
+  ~StoreRecovery() override { store_.hold_delayed_flushes(false); }
+  StoreRecovery(const StoreRecovery&) = delete;
+  StoreRecovery& operator=(const StoreRecovery&) = delete;
 
   absl::Status on_snapshot_begin(uint64_t pairs, uint64_t value_bytes) override;
   // RESOURCE_EXHAUSTED, naming --memory and what was loaded, when the

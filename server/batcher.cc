@@ -90,7 +90,7 @@ absl::Status Batcher::enqueue_all(absl::Span<Call> calls) {
   return absl::OkStatus();
 }
 
-std::vector<Call> Batcher::next_batch() {
+std::vector<Call> Batcher::next_batch(bool may_wait_for_company) {
   if (options_.spin.count() > 0) spin_for_call();
   AnnotatedLock lock(&mu_);
   while (!closed_ && queue_.empty()) lock.wait(cv_);
@@ -104,9 +104,10 @@ std::vector<Call> Batcher::next_batch() {
   // the whole delay to its latency, never a second call to its batch.
   const Clock::time_point close_at = queue_.front().enqueued + options_.max_delay;
   const bool company_expected =
-      queue_.size() > 1 ||
-      mean_gap_ns_ <
-          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_delay).count());
+      may_wait_for_company &&
+      (queue_.size() > 1 ||
+       mean_gap_ns_ <
+           static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_delay).count()));
   // Only block when there is time left: a timed wait on a past deadline is
   // still a futex syscall per batch.
   if (company_expected) {

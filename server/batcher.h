@@ -33,6 +33,13 @@ struct BatcherOptions {
   // time while idle: up to `spin` after each batch (so at most spin x batches
   // per second). 0 = park at once (docs/performance.md, "Waits").
   std::chrono::microseconds spin{0};
+  // While the executor has get runs on the device, a batch closes at once
+  // with what is queued (it grew while those ran) instead of waiting up to
+  // max_delay for company, and a run is finished as soon as the device is
+  // done with it rather than when the pipeline is full or the queue empty:
+  // either wait held finished answers (docs/performance.md, "Answers held
+  // in the pipeline"). false: the policy before 2026-11-28, to measure.
+  bool early_answers = true;
 };
 
 class Batcher {
@@ -50,8 +57,10 @@ class Batcher {
 
   // Blocks until a batch closes and returns it; an empty batch means the
   // batcher is closed and drained. The delay is only waited for when calls
-  // arrive densely enough (mean gap below max_delay) for one to join.
-  std::vector<Call> next_batch();
+  // arrive densely enough (mean gap below max_delay) for one to join, and
+  // only when `may_wait_for_company` (the executor has no run in flight
+  // whose answers the wait would hold; BatcherOptions::early_answers).
+  std::vector<Call> next_batch(bool may_wait_for_company = true);
 
   // Waits up to `timeout` for a call to be queued (the executor, while it
   // has other work between batches). False once the batcher is closed.

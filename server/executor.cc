@@ -101,7 +101,9 @@ void Executor::join() {
 }
 
 void Executor::loop() {
+  const bool early = batcher_->options().early_answers;
   for (;;) {
+    if (early) finish_done_gets();
     // Pipelined gets in flight and nobody waiting: finish them now rather
     // than hold their answers until the next call arrives.
     if (!in_flight_.empty() && batcher_->empty()) {
@@ -114,7 +116,9 @@ void Executor::loop() {
     // Shared: get runs still in flight after run_batch returns point into it.
     const Clock::time_point asked = Clock::now();
     pub_idle_since_ns_.store(steady_ns(asked), std::memory_order_relaxed);
-    auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch());
+    // With runs in flight the batch does not wait for company: it grew
+    // while they ran, and a wait would hold their answers.
+    auto batch = std::make_shared<std::vector<Call>>(batcher_->next_batch(!early || in_flight_.empty()));
     idle_seconds_ = seconds_since(asked);
     pub_idle_ns_.fetch_add(static_cast<uint64_t>(idle_seconds_ * 1e9), std::memory_order_relaxed);
     pub_idle_since_ns_.store(0, std::memory_order_relaxed);
@@ -316,6 +320,10 @@ void Executor::finish_all_gets() {
   while (!in_flight_.empty()) finish_oldest_gets();
 }
 
+void Executor::finish_done_gets() {
+  while (!in_flight_.empty() && store_->oldest_gets_done()) finish_oldest_gets();
+}
+
 void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
   std::vector<Call>& batch = *batch_ptr;
   const Clock::time_point start = Clock::now();
@@ -353,6 +361,8 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     // No read runs, and nothing is answered, past a write not yet logged.
     if (!write) commit_writes(false);
     if (kind == OpKind::kGet && store_->can_pipeline_gets(run)) {
+      // Runs the device finished while this one was packed go out first.
+      if (batcher_->options().early_answers) finish_done_gets();
       if (static_cast<int>(in_flight_.size()) >= store_->pipeline_depth()) finish_oldest_gets();
       const Clock::time_point t0 = Clock::now();
       if (absl::Status s = store_->submit_gets(run); !s.ok()) {

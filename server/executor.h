@@ -9,8 +9,10 @@
 // On CUDA with the device value heap, get runs are pipelined: a get run is
 // submitted to the device (Store::submit_gets) and the executor goes on to
 // the next run or batch; up to pipeline_depth() get runs are in flight on
-// their own streams. They are finished in submission order: when the
-// pipeline is full, when no call is waiting in the batcher, and always before
+// their own streams. They are finished in submission order: as soon as the
+// device is done with them (BatcherOptions::early_answers; the executor asks
+// between batches and before it submits a run), when the pipeline is full,
+// when no call is waiting in the batcher, and always before
 // a put or delete run or a get run that must take the synchronous path (a
 // rebuild in flight) is applied. So writes never overtake an earlier read,
 // and a read submitted after a write is acknowledged sees it. A finished
@@ -155,6 +157,9 @@ class Executor {
   // Its responses are filled and answered in ranges on the completion
   // threads (inline when the executor has nothing else to do).
   void finish_oldest_gets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
+  // Finishes, oldest first, the runs the device is done with (never waits
+  // for one: BatcherOptions::early_answers).
+  void finish_done_gets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   void finish_all_gets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);
   void answer_gets(std::shared_ptr<GetAnswers> answers, std::shared_ptr<std::vector<Call>> batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(executor_thread_);

@@ -39,6 +39,10 @@ class GetPipeline {
   // `now` (unix seconds) is the store's clock: a byte key's item that
   // expired by then is a miss (server/byte_key.h).
   virtual absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls, uint32_t now) = 0;
+  // Whether the oldest run in flight is done on the device, so finish()
+  // would not wait for it (a device error counts as done: finish() reports
+  // it). Never blocks; false when no run is in flight.
+  virtual bool oldest_done() const = 0;
   // Waits for the oldest run and returns its answers, to be filled into the
   // responses on any thread. Everything the run read of the table and the
   // value heap was read by then.

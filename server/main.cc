@@ -76,6 +76,11 @@ ABSL_FLAG(uint32_t, spin_us, 0,
           "microseconds the executor spins, watching for a call, before it parks its thread after a batch (0 = "
           "park at once): a call arriving meanwhile skips the wake-up, at the cost of up to this much of a core "
           "after every batch; see docs/performance.md, \"Waits\"");
+ABSL_FLAG(bool, early_answers, true,
+          "CUDA: answer a pipelined get batch as soon as the device is done with it, and close the next batch at "
+          "once while batches are on the device (false: answer a batch when the pipeline is full or no call "
+          "waits, and let the next batch wait --max_delay_us for company: the policy before 2026-11-28, kept "
+          "to measure); see docs/performance.md, \"Answers held in the pipeline\"");
 ABSL_FLAG(uint64_t, max_queue_keys, 1 << 20,
           "bound on keys waiting for the executor; a call past it gets RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(ByteSize, max_queue_bytes, ByteSize{uint64_t{1} << 30},
@@ -243,6 +248,7 @@ int main(int argc, char** argv) {
   o.max_delay_per_backend = max_delay_us < 0;
   o.batcher.max_delay = std::chrono::microseconds(std::max(0, max_delay_us));
   o.batcher.spin = std::chrono::microseconds(std::min<uint32_t>(absl::GetFlag(FLAGS_spin_us), 1'000'000));
+  o.batcher.early_answers = absl::GetFlag(FLAGS_early_answers);
   o.batcher.max_queue_keys = absl::GetFlag(FLAGS_max_queue_keys);
   o.batcher.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes).bytes;
   o.shutdown_grace_ms = absl::GetFlag(FLAGS_shutdown_grace_ms);
@@ -287,7 +293,7 @@ int main(int argc, char** argv) {
       "partitions={} "
       "memory={} "
       "max_value_bytes={} max_key_bytes={} max_call_keys={} max_batch_keys={} max_delay_us={} spin_us={} "
-      "max_queue_keys={} "
+      "early_answers={} max_queue_keys={} "
       "initial_capacity={} completion_threads={} grpc_threads={} gpu_pipeline_depth={} eviction={} data_dir={}",
       o.listen_address, o.memcached.address.empty() ? "(off)" : o.memcached.address,
       o.tls.cert_file.empty() ? "(plain text)" : o.tls.cert_file,
@@ -296,7 +302,7 @@ int main(int argc, char** argv) {
       gphkv::server::format_byte_size(o.store.memory_limit_bytes), o.limits.max_value_bytes, o.limits.max_key_bytes,
       o.limits.max_call_keys, o.batcher.max_batch_keys,
       o.max_delay_per_backend ? std::string("per-backend") : std::to_string(o.batcher.max_delay.count()),
-      o.batcher.spin.count(), o.batcher.max_queue_keys, o.store.initial_capacity,
+      o.batcher.spin.count(), o.batcher.early_answers, o.batcher.max_queue_keys, o.store.initial_capacity,
       o.completion_threads >= 0 ? o.completion_threads : gphkv::server::default_completion_threads(),
       o.grpc_threads > 0 ? o.grpc_threads : gphkv::server::default_grpc_threads(), o.store.gpu_pipeline_depth,
       o.store.evict ? "lru" : "none",

@@ -167,6 +167,11 @@ std::shared_ptr<GetAnswers> Store::finish_gets(GetStageTimes* times) {
   return answers;
 }
 
+bool Store::oldest_gets_done() {
+  owner_.check("oldest_gets_done");
+  return gets_ != nullptr && gets_->oldest_done();
+}
+
 void Store::set_gpu_hashes_byte_keys(bool on) {
   if (gets_ != nullptr) gets_->set_hashes_byte_keys(on);
 }

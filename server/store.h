@@ -126,6 +126,9 @@ class Store : private Evictor {
   // filled into the responses on any thread (server/get_answers.h). Writes
   // may be applied meanwhile: the run read the table and heap already.
   std::shared_ptr<GetAnswers> finish_gets(GetStageTimes* times);
+  // Whether finish_gets would find the oldest run done (never waits; false
+  // with none in flight): GetPipeline::oldest_done.
+  bool oldest_gets_done();
   // Whether the pipeline makes byte keys' table keys on the device (the
   // default) or takes the calls' own: GetPipeline::set_hashes_byte_keys.
   void set_gpu_hashes_byte_keys(bool on);

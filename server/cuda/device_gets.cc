@@ -453,6 +453,13 @@ absl::Status DeviceGets::enqueue_small(engine::StreamOrderedTable& table, Slot& 
   return absl::OkStatus();
 }
 
+bool DeviceGets::oldest_done() const {
+  if (order_.empty()) return false;
+  // Any answer but "not ready" is final: success, or an error that finish()'s
+  // cudaEventSynchronize reports for the batch.
+  return cudaEventQuery(order_.front()->ev[4]) != cudaErrorNotReady;
+}
+
 std::shared_ptr<GetAnswers> DeviceGets::finish(uint64_t max_response_bytes, GetStageTimes* times) {
   Slot& s = *order_.front();
   order_.pop_front();

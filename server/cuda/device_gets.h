@@ -83,6 +83,7 @@ class DeviceGets final : public GetPipeline {
   // for a slot whose answers are still being filled). An error leaves nothing
   // in flight for this batch; its calls are the caller's to answer.
   absl::Status submit(engine::StreamOrderedTable& table, absl::Span<Call* const> calls, uint32_t now) override;
+  bool oldest_done() const override;
   // Waits for the oldest batch and returns its answers: statuses that are
   // set already (a device error for all) and responses to fill. Everything
   // the batch read of the table and the heap was read by then: writes may

@@ -84,6 +84,21 @@ TEST(Batcher, KeepsTheDelayWhileCallsArriveDensely) {
   EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(5));
 }
 
+TEST(Batcher, DoesNotWaitForCompanyWhenTheExecutorHasRunsInFlight) {
+  // The same dense arrivals, but the executor says a wait would hold answers
+  // of runs on the device: the lone call closes at once, and what queued
+  // comes whole.
+  Batcher b({1000, std::chrono::seconds(10), 1000});
+  Req r[8];
+  for (auto& x : r) ASSERT_TRUE(b.enqueue(get_call(&x, 1)).ok());
+  const auto t0 = Clock::now();
+  EXPECT_EQ(b.next_batch(/*may_wait_for_company=*/false).size(), 8u);
+  Req late;
+  ASSERT_TRUE(b.enqueue(get_call(&late, 1)).ok());
+  EXPECT_EQ(b.next_batch(/*may_wait_for_company=*/false).size(), 1u);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "waited for the 10 s delay";
+}
+
 TEST(Batcher, AnOversizeCallGoesAlone) {
   Batcher b({4, std::chrono::milliseconds(0), 1000});
   Req big, small;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gphkv/engine/table.h"
@@ -260,6 +261,63 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
   EXPECT_TRUE(small.get_out.found(0));
   EXPECT_FALSE(small.get_out.found(1));
   EXPECT_EQ(small.get_out.values(), std::string(2000, 'c'));
+}
+
+TEST(CudaStore, TheOldestRunIsDoneOnlyOnceTheDeviceFinishedIt) {
+  // Without a pipeline (the CPU store) nothing is ever in flight.
+  auto cpu = make_store(engine::Backend::kCpu, 64 << 20);
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_FALSE(cpu->oldest_gets_done());
+  if (engine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto store = make_store(engine::Backend::kCuda, 64 << 20);
+  ASSERT_NE(store, nullptr);
+  Owned p;
+  for (uint64_t k = 1; k <= 100; ++k) {
+    p.put.add_keys(k);
+    p.put.add_value_lengths(8);
+    p.put.mutable_values()->append(std::string(8, static_cast<char>(k)));
+  }
+  bind(&p, OpKind::kPut);
+  std::vector<absl::Status> st;
+  Call* pc = &p.call;
+  store->apply_puts({&pc, 1}, &st);
+  ASSERT_TRUE(st[0].ok());
+  ASSERT_TRUE(store->can_pipeline_gets());
+  ASSERT_GE(store->pipeline_depth(), 2);
+  EXPECT_FALSE(store->oldest_gets_done()) << "nothing is in flight";
+
+  // Two runs in flight; each is reported done, oldest first, before it is
+  // finished, and finishing it then returns that run's answers.
+  Owned first, second;
+  for (uint64_t k : {3, 5, 1000}) first.get.add_keys(k);
+  for (uint64_t k : {7, 2000}) second.get.add_keys(k);
+  bind(&first, OpKind::kGet);
+  bind(&second, OpKind::kGet);
+  Call* a = &first.call;
+  Call* b = &second.call;
+  ASSERT_TRUE(store->submit_gets({&a, 1}).ok());
+  ASSERT_TRUE(store->submit_gets({&b, 1}).ok());
+  for (Call* expected : {a, b}) {
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (!store->oldest_gets_done() && Clock::now() < until) std::this_thread::yield();
+    ASSERT_TRUE(store->oldest_gets_done()) << "the device did not finish a 3-key run in 10 s";
+    GetStageTimes times;
+    auto answers = store->finish_gets(&times);
+    ASSERT_EQ(answers->calls().size(), 1u);
+    EXPECT_EQ(answers->calls()[0], expected) << "runs are finished oldest first";
+    answers->fill(0, 1);
+    ASSERT_TRUE(answers->statuses()[0].ok());
+  }
+  EXPECT_FALSE(store->oldest_gets_done()) << "nothing is in flight any more";
+  ASSERT_EQ(first.get_out.found_size(), 3);
+  EXPECT_TRUE(first.get_out.found(0));
+  EXPECT_TRUE(first.get_out.found(1));
+  EXPECT_FALSE(first.get_out.found(2));
+  EXPECT_EQ(first.get_out.values(), std::string(8, '\3') + std::string(8, '\5'));
+  ASSERT_EQ(second.get_out.found_size(), 2);
+  EXPECT_TRUE(second.get_out.found(0));
+  EXPECT_FALSE(second.get_out.found(1));
+  EXPECT_EQ(second.get_out.values(), std::string(8, '\7'));
 }
 
 TEST(CudaStore, ARunPastTheFusedScanTakesTheMultiKernelScan) {

@@ -361,7 +361,8 @@ void Executor::run_batch(const std::shared_ptr<std::vector<Call>>& batch_ptr) {
     // No read runs, and nothing is answered, past a write not yet logged.
     if (!write) commit_writes(false);
     if (kind == OpKind::kGet && store_->can_pipeline_gets(run)) {
-      // Runs the device finished while this one was packed go out first.
+      // Runs the device finished meanwhile go out first (inline, when nothing
+      // else is queued: their fill is short beside a completion thread's wake-up).
       if (batcher_->options().early_answers) finish_done_gets();
       if (static_cast<int>(in_flight_.size()) >= store_->pipeline_depth()) finish_oldest_gets();
       const Clock::time_point t0 = Clock::now();

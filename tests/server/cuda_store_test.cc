@@ -46,6 +46,15 @@ std::unique_ptr<Store> make_store(engine::Backend backend, uint64_t memory, uint
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+// Binds `p`'s put request and applies it as one call: its status.
+absl::Status put_one_call(Store* store, Owned* p) {
+  bind(p, OpKind::kPut);
+  std::vector<absl::Status> st;
+  Call* pc = &p->call;
+  store->apply_puts({&pc, 1}, &st);
+  return st[0];
+}
+
 uint64_t random_key(std::mt19937_64& rng) {
   const int r = static_cast<int>(rng() % 50);
   if (r == 0) return 0;
@@ -237,11 +246,7 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
     p.put.add_value_lengths(2000);
     p.put.mutable_values()->append(std::string(2000, static_cast<char>('a' + k)));
   }
-  bind(&p, OpKind::kPut);
-  std::vector<absl::Status> st;
-  Call* pc = &p.call;
-  store->apply_puts({&pc, 1}, &st);
-  ASSERT_TRUE(st[0].ok());
+  ASSERT_TRUE(put_one_call(store.get(), &p).ok());
   ASSERT_TRUE(store->can_pipeline_gets());
   Owned big, small;
   for (uint64_t k : {1, 2, 3}) big.get.add_keys(k);
@@ -255,7 +260,7 @@ TEST(CudaStore, AGetOverTheResponseLimitIsRefusedOnThePipelineAndOthersAreAnswer
   GetStageTimes times;
   auto answers = store->finish_gets(&times);
   answers->fill(0, answers->calls().size());
-  st = answers->statuses();
+  const std::vector<absl::Status> st = answers->statuses();
   EXPECT_EQ(st[0].code(), absl::StatusCode::kResourceExhausted);
   ASSERT_TRUE(st[1].ok());
   EXPECT_TRUE(small.get_out.found(0));
@@ -277,11 +282,7 @@ TEST(CudaStore, TheOldestRunIsDoneOnlyOnceTheDeviceFinishedIt) {
     p.put.add_value_lengths(8);
     p.put.mutable_values()->append(std::string(8, static_cast<char>(k)));
   }
-  bind(&p, OpKind::kPut);
-  std::vector<absl::Status> st;
-  Call* pc = &p.call;
-  store->apply_puts({&pc, 1}, &st);
-  ASSERT_TRUE(st[0].ok());
+  ASSERT_TRUE(put_one_call(store.get(), &p).ok());
   ASSERT_TRUE(store->can_pipeline_gets());
   ASSERT_GE(store->pipeline_depth(), 2);
   EXPECT_FALSE(store->oldest_gets_done()) << "nothing is in flight";

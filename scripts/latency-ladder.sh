@@ -34,7 +34,8 @@
 #
 # PEAK_DEPTH (empty: none) adds a closed-loop phase after the rungs: each
 # store, REPS times interleaved, with PEAK_DEPTH calls outstanding a
-# connection (phase "peak"). BENCHMARK and RESULT_PREFIX name the summary
+# connection (phase "peak"); PEAK_ARGS are more gphkv-loadgen flags for it
+# alone (e.g. --read_batch=1: one key a get). RATES="" runs no rung. BENCHMARK and RESULT_PREFIX name the summary
 # (defaults: latency-ladder, latency_ladder): a ladder of other stores than
 # the headline's is written under its own name. GPHKV_VARIANTS runs several
 # gphkv-servers side by side, "NAME:FLAGS;NAME:FLAGS" (e.g.
@@ -64,7 +65,7 @@ LOADGEN=${LOADGEN:-build/loadgen/gphkv-loadgen}
 NULL_SERVER=${NULL_SERVER:-build/bench/null_server}
 MEMCACHED=${MEMCACHED:-memcached}
 COMMIT=${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
-RATES=${RATES:-"10000 30000 100000 300000 1000000 3000000"}
+RATES=${RATES-"10000 30000 100000 300000 1000000 3000000"}
 REPS=${REPS:-2}
 STORES=${STORES:-"gphkv-coalesced gphkv-unary null-coalesced null-unary memcached"}
 GPHKV_VARIANTS=${GPHKV_VARIANTS:-"default:"}
@@ -84,6 +85,7 @@ GPHKV_ARGS=${GPHKV_ARGS:-}      # flags for every gphkv-server variant
 MC_THREADS=${MC_THREADS:-4}     # loops of gphkv's and the null server's memcached ports
 PEAK_DEPTH=${PEAK_DEPTH:-}
 PEAK_S=${PEAK_S:-$STEP_S}
+PEAK_ARGS=${PEAK_ARGS:-}
 BENCHMARK=${BENCHMARK:-latency-ladder}
 RESULT_PREFIX=${RESULT_PREFIX:-latency_ladder}
 NULL_THREADS=${NULL_THREADS:-4}
@@ -309,7 +311,8 @@ elif [ -n "$PEAK_DEPTH" ]; then
   for rep in $(seq 1 "$REPS"); do
     for store in "${stores[@]}"; do
       name="peak-${store/@/-}-r$rep"
-      if run "$name" "$store" closed "$PEAK_S" --depth="$PEAK_DEPTH"; then
+      # shellcheck disable=SC2086  # PEAK_ARGS: flags, split on spaces
+      if run "$name" "$store" closed "$PEAK_S" --depth="$PEAK_DEPTH" $PEAK_ARGS; then
         index peak 0 "$store" "$rep" "$name"
         echo "   $store rep $rep: $(summary "$name")"
       fi
@@ -320,7 +323,7 @@ stop_all
 elapsed=$((SECONDS - t0))
 echo "latency-ladder: took $elapsed s (plan: $plan)"
 
-settings="RATES=\"$RATES\" REPS=$REPS STORES=\"$STORES\" GPHKV_VARIANTS=\"$GPHKV_VARIANTS\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS CLIENTS=$CLIENTS DEPTH=$DEPTH KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S DRAIN_S=$DRAIN_S LIGHT_RATE=$LIGHT_RATE LIGHT_S=$LIGHT_S CHECK_READS=$CHECK_READS BACKEND=$BACKEND MC_THREADS=$MC_THREADS${PEAK_DEPTH:+ PEAK_DEPTH=$PEAK_DEPTH PEAK_S=$PEAK_S} BENCHMARK=$BENCHMARK RESULT_PREFIX=$RESULT_PREFIX SERVER_CPUS=${SERVER_CPUS:-any} CLIENT_CPUS=${CLIENT_CPUS:-any} NULL_THREADS=$NULL_THREADS MEMCACHED_THREADS=$MEMCACHED_THREADS${GPHKV_ARGS:+ GPHKV_ARGS=\"$GPHKV_ARGS\"}"
+settings="RATES=\"$RATES\" REPS=$REPS STORES=\"$STORES\" GPHKV_VARIANTS=\"$GPHKV_VARIANTS\" THREADS=$THREADS CONNECTIONS=$CONNECTIONS CLIENTS=$CLIENTS DEPTH=$DEPTH KEYS=$KEYS WARMUP_S=$WARMUP_S STEP_S=$STEP_S DRAIN_S=$DRAIN_S LIGHT_RATE=$LIGHT_RATE LIGHT_S=$LIGHT_S CHECK_READS=$CHECK_READS BACKEND=$BACKEND MC_THREADS=$MC_THREADS${PEAK_DEPTH:+ PEAK_DEPTH=$PEAK_DEPTH PEAK_S=$PEAK_S}${PEAK_ARGS:+ PEAK_ARGS=\"$PEAK_ARGS\"} BENCHMARK=$BENCHMARK RESULT_PREFIX=$RESULT_PREFIX SERVER_CPUS=${SERVER_CPUS:-any} CLIENT_CPUS=${CLIENT_CPUS:-any} NULL_THREADS=$NULL_THREADS MEMCACHED_THREADS=$MEMCACHED_THREADS${GPHKV_ARGS:+ GPHKV_ARGS=\"$GPHKV_ARGS\"}"
 # Beside the runs, so that the summary can be made again from OUT alone.
 echo "$COMMIT" >"$OUT/COMMIT"
 echo "$settings bash scripts/latency-ladder.sh" >"$OUT/command.txt"

@@ -45,6 +45,8 @@ ABSL_FLAG(int32_t, posted, 64, "--api=async: calls of each method asked for ahea
 ABSL_FLAG(std::string, memcached_address, "",
           "IP:PORT to answer memcached's text protocol on too (gphkv-server's listener over no table); empty: off");
 ABSL_FLAG(uint32_t, memcached_threads, 4, "event loops of the memcached port (gphkv-server's --memcached_threads)");
+ABSL_FLAG(bool, memcached_pack_gets, true,
+          "a loop queues a round's plain gets as one call, as gphkv-server's --memcached_pack_gets does");
 ABSL_FLAG(uint32_t, value_bytes, 0,
           "0: every get finds nothing; N: every key is found with an N-byte value (the transport's ceiling "
           "for gets that carry values, which a server with nothing found does not measure)");
@@ -282,6 +284,9 @@ int main(int argc, char** argv) {
     gphkv::server::memcache::ListenerOptions mc;
     mc.address = mc_address;
     mc.threads = absl::GetFlag(FLAGS_memcached_threads);
+    // gphkv-server's bound with its default limits (a 256 MiB answer, 1 MiB values).
+    if (absl::GetFlag(FLAGS_memcached_pack_gets))
+      mc.pack_max_keys = gphkv::server::memcache::pack_max_keys_for(256u << 20, 1u << 20, 65536);
     mc.version = std::string(gphkv::server::memcache::kProtocolVersion) + " gphkv-null";
     auto listener = gphkv::server::memcache::Listener::start(&memcached_sink, std::move(mc));
     if (!listener.ok()) {

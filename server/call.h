@@ -82,6 +82,12 @@ struct GetOp {
   // flags, expiry and CAS into the response (GetResponse.flags, exptime,
   // cas; zeros for a miss). Set with needs_cas, so that path serves it.
   bool with_items = false;
+  // A packed get of several sessions (the memcached port's loop packs the
+  // plain gets of its connections into one call: server/memcache/get_pack.h):
+  // key i came on session key_sessions[i], and is ordered with that
+  // session's calls of its key (server/run_order.h). Empty: every key is
+  // the call's own session.
+  absl::Span<const uint64_t> key_sessions = {};
 };
 // How a put's value meets what is stored (issue 27's conditional and
 // read-modify-write writes). Every mode but kSet takes one key, and is

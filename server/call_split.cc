@@ -65,6 +65,12 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
       }
     }
   }
+  if (kind == OpKind::kGet && !original.get().key_sessions.empty()) {
+    for (Part& part : parts) {
+      part.key_sessions.reserve(part.positions.size());
+      for (uint32_t i : part.positions) part.key_sessions.push_back(original.get().key_sessions[i]);
+    }
+  }
   if (kind == OpKind::kPut) {
     const PutOp& put = original.put();
     // Where each key's value starts in the original's values.
@@ -100,7 +106,8 @@ SplitParts SplitCall::split(Call call, const KeyPlacement& placement,
                      original.get().needs_cas,
                      original.get().touch,
                      original.get().touch_exptime,
-                     original.get().with_items};
+                     original.get().with_items,
+                     part.key_sessions};
         break;
       case OpKind::kPut:
         // A conditional put has one key, so never splits; a set keeps its item fields.

@@ -78,6 +78,7 @@ class SplitCall : public std::enable_shared_from_this<SplitCall> {
     std::vector<uint64_t> keys;
     std::string key_bytes;  // a byte-key call's keys (keys then holds their table keys)
     std::vector<uint32_t> key_lengths;
+    std::vector<uint64_t> key_sessions;  // a packed get's (GetOp::key_sessions)
     std::vector<uint32_t> value_lengths;
     std::string values;
     v1::GetResponse get_response;

@@ -36,6 +36,10 @@ ABSL_FLAG(uint32_t, memcached_spin_us, 0,
           "microseconds a memcached loop with calls in the store spins, watching for their answers, before it "
           "sleeps in epoll (0 = sleep at once): an answer arriving meanwhile is taken without the loop's wake-up, "
           "at the cost of up to this much of a core per wait; see docs/performance.md, \"Waits\"");
+ABSL_FLAG(bool, memcached_pack_gets, true,
+          "a memcached loop queues the plain gets it read in one round of its events as one call (each key keeps "
+          "its connection's order), instead of a call a get: the executor's cost per call is paid once; see "
+          "docs/memcached.md, \"Packed gets\"");
 ABSL_FLAG(absl::Duration, memcached_idle_timeout, absl::ZeroDuration(),
           "close a memcached connection that sends nothing while it has nothing to answer, or reads none of its "
           "replies, this long (whole seconds, such as 300s; 0 = never, memcached's default)");
@@ -203,6 +207,7 @@ int main(int argc, char** argv) {
   if (o.memcached.threads == 0 || o.memcached.threads > 256) return fail("--memcached_threads must be 1 to 256");
   o.memcached.answer_spin =
       std::chrono::microseconds(std::min<uint32_t>(absl::GetFlag(FLAGS_memcached_spin_us), 1'000'000));
+  o.memcached.pack_gets = absl::GetFlag(FLAGS_memcached_pack_gets);
   const absl::Duration idle = absl::GetFlag(FLAGS_memcached_idle_timeout);
   if (idle < absl::ZeroDuration()) return fail("--memcached_idle_timeout must not be negative");
   o.memcached.idle_timeout = std::chrono::seconds(absl::ToInt64Seconds(idle));

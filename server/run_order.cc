@@ -9,12 +9,14 @@ bool is_get(const Call* c) { return c->kind() == OpKind::kGet; }
 
 uint64_t filter_bit(uint64_t key) { return uint64_t{1} << ((key * 0x9e3779b97f4a7c15ULL) >> 58); }
 
-// What the order tracks for `key` of `c`: the key within its session when
+// What the order tracks for key i of `c`: the key within its session when
 // every call of the batch has one, the key alone otherwise. Two (session,
 // key) pairs that land on one value are only ordered more than they need.
-uint64_t tracked(const Call* c, uint64_t key, bool by_session) {
+uint64_t tracked(const Call* c, size_t i, uint64_t key, bool by_session) {
   if (!by_session) return key;
-  uint64_t s = c->session * 0xbf58476d1ce4e5b9ULL;
+  // A packed get's keys each keep the session they came on (GetOp::key_sessions).
+  const absl::Span<const uint64_t> sessions = c->kind() == OpKind::kGet ? c->get().key_sessions : KeySpan();
+  uint64_t s = (sessions.empty() ? c->session : sessions[i]) * 0xbf58476d1ce4e5b9ULL;
   s ^= s >> 31;
   return key ^ (s * 0x94d049bb133111ebULL);
 }
@@ -65,13 +67,19 @@ bool RunOrder::reorder(std::vector<Call*>& calls) {
   // Only keys that some call of the batch changes order anything: they
   // alone are tracked (the filter spares most other keys the lookup).
   bool by_session = true;
-  for (const Call* c : calls) by_session &= c->session != 0;
+  for (const Call* c : calls) {
+    by_session &= c->session != 0;
+    if (by_session && c->kind() == OpKind::kGet) {
+      for (uint64_t s : c->get().key_sessions) by_session &= s != 0;
+    }
+  }
   levels_.clear();
   filter_ = 0;
   for (const Call* c : calls) {
     if (!changes_keys(c)) continue;
-    for (uint64_t key : c->keys()) {
-      const uint64_t k = tracked(c, key, by_session);
+    const KeySpan keys = c->keys();
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const uint64_t k = tracked(c, j, keys[j], by_session);
       levels_.try_emplace(k);
       filter_ |= filter_bit(k);
     }
@@ -81,8 +89,9 @@ bool RunOrder::reorder(std::vector<Call*>& calls) {
     const Call* c = calls[i];
     const bool changes = changes_keys(c);
     int level = level_for(c, 0);
-    for (uint64_t key : c->keys()) {
-      const uint64_t k = tracked(c, key, by_session);
+    const KeySpan keys = c->keys();
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const uint64_t k = tracked(c, j, keys[j], by_session);
       if ((filter_ & filter_bit(k)) == 0) continue;
       const auto it = levels_.find(k);
       if (it == levels_.end()) continue;
@@ -93,8 +102,8 @@ bool RunOrder::reorder(std::vector<Call*>& calls) {
       if (after >= 0) level = std::max(level, level_for(c, after));
     }
     level_of_[i] = level;
-    for (uint64_t key : c->keys()) {
-      const uint64_t k = tracked(c, key, by_session);
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const uint64_t k = tracked(c, j, keys[j], by_session);
       if ((filter_ & filter_bit(k)) == 0) continue;
       const auto it = levels_.find(k);
       if (it == levels_.end()) continue;

@@ -282,6 +282,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     mc.max_connections = options.memcached.max_connections;
     mc.threads = options.memcached.threads;
     mc.answer_spin = options.memcached.answer_spin;
+    if (options.memcached.pack_gets) {
+      mc.pack_max_keys = memcache::pack_max_keys_for(options.store.max_response_bytes, options.limits.max_value_bytes,
+                                                     options.limits.max_call_keys);
+    }
     mc.connection.idle_timeout = options.memcached.idle_timeout;
     // One limit per idea for both protocols: --max_key_bytes and --max_value_bytes.
     mc.connection.parser.max_key_length = options.limits.max_key_bytes;
@@ -300,8 +304,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
       return listener.status();
     }
     impl->memcached = std::move(*listener);
-    spdlog::info("serving memcached's text protocol on {} (port {}), {} loop threads", options.memcached.address,
-                 impl->memcached->port(), options.memcached.threads);
+    spdlog::info("serving memcached's text protocol on {} (port {}), {} loop threads, {}", options.memcached.address,
+                 impl->memcached->port(), options.memcached.threads,
+                 options.memcached.pack_gets ? "a round's gets packed into one call" : "a call a get");
   }
   impl->set_health(true, false);
 

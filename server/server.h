@@ -46,6 +46,8 @@ struct MemcachedOptions {
   // How long a loop with calls in the store spins for their answers before
   // it sleeps in epoll (memcache::ListenerOptions::answer_spin); 0: never.
   std::chrono::microseconds answer_spin{0};
+  // A loop packs the plain gets of a round into one call (memcache/get_pack.h).
+  bool pack_gets = true;
 };
 
 struct ServerOptions {

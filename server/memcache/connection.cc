@@ -235,6 +235,13 @@ void Connection::submit(bool noreply) {
   });
   call.session = session_;
   host_->count_command(command_.kind, command_.keys.size());
+  const size_t pack_max_keys = host_->pack_max_keys();
+  if (command_.kind == CommandKind::kGet && command_.keys.size() <= pack_max_keys) {
+    packed_in_ = host_->pack_get(call, PackedGet{std::move(s.keep), slot, &s.reply});
+    return;
+  }
+  // Any other call follows this connection's gets still in the loop's pack.
+  if (packed_in_ != 0) host_->flush_gets(packed_in_);
   if (absl::Status st = host_->sink().submit(std::move(call)); !st.ok()) {
     // Refused whole by the intake (a limit, a full queue): nothing changed
     // and `done` will not run.

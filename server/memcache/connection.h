@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "server/memcache/call_sink.h"
+#include "server/memcache/get_pack.h"
 #include "server/memcache/intake_commands.h"
 #include "server/memcache/parser.h"
 
@@ -68,6 +69,18 @@ class ConnectionHost {
   virtual void count_command(CommandKind kind, size_t keys) = 0;
   // Loop thread: a call went to the sink; its answer comes by post_answer.
   virtual void call_submitted() = 0;
+  // The most keys a get may have to join the loop's pack of gets
+  // (get_pack.h); 0: every get is a call of its own.
+  virtual size_t pack_max_keys() const = 0;
+  // Loop thread: `get` (a plain get of at most pack_max_keys() keys) joins
+  // the loop's pack, which is queued at the latest when the loop's round of
+  // events ends; its reply comes by post_answer to answer_to's slot. Returns
+  // the pack's generation, for flush_gets.
+  virtual uint64_t pack_get(const Call& get, PackedGet answer_to) = 0;
+  // Loop thread: queues the loop's pack now if it is still the one of that
+  // generation (a connection with gets in it is about to queue another
+  // call, which must follow them).
+  virtual void flush_gets(uint64_t generation) = 0;
   // Any thread: runs connection->answered(slot) on the loop thread (at once
   // when called there).
   virtual void post_answer(std::shared_ptr<Connection> connection, void* slot) = 0;
@@ -96,6 +109,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   // The connection's session (Call::session): its commands keep their order.
   const uint64_t session_ = new_session_id();
+  // The generation of the loop's pack that this connection's latest packed
+  // get joined (0: none): its other calls are queued after that pack.
+  uint64_t packed_in_ = 0;
   struct Slot {
     std::string reply;
     bool ready = false;

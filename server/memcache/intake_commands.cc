@@ -321,27 +321,33 @@ void IntakeCommand::append_reply(const absl::Status& status, std::string* out) c
       return;
     default: break;
   }
-  // get/gets/gat/gats: a VALUE per found key, in request order, then END,
-  // with the item's flags (none filled: every item's are 0, GetOp::items);
+  // get/gets/gat/gats: a VALUE per found key, in request order, then END.
+  append_get_reply(GetAnswerView{ByteKeys{key_bytes_, key_lengths_}, &get_, 0, 0, items_},
+                   kind_ == CommandKind::kGets || kind_ == CommandKind::kGats, out);
+}
+
+size_t append_get_reply(const GetAnswerView& answer, bool with_cas, std::string* out) {
+  // The item's flags: none filled means every item's are 0 (GetOp::items);
   // gets and gats add its CAS version (GetOp::needs_cas: always filled).
-  size_t key_offset = 0;
-  size_t value_offset = 0;
-  const std::string& values = get_.values();
-  for (size_t i = 0; i < key_lengths_.size(); ++i) {
-    const std::string_view key(key_bytes_.data() + key_offset, key_lengths_[i]);
-    key_offset += key_lengths_[i];
-    if (static_cast<int>(i) >= get_.found_size() || !get_.found(static_cast<int>(i))) continue;
-    const uint32_t length = get_.value_lengths(static_cast<int>(i));
+  const v1::GetResponse& response = *answer.response;
+  const std::string& values = response.values();
+  size_t value_offset = answer.value_offset;
+  answer.keys.for_each([&](size_t i, std::string_view key) {
+    const size_t at = answer.first + i;
+    if (at >= static_cast<size_t>(response.found_size()) || !response.found(static_cast<int>(at))) return;
+    const uint32_t length = response.value_lengths(static_cast<int>(at));
     const std::string_view data(values.data() + value_offset, length);
     value_offset += length;
-    const uint32_t flags = i < items_.size() ? items_[i].flags : 0;
-    if (kind_ == CommandKind::kGets || kind_ == CommandKind::kGats) {
-      append_value(out, key, flags, data, i < items_.size() ? items_[i].cas : 0);
+    const byte_key::ItemMeta* item = at < answer.items.size() ? &answer.items[at] : nullptr;
+    const uint32_t flags = item != nullptr ? item->flags : 0;
+    if (with_cas) {
+      append_value(out, key, flags, data, item != nullptr ? item->cas : 0);
     } else {
       append_value(out, key, flags, data);
     }
-  }
+  });
   memcache::append_reply(out, Reply::kEnd);
+  return value_offset - answer.value_offset;
 }
 
 void IntakeCommand::append_meta_reply(const absl::Status& status, std::string* out) const {

@@ -94,6 +94,23 @@ class IntakeCommand {
   uint32_t unix_now_ = 0;
 };
 
+// A get's answer within a response that may hold other gets' keys too (a
+// packed call, get_pack.h): key i of `keys` is the response's key first + i,
+// and the first found one's value starts at value_offset in its values.
+struct GetAnswerView {
+  ByteKeys keys;
+  const v1::GetResponse* response = nullptr;
+  size_t first = 0;
+  size_t value_offset = 0;
+  // The response's items (GetOp::items), as many as its keys; empty: every
+  // item's flags are 0.
+  absl::Span<const byte_key::ItemMeta> items;
+};
+// Writes the reply of a get, gets, gat or gats that the store answered OK:
+// a VALUE line and data block per found key, in order (with its CAS version
+// when with_cas: gets, gats), then END. Returns the value bytes it read.
+size_t append_get_reply(const GetAnswerView& answer, bool with_cas, std::string* out);
+
 // memcached's error line for a refused or failed call: CLIENT_ERROR for what
 // the client asked wrongly (INVALID_ARGUMENT), SERVER_ERROR for the rest
 // (out of memory, a queue full, writes refused with --data_dir). The

@@ -62,6 +62,10 @@ struct ListenerOptions {
   // thread (tens of microseconds at light load). It costs up to this much of
   // a core per wait for answers. 0: sleep at once.
   std::chrono::microseconds answer_spin{0};
+  // A plain get of at most this many keys joins its loop's pack of gets, one
+  // call a round of the loop's events (get_pack.h; its comment says how the
+  // server picks the bound); 0: every get is a call of its own.
+  uint32_t pack_max_keys = 0;
   ConnectionLimits connection;
   std::string version;  // what `version` answers: kProtocolVersion, then ours
   // The store's side of `stats` (curr_items, limit_maxbytes, evictions,

@@ -61,6 +61,8 @@ void Loop::run() {
   bool took = false;
   while (!quit_.load(std::memory_order_acquire)) {
     if (event_base_loop(base_, took ? EVLOOP_NONBLOCK : EVLOOP_ONCE | EVLOOP_NO_EXIT_ON_EMPTY) < 0) return;
+    // The round's gets, packed (get_pack.h).
+    flush_all_gets();
     took = spin.count() > 0 && awaiting_ > 0 && spin_for_answers(spin);
   }
 }
@@ -86,6 +88,7 @@ bool Loop::spin_for_answers(std::chrono::microseconds spin) {
     if (quit_.load(std::memory_order_relaxed) || now >= until) return false;
     if (now >= next_look) {
       if (event_base_loop(base_, EVLOOP_NONBLOCK) < 0) return false;
+      flush_all_gets();
       if (awaiting_ <= 0) return false;  // that round took the last answers
       next_look = std::chrono::steady_clock::now() + kSocketsEvery;
     }
@@ -154,16 +157,88 @@ void Loop::post_answer(std::shared_ptr<Connection> connection, void* slot) {
   if (wake) event_active(inbox_event_, 0, 0);
 }
 
+size_t Loop::pack_max_keys() const { return listener_->options().pack_max_keys; }
+
+uint64_t Loop::pack_get(const Call& get, PackedGet answer_to) {
+  if (pack_ != nullptr && pack_->num_keys() + get.num_keys() > pack_max_keys()) submit_pack();
+  if (pack_ == nullptr) {
+    if (free_packs_.empty()) {
+      pack_ = std::make_unique<GetPack>();
+    } else {
+      pack_ = std::move(free_packs_.back());
+      free_packs_.pop_back();
+    }
+  }
+  pack_->add(get, std::move(answer_to));
+  return pack_generation_;
+}
+
+void Loop::flush_gets(uint64_t generation) {
+  if (generation == pack_generation_) submit_pack();
+}
+
+void Loop::flush_all_gets() {
+  while (pack_ != nullptr && !pack_->empty()) submit_pack();
+}
+
+void Loop::submit_pack() {
+  if (pack_ == nullptr || pack_->empty()) return;
+  // Gets parsed from here on (answers given inline may pump their
+  // connections) start the next pack.
+  GetPack* pack = pack_.release();
+  ++pack_generation_;
+  const auto gets = static_cast<int64_t>(pack->size());
+  awaiting_ += gets;  // before the submit: a sink may answer inline
+  Call call = pack->make_call([this, pack](absl::Status status) {
+    pack->write_replies(status);
+    post_pack(pack);
+  });
+  if (absl::Status st = sink().submit(std::move(call)); !st.ok()) {
+    // Refused whole (a full queue): nothing changed, `done` will not run.
+    awaiting_ -= gets;
+    pack->write_replies(st);
+    answer_pack(pack);
+  }
+}
+
+void Loop::post_pack(GetPack* pack) {
+  if (t_current_loop == this) {
+    awaiting_ -= static_cast<int64_t>(pack->size());
+    answer_pack(pack);
+    return;
+  }
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    packs_.push_back(pack);
+    inbox_posted_.store(true, std::memory_order_release);
+    wake = !inbox_pending_;
+    inbox_pending_ = true;
+  }
+  if (wake) event_active(inbox_event_, 0, 0);
+}
+
+void Loop::answer_pack(GetPack* pack) {
+  std::unique_ptr<GetPack> owned(pack);
+  for (PackedGet& g : pack->gets()) g.connection->answered(g.slot);
+  // Big answers' buffers go back; a warm pack keeps the rest.
+  constexpr size_t kKeptPackBytes = 1 << 20;
+  owned->clear(kKeptPackBytes);
+  if (free_packs_.size() < 4) free_packs_.push_back(std::move(owned));
+}
+
 void Loop::on_inbox(int, short, void* self) {
   auto* l = static_cast<Loop*>(self);
   {
     std::lock_guard<std::mutex> lock(l->inbox_mu_);
     l->answers_taken_.swap(l->answers_);
+    l->packs_taken_.swap(l->packs_);
     l->sockets_taken_.swap(l->sockets_);
     l->inbox_pending_ = false;
     l->inbox_posted_.store(false, std::memory_order_relaxed);
   }
-  const size_t taken = l->answers_taken_.size();
+  size_t taken = l->answers_taken_.size();
+  for (const GetPack* p : l->packs_taken_) taken += p->size();
   l->awaiting_ -= static_cast<int64_t>(taken);
   if (l->spinning_)
     l->spun_answers_.store(l->spun_answers_.load(std::memory_order_relaxed) + taken, std::memory_order_relaxed);
@@ -171,6 +246,8 @@ void Loop::on_inbox(int, short, void* self) {
   l->sockets_taken_.clear();
   for (Answer& a : l->answers_taken_) a.connection->answered(a.slot);
   l->answers_taken_.clear();
+  for (GetPack* p : l->packs_taken_) l->answer_pack(p);
+  l->packs_taken_.clear();
 }
 
 void Loop::closed(Connection* connection) {
@@ -227,6 +304,8 @@ void Loop::drop_inbox() {
   std::lock_guard<std::mutex> lock(inbox_mu_);
   answers_.clear();
   answers_taken_.clear();
+  for (GetPack* p : packs_) delete p;
+  packs_.clear();
 }
 
 const CallSink& Loop::sink() const { return listener_->sink(); }

@@ -67,6 +67,9 @@ class Loop final : public ConnectionHost {
   void append_stats(std::string* out) const override;
   void count_command(CommandKind kind, size_t keys) override;
   void call_submitted() override { ++awaiting_; }
+  size_t pack_max_keys() const override;
+  uint64_t pack_get(const Call& get, PackedGet answer_to) override;
+  void flush_gets(uint64_t generation) override;
   void post_answer(std::shared_ptr<Connection> connection, void* slot) override;
   void closed(Connection* connection) override;
 
@@ -80,6 +83,16 @@ class Loop final : public ConnectionHost {
   // With calls in the store: watches the inbox up to `spin` and takes what
   // was posted at once (true), or gives up (false: the round may sleep).
   bool spin_for_answers(std::chrono::microseconds spin);
+  // Queues the pack of gets, and any that its answers (given inline by the
+  // sink) gathered meanwhile, until none waits.
+  void flush_all_gets();
+  void submit_pack();
+  // Any thread: a pack's replies are written; its gets are answered on the
+  // loop thread (at once when called there).
+  void post_pack(GetPack* pack);
+  // Loop thread: answers each get of a pack whose replies are written, and
+  // keeps the pack for reuse.
+  void answer_pack(GetPack* pack);
 
   Listener* const listener_;
   const size_t index_;
@@ -97,6 +110,7 @@ class Loop final : public ConnectionHost {
   };
   std::mutex inbox_mu_;
   std::vector<Answer> answers_;  // under inbox_mu_
+  std::vector<GetPack*> packs_;  // under inbox_mu_: answered packs (the loop owns them)
   std::vector<int> sockets_;     // under inbox_mu_
   bool inbox_pending_ = false;   // under inbox_mu_: an event_active is on its way
   // Set with answers_ growing, cleared when the loop takes them: what the
@@ -106,13 +120,21 @@ class Loop final : public ConnectionHost {
   // when a round begins, so a break between rounds would be lost).
   std::atomic<bool> quit_{false};
   std::vector<Answer> answers_taken_;
+  std::vector<GetPack*> packs_taken_;
   std::vector<int> sockets_taken_;
 
   // Loop thread only (and close_all(), once the loop has ended).
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
   bool stopping_ = false;
-  // Calls submitted to the sink and not yet answered back to this loop.
+  // Calls submitted to the sink and not yet answered back to this loop (a
+  // pack counts its gets).
   int64_t awaiting_ = 0;
+  // The gets gathered this round (null or empty: none), its generation
+  // (Connection::packed_in_), and packs to reuse. A pack in the store is
+  // owned by its call until post_pack hands it back.
+  std::unique_ptr<GetPack> pack_;
+  uint64_t pack_generation_ = 1;
+  std::vector<std::unique_ptr<GetPack>> free_packs_;
 
   std::atomic<uint64_t> get_keys_{0};
   std::atomic<uint64_t> sets_{0};

@@ -199,6 +199,41 @@ TEST(Router, GetSplitsAndMergesInRequestOrder) {
   EXPECT_EQ(resp.values(), values);
 }
 
+// A packed get of several sessions (GetOp::key_sessions, the memcached
+// port's): each part carries its keys' sessions, key for key, so every
+// partition orders each key with its own session's calls.
+TEST(Router, APackedGetsPartsKeepEachKeysSession) {
+  Router r;
+  v1::GetRequest req;
+  const std::vector<uint64_t> keys = many_keys(200);
+  std::vector<uint64_t> sessions;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    req.add_keys(keys[i]);
+    sessions.push_back(1 + i % 7);
+  }
+  v1::GetResponse resp;
+  Answer answer;
+  Call call = get_call(&req, &resp, &answer);
+  std::get<GetOp>(call.op).key_sessions = sessions;
+  ASSERT_TRUE(r.intake->submit(std::move(call)).ok());
+  std::map<uint64_t, uint64_t> session_of;
+  for (size_t i = 0; i < keys.size(); ++i) session_of[keys[i]] = sessions[i];
+  size_t seen = 0;
+  for (uint32_t p = 0; p < kPartitions; ++p) {
+    for (Call& c : r.drain(p)) {
+      const GetOp& get = c.get();
+      ASSERT_EQ(get.key_sessions.size(), get.keys.size()) << "partition " << p;
+      for (size_t j = 0; j < get.keys.size(); ++j) EXPECT_EQ(get.key_sessions[j], session_of[get.keys[j]]);
+      seen += get.keys.size();
+      Router::fill(c, p);
+      c.done(absl::OkStatus());
+    }
+  }
+  EXPECT_EQ(seen, keys.size());
+  ASSERT_EQ(answer.runs, 1);
+  EXPECT_TRUE(answer.status->ok()) << *answer.status;
+}
+
 TEST(Router, OnePartitionCallIsQueuedAsItIs) {
   Router r;
   const std::vector<uint64_t> keys = keys_on(r.intake->placement(), 2, 50);

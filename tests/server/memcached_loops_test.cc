@@ -40,10 +40,9 @@ using server::memcache::Listener;
 using server::memcache::ListenerOptions;
 using testing::MemcacheSocket;
 
-// Gets only (what these tests send): every key is found, its value "v-" and
-// the key. A call whose first key is "block" holds the submitting loop
-// thread until unblock(); one whose first key starts with "later" waits in
-// a list until answer_later(), which answers it from the calling thread.
+// Gets (and sets, stored): every key is found, its value "v-" and the key. A call whose first key is "block" holds the
+// submitting loop thread until unblock(); one whose first key starts with "later" waits in a list until answer_later(),
+// which answers it from the calling thread.
 class TestSink final : public CallSink {
  public:
   absl::Status submit(Call call) const override {
@@ -53,6 +52,14 @@ class TestSink final : public CallSink {
     });
     std::unique_lock<std::mutex> lock(mu_);
     thread_of_[first] = std::this_thread::get_id();
+    std::vector<std::string> keys;
+    call.byte_keys().for_each([&](size_t, std::string_view k) { keys.emplace_back(k); });
+    calls_.push_back(std::move(keys));
+    key_sessions_.emplace_back();
+    if (call.kind() == server::OpKind::kGet) {
+      key_sessions_.back().assign(call.get().key_sessions.begin(), call.get().key_sessions.end());
+    }
+    if (absl::StartsWith(first, "refuse")) return absl::UnavailableError("the queue is full");
     if (first == "block") {
       ++blocked_;
       changed_.notify_all();
@@ -98,8 +105,23 @@ class TestSink final : public CallSink {
 
   static std::string value_of(std::string_view key) { return "v-" + std::string(key); }
 
+  // Each call submitted so far: its keys, and its keys' sessions (a packed
+  // get's GetOp::key_sessions; empty for a call of one session).
+  std::vector<std::vector<std::string>> calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+  std::vector<std::vector<uint64_t>> key_sessions() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return key_sessions_;
+  }
+
  private:
   static void answer(Call& call) {
+    if (call.kind() != server::OpKind::kGet) {  // a set: stored
+      call.done(absl::OkStatus());
+      return;
+    }
     const server::GetOp& get = call.get();
     v1::GetResponse* r = get.response;
     get.byte_keys.for_each([&](size_t, std::string_view k) {
@@ -117,6 +139,8 @@ class TestSink final : public CallSink {
   mutable int blocked_ = 0;
   mutable bool unblocked_ = false;
   mutable std::vector<Call> later_;
+  mutable std::vector<std::vector<std::string>> calls_;
+  mutable std::vector<std::vector<uint64_t>> key_sessions_;
 };
 
 std::string get_reply(const std::string& key) {
@@ -124,11 +148,13 @@ std::string get_reply(const std::string& key) {
   return absl::StrCat("VALUE ", key, " 0 ", v.size(), "\r\n", v, "\r\nEND\r\n");
 }
 
-std::unique_ptr<Listener> start(const TestSink* sink, uint32_t threads, uint32_t max_connections = 1024) {
+std::unique_ptr<Listener> start(const TestSink* sink, uint32_t threads, uint32_t max_connections = 1024,
+                                uint32_t pack_max_keys = 0) {
   ListenerOptions o;
   o.address = "127.0.0.1:0";
   o.threads = threads;
   o.max_connections = max_connections;
+  o.pack_max_keys = pack_max_keys;
   o.version = "1.6.0 test";
   auto l = Listener::start(sink, std::move(o));
   EXPECT_TRUE(l.ok()) << l.status();
@@ -287,7 +313,11 @@ TEST(MemcachedLoopsTest, ShutdownAnswersAndClosesTheConnectionsOfEveryLoop) {
 // multi-gets that also name other connections' keys (whose values it does
 // not check), against a model of its own keys. Answers come from the
 // completion threads to four loops.
-void connections_read_their_writes_through_a_store(std::chrono::microseconds answer_spin) {
+// With pack_max_keys the loops pack their gets (get_pack.h), and each
+// connection pipelines 1 to 8 commands a write, so that its gets share
+// packs with its own writes before and after them and with other
+// connections' gets, and packs fill up.
+void connections_read_their_writes_through_a_store(std::chrono::microseconds answer_spin, uint32_t pack_max_keys = 0) {
   const uint64_t seed = engine::testing::test_seed();
   SCOPED_TRACE(::testing::Message() << "GPHKV_TEST_SEED=" << seed);
   server::StoreOptions so;
@@ -307,6 +337,7 @@ void connections_read_their_writes_through_a_store(std::chrono::microseconds ans
   o.address = "127.0.0.1:0";
   o.threads = 4;
   o.answer_spin = answer_spin;
+  o.pack_max_keys = pack_max_keys;
   auto listener = Listener::start(&intake, o);
   ASSERT_TRUE(listener.ok()) << listener.status();
   constexpr int kConnections = 8;
@@ -318,32 +349,35 @@ void connections_read_their_writes_through_a_store(std::chrono::microseconds ans
       MemcacheSocket s((*listener)->port());
       std::unordered_map<std::string, std::string> mine;
       for (int round = 0; round < 150 && failures[c].empty(); ++round) {
-        const std::string key = absl::StrCat("c", c, ":", rng() % 40);
         std::string request, expected;
-        switch (rng() % 3) {
-          case 0: {
-            const std::string value = absl::StrCat(key, "@", round, std::string(rng() % 300, 'v'));
-            absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), "\r\n", value, "\r\n");
-            expected = "STORED\r\n";
-            mine[key] = value;
-            break;
-          }
-          case 1:
-            absl::StrAppend(&request, "delete ", key, "\r\n");
-            expected = mine.erase(key) ? "DELETED\r\n" : "NOT_FOUND\r\n";
-            break;
-          default: {
-            // Its own keys only, so the whole reply is known.
-            request = "get";
-            for (int n = 1 + static_cast<int>(rng() % 6); n > 0; --n) {
-              const std::string k = absl::StrCat("c", c, ":", rng() % 40);
-              absl::StrAppend(&request, " ", k);
-              if (auto it = mine.find(k); it != mine.end()) {
-                absl::StrAppend(&expected, "VALUE ", k, " 0 ", it->second.size(), "\r\n", it->second, "\r\n");
-              }
+        const int commands = pack_max_keys == 0 ? 1 : 1 + static_cast<int>(rng() % 8);
+        for (int command = 0; command < commands; ++command) {
+          const std::string key = absl::StrCat("c", c, ":", rng() % 40);
+          switch (rng() % 3) {
+            case 0: {
+              const std::string value = absl::StrCat(key, "@", round, std::string(rng() % 300, 'v'));
+              absl::StrAppend(&request, "set ", key, " 0 0 ", value.size(), "\r\n", value, "\r\n");
+              expected += "STORED\r\n";
+              mine[key] = value;
+              break;
             }
-            request += "\r\n";
-            expected += "END\r\n";
+            case 1:
+              absl::StrAppend(&request, "delete ", key, "\r\n");
+              expected += mine.erase(key) ? "DELETED\r\n" : "NOT_FOUND\r\n";
+              break;
+            default: {
+              // Its own keys only, so the whole reply is known.
+              request += "get";
+              for (int n = 1 + static_cast<int>(rng() % 6); n > 0; --n) {
+                const std::string k = absl::StrCat("c", c, ":", rng() % 40);
+                absl::StrAppend(&request, " ", k);
+                if (auto it = mine.find(k); it != mine.end()) {
+                  absl::StrAppend(&expected, "VALUE ", k, " 0 ", it->second.size(), "\r\n", it->second, "\r\n");
+                }
+              }
+              request += "\r\n";
+              expected += "END\r\n";
+            }
           }
         }
         if (!s.send(request)) {
@@ -372,6 +406,77 @@ TEST(MemcachedLoopsTest, ConnectionsOnEveryLoopReadTheirWritesThroughAStore) {
 // answers taken by the spin and by the loop's own rounds interleave.
 TEST(MemcachedLoopsTest, SpinningLoopsReadTheirWritesThroughAStore) {
   connections_read_their_writes_through_a_store(std::chrono::microseconds(200));
+}
+
+// Packed gets (get_pack.h) keep each connection's order with its writes, on
+// every loop, with and without a spin; packs of at most 8 keys fill up
+// (a get has up to 6).
+TEST(MemcachedLoopsTest, PackedGetsReadTheirWritesThroughAStore) {
+  connections_read_their_writes_through_a_store(std::chrono::microseconds(0), /*pack_max_keys=*/8);
+  connections_read_their_writes_through_a_store(std::chrono::microseconds(200), /*pack_max_keys=*/8);
+}
+
+// A connection's pipelined gets, read in one round, become one call whose
+// keys keep the connection's session; a pack is queued before it would
+// pass pack_max_keys; a get of more keys goes alone; and a set from a
+// connection with gets in the pack queues the pack first.
+TEST(MemcachedLoopsTest, GetsReadInOneRoundAreOneCall) {
+  TestSink sink;
+  auto l = start(&sink, 1, 1024, /*pack_max_keys=*/4);
+  ASSERT_NE(l, nullptr);
+  MemcacheSocket a(l->port());
+  // The values of `keys`, one get's reply.
+  const auto reply = [](std::vector<std::string> keys) {
+    std::string out;
+    for (const std::string& k : keys) out += get_reply(k).substr(0, get_reply(k).size() - 5);  // less END
+    return out + "END\r\n";
+  };
+  const std::string first = reply({"a"}) + reply({"b", "c"});
+  ASSERT_TRUE(a.send("get a\r\nget b c\r\n"));
+  EXPECT_EQ(a.read(first.size()), first);
+  ASSERT_EQ(sink.calls(), (std::vector<std::vector<std::string>>{{"a", "b", "c"}}));
+  const std::vector<uint64_t> sessions = sink.key_sessions().at(0);
+  ASSERT_EQ(sessions.size(), 3u);
+  EXPECT_NE(sessions[0], 0u);
+  EXPECT_EQ(sessions[1], sessions[0]);
+  EXPECT_EQ(sessions[2], sessions[0]);
+
+  // 3 + 2 keys pass 4: the first pack goes, the second holds d e; f..j (5
+  // keys) goes alone.
+  const std::string second = reply({"a", "b", "c"}) + reply({"d", "e"}) + reply({"f", "g", "h", "i", "j"});
+  ASSERT_TRUE(a.send("get a b c\r\nget d e\r\nget f g h i j\r\n"));
+  EXPECT_EQ(a.read(second.size()), second);
+  auto calls = sink.calls();
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[1], (std::vector<std::string>{"a", "b", "c"}));
+  // f..j, a call of the connection's own, is queued after its gets waiting
+  // in the pack.
+  EXPECT_EQ(calls[2], (std::vector<std::string>{"d", "e"}));
+  EXPECT_EQ(calls[3], (std::vector<std::string>{"f", "g", "h", "i", "j"}));
+  EXPECT_TRUE(sink.key_sessions()[3].empty());  // alone: the call's own session
+
+  // A set after a packed get: the pack is queued before the set.
+  ASSERT_TRUE(a.send("get k\r\nset k 0 0 1\r\nx\r\n"));
+  EXPECT_EQ(a.read(reply({"k"}).size() + 8), reply({"k"}) + "STORED\r\n");
+  calls = sink.calls();
+  ASSERT_EQ(calls.size(), 6u);
+  EXPECT_EQ(calls[4], (std::vector<std::string>{"k"}));
+  EXPECT_EQ(sink.key_sessions()[4].size(), 1u);  // the pack
+  EXPECT_EQ(calls[5], (std::vector<std::string>{"k"}));
+  EXPECT_TRUE(sink.key_sessions()[5].empty());  // the set, alone
+}
+
+// A pack the sink refuses whole (a full queue) answers each of its gets
+// with the error, and the connection goes on.
+TEST(MemcachedLoopsTest, ARefusedPackAnswersEachGetWithTheError) {
+  TestSink sink;
+  auto l = start(&sink, 1, 1024, /*pack_max_keys=*/16);
+  ASSERT_NE(l, nullptr);
+  MemcacheSocket a(l->port());
+  const std::string error = "SERVER_ERROR the queue is full\r\n";
+  ASSERT_TRUE(a.send("get refuse1\r\nget b\r\n"));
+  EXPECT_EQ(a.read(2 * error.size()), error + error);
+  EXPECT_EQ(a.round_trip("get c\r\n", get_reply("c")), get_reply("c"));
 }
 
 std::unique_ptr<Listener> start_spinning(const TestSink* sink, std::chrono::microseconds spin) {

@@ -246,5 +246,99 @@ TEST(RunOrder, RandomBatchesLookTheSameToEveryClientInFewerRuns) {
   EXPECT_GT(fewer, 1000) << "seed " << seed;
 }
 
+// A packed get (GetOp::key_sessions, the memcached port's): session 1
+// writes key 5 and then reads it in the pack; session 2 reads key 6 in the
+// pack and then writes it. Each key keeps its session's order: the pack
+// follows put 5 and precedes put 6, three runs as they came. Were the pack
+// one session's (say 1's), put 6 of session 2 would move before it.
+TEST(RunOrder, APackedGetKeepsEachKeysSessionOrder) {
+  for (const bool per_key : {true, false}) {
+    std::vector<std::unique_ptr<Owned>> own;
+    own.push_back(make(OpKind::kPut, {5}));
+    own.back()->call.session = 1;
+    own.push_back(make(OpKind::kGet, {5, 6}));
+    own.back()->call.session = 1;
+    const std::vector<uint64_t> sessions = {1, 2};
+    if (per_key) std::get<GetOp>(own.back()->call.op).key_sessions = sessions;
+    own.push_back(make(OpKind::kPut, {6}));
+    own.back()->call.session = 2;
+    std::vector<Call*> calls = calls_of(own);
+    RunOrder order;
+    if (per_key) {
+      EXPECT_FALSE(order.reorder(calls)) << describe(calls);
+      EXPECT_EQ(calls, (std::vector<Call*>{&own[0]->call, &own[1]->call, &own[2]->call})) << describe(calls);
+    } else {
+      EXPECT_TRUE(order.reorder(calls)) << describe(calls);
+      EXPECT_EQ(calls, (std::vector<Call*>{&own[0]->call, &own[2]->call, &own[1]->call})) << describe(calls);
+    }
+  }
+}
+
+// What session s could observe of `calls` in the order given: for each of
+// its reads of a key (a packed get's keys of s, or every key of its own
+// calls), the write of that key by s that it sees; and s's last write of
+// every key.
+Observed seen_by(const std::vector<Call*>& calls, uint64_t s) {
+  Observed out;
+  std::map<uint64_t, const Call*> last_change;
+  for (const Call* c : calls) {
+    const bool get = c->kind() == OpKind::kGet;
+    const std::vector<uint64_t> keys = keys_of(c);
+    const absl::Span<const uint64_t> sessions = get ? c->get().key_sessions : absl::Span<const uint64_t>();
+    std::vector<uint64_t>& seen = out.seen[c];
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if ((sessions.empty() ? c->session : sessions[i]) != s) continue;
+      if (get) seen.push_back(reinterpret_cast<uint64_t>(last_change[keys[i]]));
+      if (!get || c->get().touch) last_change[keys[i]] = c;
+    }
+  }
+  for (const auto& [k, c] : last_change) out.final_versions[k] = reinterpret_cast<uint64_t>(c);
+  return out;
+}
+
+TEST(RunOrder, RandomBatchesWithPackedGetsLookTheSameToEverySession) {
+  const uint64_t seed = std::random_device{}();
+  std::mt19937_64 rng(seed);
+  RunOrder order;
+  int fewer = 0;
+  for (int batch = 0; batch < 2000; ++batch) {
+    std::vector<std::unique_ptr<Owned>> own;
+    std::vector<std::vector<uint64_t>> key_sessions;  // the packs' (their calls view them)
+    key_sessions.reserve(30);
+    const int n = 1 + static_cast<int>(rng() % 30);
+    const uint64_t sessions = 1 + rng() % 4;
+    const uint64_t key_range = 3 + rng() % 100;
+    for (int i = 0; i < n; ++i) {
+      const int r = static_cast<int>(rng() % 20);
+      const OpKind kind = r < 14 ? OpKind::kGet : r < 17 ? OpKind::kPut : OpKind::kDelete;
+      const bool pack = kind == OpKind::kGet && rng() % 2 == 0;
+      std::vector<uint64_t> keys;
+      for (int k = (pack ? 2 + static_cast<int>(rng() % 12) : 1 + static_cast<int>(rng() % 4)); k > 0; --k) {
+        keys.push_back(rng() % key_range);
+      }
+      own.push_back(make(kind, keys));
+      own.back()->call.session = 1 + rng() % sessions;
+      if (pack) {
+        key_sessions.emplace_back();
+        for (size_t k = 0; k < keys.size(); ++k) key_sessions.back().push_back(1 + rng() % sessions);
+        std::get<GetOp>(own.back()->call.op).key_sessions = key_sessions.back();
+      } else if (kind == OpKind::kGet && rng() % 8 == 0) {
+        std::get<GetOp>(own.back()->call.op).touch = true;
+      }
+    }
+    std::vector<Call*> calls = calls_of(own);
+    std::map<uint64_t, Observed> before;
+    for (uint64_t s = 1; s <= sessions; ++s) before[s] = seen_by(calls, s);
+    const int runs_before = runs_of(calls);
+    order.reorder(calls);
+    for (const auto& [s, seen] : before) {
+      ASSERT_EQ(seen_by(calls, s), seen) << "seed " << seed << " batch " << batch << " session " << s;
+    }
+    ASSERT_LE(runs_of(calls), runs_before) << "seed " << seed << " batch " << batch;
+    fewer += runs_of(calls) < runs_before;
+  }
+  EXPECT_GT(fewer, 500) << "seed " << seed << ": the test should exercise reordering";
+}
+
 }  // namespace
 }  // namespace gphkv::server

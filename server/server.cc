@@ -18,6 +18,7 @@
 #include "server/grpc/unary_front_end.h"
 #include "server/intake.h"
 #include "server/memcache/listener.h"
+#include "server/memcached_metrics.h"
 #include "server/metrics_endpoint.h"
 #include "server/partition_metrics.h"
 #include "server/partitions.h"
@@ -116,6 +117,7 @@ struct Server::Impl {
   // Declared after the intake and the partitions: destroyed before them,
   // once shutdown() has had every call it queued answered.
   std::unique_ptr<memcache::Listener> memcached;
+  std::unique_ptr<MemcachedMetrics> memcached_metrics;  // with the memcached port
   int port = 0;
   int metrics_port = 0;
   std::string backend;
@@ -249,6 +251,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
     for (Batcher* b : s->partitions->batchers()) queued.push_back(b->queued_keys());
     s->partition_metrics->refresh(s->partitions->stats(), queued);
     if (s->data_dir_metrics != nullptr) s->data_dir_metrics->refresh(s->partitions->data_dir_status().state);
+    // Set before the metrics endpoint starts, and kept until the server is destroyed.
+    if (s->memcached_metrics != nullptr) s->memcached_metrics->refresh(s->memcached->counters());
   });
   impl->metrics.set_build_info(GPHKV_VERSION, impl->backend, device);
   impl->intake = std::make_unique<Intake>(parts.batchers(), options.limits, parts.names(),
@@ -304,6 +308,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::start(ServerOptions options) {
       return listener.status();
     }
     impl->memcached = std::move(*listener);
+    impl->memcached_metrics = std::make_unique<MemcachedMetrics>(*impl->metrics.registry());
     spdlog::info("serving memcached's text protocol on {} (port {}), {} loop threads, {}", options.memcached.address,
                  impl->memcached->port(), options.memcached.threads,
                  options.memcached.pack_gets ? "a round's gets packed into one call" : "a call a get");

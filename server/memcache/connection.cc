@@ -201,6 +201,7 @@ void Connection::handle(const ParseResult& result) {
     submit(result.noreply);
     return;
   }
+  host_->count_command(command_.kind, 0);
   Slot& s = new_slot();
   s.ready = true;
   switch (routing.route) {

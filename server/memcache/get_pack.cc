@@ -25,10 +25,7 @@ Call GetPack::make_call(std::function<void(absl::Status)> done) {
   items_.clear();
   GetOp op{KeySpan(table_keys_),
            /*exists_only=*/false,
-           /*packed=*/true,
-           &response_,
-           ByteKeys{key_bytes_, key_lengths_},
-           &items_};
+           /*packed=*/true,       &response_, ByteKeys{key_bytes_, key_lengths_}, &items_};
   op.key_sessions = key_sessions_;
   Call call;
   call.op = op;

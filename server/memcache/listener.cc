@@ -156,6 +156,21 @@ uint64_t Listener::spun_answers() const {
   return n;
 }
 
+PortCounters Listener::counters() const {
+  PortCounters c;
+  c.open_connections = open_connections();
+  c.accepted_connections = total_connections_.load(std::memory_order_relaxed);
+  c.rejected_connections = rejected_connections_.load(std::memory_order_relaxed);
+  for (const auto& loop : loops_) {
+    for (size_t k = 0; k < kCommandKinds; ++k) c.commands[k] += loop->commands(static_cast<CommandKind>(k));
+    c.get_keys += loop->get_keys();
+    c.store_calls += loop->store_calls();
+    c.packed_gets += loop->packed_gets();
+    c.spun_answers += loop->spun_answers();
+  }
+  return c;
+}
+
 void Listener::stop(std::chrono::milliseconds grace) {
   if (stopped_ || accept_base_ == nullptr) return;
   stopped_ = true;

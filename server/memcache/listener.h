@@ -12,6 +12,7 @@
 // where connections are accepted. docs/memcached.md, "Threads".
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -47,6 +48,19 @@ struct StoreTotals {
   uint64_t limit_bytes = 0;  // limit_maxbytes: --memory
   uint64_t evictions = 0;    // evictions: items evicted at the cap (--eviction=lru)
   uint64_t swept = 0;        // crawler_reclaimed: expired or flushed items the sweep freed
+};
+
+// The port's counters, summed over the loops (the Prometheus series of
+// server/memcached_metrics.h).
+struct PortCounters {
+  uint64_t open_connections = 0;
+  uint64_t accepted_connections = 0;
+  uint64_t rejected_connections = 0;
+  std::array<uint64_t, kCommandKinds> commands{};  // parsed, by CommandKind
+  uint64_t get_keys = 0;                           // keys of get, gets, gat, gats and mg (memcached's cmd_get)
+  uint64_t store_calls = 0;                        // calls queued to the store: a pack of gets is one
+  uint64_t packed_gets = 0;                        // gets that went in packs
+  uint64_t spun_answers = 0;                       // answers taken while spinning for them
 };
 
 struct ListenerOptions {
@@ -99,6 +113,8 @@ class Listener final {
   size_t open_connections() const;
   // Answers the loops took while spinning for them (answer_spin), on every loop.
   uint64_t spun_answers() const;
+  // Every counter, summed over the loops; any thread.
+  PortCounters counters() const;
 
   // For the loops.
   const CallSink& sink() const { return *sink_; }

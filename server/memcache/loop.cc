@@ -198,7 +198,10 @@ void Loop::submit_pack() {
     awaiting_ -= gets;
     pack->write_replies(st);
     answer_pack(pack);
+    return;
   }
+  bump(store_calls_, 1);
+  bump(packed_gets_, static_cast<uint64_t>(gets));
 }
 
 void Loop::post_pack(GetPack* pack) {
@@ -319,22 +322,19 @@ uint32_t Loop::unix_now() const {
 }
 
 void Loop::count_command(CommandKind kind, size_t keys) {
+  bump(commands_[static_cast<size_t>(kind)], 1);
   switch (kind) {
     case CommandKind::kGet:
     case CommandKind::kGets:
     case CommandKind::kGat:
     case CommandKind::kGats:
     case CommandKind::kMetaGet:  // memcached counts mg as a get, ms as a set
-      get_keys_.store(get_keys_.load(std::memory_order_relaxed) + keys, std::memory_order_relaxed);
+      bump(get_keys_, keys);
       break;
     case CommandKind::kSet:
-    case CommandKind::kMetaSet:
-      sets_.store(sets_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      break;
+    case CommandKind::kMetaSet: bump(sets_, 1); break;
     case CommandKind::kDelete:
-    case CommandKind::kMetaDelete:
-      deletes_.store(deletes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      break;
+    case CommandKind::kMetaDelete: bump(deletes_, 1); break;
     default: break;
   }
 }

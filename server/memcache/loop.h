@@ -6,6 +6,7 @@
 // inbox's, between a loop and the threads that answer its calls).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -58,6 +59,13 @@ class Loop final : public ConnectionHost {
   uint64_t deletes() const { return deletes_.load(std::memory_order_relaxed); }
   // Answers taken while spinning for them (answer_spin).
   uint64_t spun_answers() const { return spun_answers_.load(std::memory_order_relaxed); }
+  // Commands parsed, by kind; calls queued to the sink (a pack is one); gets
+  // that went in packs.
+  uint64_t commands(CommandKind kind) const {
+    return commands_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+  }
+  uint64_t store_calls() const { return store_calls_.load(std::memory_order_relaxed); }
+  uint64_t packed_gets() const { return packed_gets_.load(std::memory_order_relaxed); }
 
   // ConnectionHost.
   const CallSink& sink() const override;
@@ -66,7 +74,10 @@ class Loop final : public ConnectionHost {
   uint32_t unix_now() const override;
   void append_stats(std::string* out) const override;
   void count_command(CommandKind kind, size_t keys) override;
-  void call_submitted() override { ++awaiting_; }
+  void call_submitted() override {
+    ++awaiting_;
+    bump(store_calls_, 1);
+  }
   size_t pack_max_keys() const override;
   uint64_t pack_get(const Call& get, PackedGet answer_to) override;
   void flush_gets(uint64_t generation) override;
@@ -140,6 +151,14 @@ class Loop final : public ConnectionHost {
   std::atomic<uint64_t> sets_{0};
   std::atomic<uint64_t> deletes_{0};
   std::atomic<uint64_t> spun_answers_{0};
+  std::array<std::atomic<uint64_t>, kCommandKinds> commands_{};
+  std::atomic<uint64_t> store_calls_{0};
+  std::atomic<uint64_t> packed_gets_{0};
+  // Only the loop's thread writes these counters: a plain add, no locked
+  // instruction, and the readers (stats, /metrics) see each value whole.
+  static void bump(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   // Inside spin_for_answers (loop thread): the answers on_inbox takes count
   // as spun, before their replies are written.
   bool spinning_ = false;

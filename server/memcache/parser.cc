@@ -6,6 +6,15 @@
 #include <climits>
 
 namespace gphkv::server::memcache {
+
+const char* command_name(CommandKind kind) {
+  static constexpr const char* kNames[kCommandKinds] = {
+      "get",  "gets",   "gat",  "gats", "set",   "add",       "replace", "append",    "prepend",
+      "cas",  "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity", "stats",
+      "quit", "mg",     "ms",   "md",   "ma",    "mn",        "me"};
+  const auto k = static_cast<size_t>(kind);
+  return k < kCommandKinds ? kNames[k] : "unknown";
+}
 namespace {
 
 // memcached's reply texts, word for word (proto_text.c, proto_parser.c).

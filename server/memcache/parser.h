@@ -57,6 +57,9 @@ enum class CommandKind : uint8_t {
   kMetaNoop,        // mn
   kMetaDebug,       // me
 };
+inline constexpr size_t kCommandKinds = static_cast<size_t>(CommandKind::kMetaDebug) + 1;
+// The command's name as a client sends it ("get", "flush_all", "mg").
+const char* command_name(CommandKind kind);
 
 // A meta command's flag token: its letter and what follows it ("T30" is
 // {'T', "30"}, "k" is {'k', ""}).

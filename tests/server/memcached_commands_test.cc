@@ -3,6 +3,7 @@
 // nothing), bad input (the reply memcached sends, the connection kept or
 // closed as memcached's would be), and byte keys that never alias uint64
 // keys of the gRPC port.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -231,6 +232,47 @@ TEST(MemcachedPortTest, BadAddressStopsTheStart) {
   auto server = server::Server::start(o);
   ASSERT_FALSE(server.ok());
   EXPECT_NE(server.status().message().find("--memcached_address"), std::string::npos) << server.status();
+}
+
+// The value of one series in a /metrics page ("name{labels}" exactly as
+// prometheus-cpp writes it), -1 when the page has no such line.
+double series(const std::string& page, const std::string& name) {
+  const std::string line = "\n" + name + " ";
+  const size_t at = page.find(line);
+  if (at == std::string::npos) return -1;
+  return std::strtod(page.c_str() + at + line.size(), nullptr);
+}
+
+// The port's Prometheus series (docs/service.md, "Metrics"): its commands by
+// kind, the keys gets asked for, its connections, the calls it queued to the
+// store and the gets that went in packs; a server without the port has none.
+TEST_F(MemcachedCommandsTest, TheMetricsCountThePortsCommands) {
+  expect("set a 0 0 1\r\nx\r\n", "STORED\r\n");
+  expect("get a b\r\n", "VALUE a 0 1\r\nx\r\nEND\r\n");
+  expect("get a\r\nget b\r\n", "VALUE a 0 1\r\nx\r\nEND\r\nEND\r\n");
+  expect("mn\r\n", "MN\r\n");
+  expect("bogus\r\n", "ERROR\r\n");
+  const std::string page = server_->render_metrics();
+  EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"get\"}"), 3) << page;
+  EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"set\"}"), 1);
+  EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"mn\"}"), 1);
+  EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"delete\"}"), 0);
+  EXPECT_EQ(series(page, "gphkv_memcached_get_keys_total"), 4);
+  EXPECT_EQ(series(page, "gphkv_memcached_connections"), 1);
+  EXPECT_EQ(series(page, "gphkv_memcached_connections_accepted_total"), 1);
+  EXPECT_EQ(series(page, "gphkv_memcached_connections_rejected_total"), 0);
+  // The set alone; the gets in packs (the two pipelined ones in one pack,
+  // unless their bytes came in two reads).
+  EXPECT_EQ(series(page, "gphkv_memcached_packed_gets_total"), 3);
+  const double calls = series(page, "gphkv_memcached_store_calls_total");
+  EXPECT_TRUE(calls == 3 || calls == 4) << calls;
+  // Counters only move forward, from where the last scrape left them.
+  expect("get a\r\n", "VALUE a 0 1\r\nx\r\nEND\r\n");
+  EXPECT_EQ(series(server_->render_metrics(), "gphkv_memcached_commands_total{command=\"get\"}"), 4);
+
+  auto plain = testing::start_server(testing::test_options());
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->render_metrics().find("gphkv_memcached_"), std::string::npos);
 }
 
 }  // namespace

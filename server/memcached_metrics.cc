@@ -21,7 +21,7 @@ MemcachedMetrics::MemcachedMetrics(prometheus::Registry& r)
            .Add({});
   auto& commands = counter_family(r, "gphkv_memcached_commands_total",
                                   "Commands the memcached port parsed, by command (get, set, mg, ...), whatever "
-                                  "their answer; lines that parse as no command are not counted.");
+                                  "their answer (a refused one too); lines the parser rejects are not counted.");
   for (size_t k = 0; k < memcache::kCommandKinds; ++k) {
     commands_[k].counter = &commands.Add({{"command", memcache::command_name(static_cast<memcache::CommandKind>(k))}});
   }

@@ -196,12 +196,12 @@ bool Connection::parse_commands() {
 }
 
 void Connection::handle(const ParseResult& result) {
+  host_->count_parsed(command_.kind);
   const Routing routing = route_command(command_);
   if (routing.route == CommandRoute::kIntake) {
     submit(result.noreply);
     return;
   }
-  host_->count_command(command_.kind, 0);
   Slot& s = new_slot();
   s.ready = true;
   switch (routing.route) {

@@ -65,8 +65,11 @@ class ConnectionHost {
   virtual uint32_t unix_now() const = 0;
   // "STAT ..." lines of the stats command (without END).
   virtual void append_stats(std::string* out) const = 0;
-  // Counts a parsed command of `keys` keys, for stats (get keys, sets,
-  // deletes) and the metrics (every kind).
+  // Counts a parsed command, whatever its route and answer (the metrics'
+  // commands by kind).
+  virtual void count_parsed(CommandKind kind) = 0;
+  // Counts a command of `keys` keys that goes to the store, for stats (get
+  // keys, sets, deletes, as memcached counts them).
   virtual void count_command(CommandKind kind, size_t keys) = 0;
   // Loop thread: a call went to the sink; its answer comes by post_answer.
   virtual void call_submitted() = 0;

@@ -322,7 +322,6 @@ uint32_t Loop::unix_now() const {
 }
 
 void Loop::count_command(CommandKind kind, size_t keys) {
-  bump(commands_[static_cast<size_t>(kind)], 1);
   switch (kind) {
     case CommandKind::kGet:
     case CommandKind::kGets:

@@ -73,6 +73,7 @@ class Loop final : public ConnectionHost {
   std::string_view version() const override;
   uint32_t unix_now() const override;
   void append_stats(std::string* out) const override;
+  void count_parsed(CommandKind kind) override { bump(commands_[static_cast<size_t>(kind)], 1); }
   void count_command(CommandKind kind, size_t keys) override;
   void call_submitted() override {
     ++awaiting_;

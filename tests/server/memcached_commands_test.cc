@@ -252,10 +252,24 @@ TEST_F(MemcachedCommandsTest, TheMetricsCountThePortsCommands) {
   expect("get a\r\nget b\r\n", "VALUE a 0 1\r\nx\r\nEND\r\nEND\r\n");
   expect("mn\r\n", "MN\r\n");
   expect("bogus\r\n", "ERROR\r\n");
+  // A refused ms is a command parsed, not a set stored: the metrics count it,
+  // stats' cmd_set does not; a line that does not parse counts nowhere.
+  expect("ms a 1 c\r\nx\r\n", "SERVER_ERROR not supported yet (ms flags c, I with C)\r\n");
+  expect("ms a 1 Z\r\nx\r\n", "CLIENT_ERROR invalid flag\r\n");
+  ASSERT_TRUE(socket_->send("stats\r\n"));
+  std::string stats;
+  while (stats.find("END\r\n") == std::string::npos) {
+    const std::string more = socket_->read_available(std::chrono::milliseconds(200));
+    if (more.empty()) break;
+    stats += more;
+  }
+  EXPECT_NE(stats.find("STAT cmd_set 1\r\n"), std::string::npos) << stats;
   const std::string page = server_->render_metrics();
   EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"get\"}"), 3) << page;
   EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"set\"}"), 1);
   EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"mn\"}"), 1);
+  EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"ms\"}"), 1);
+  EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"stats\"}"), 1);
   EXPECT_EQ(series(page, "gphkv_memcached_commands_total{command=\"delete\"}"), 0);
   EXPECT_EQ(series(page, "gphkv_memcached_get_keys_total"), 4);
   EXPECT_EQ(series(page, "gphkv_memcached_connections"), 1);

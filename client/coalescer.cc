@@ -255,13 +255,13 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     if (lane_->answered || now < connect_by_) return false;
     if (lane_->channel->GetState(false) == GRPC_CHANNEL_READY) return false;
     connect_by_ = Clock::time_point::max();
-    const absl::Status why = absl::UnavailableError(
+    gave_up_ = absl::UnavailableError(
         absl::StrCat("no connection to the server within ",
                      std::chrono::duration_cast<std::chrono::milliseconds>(connect_wait(*lane_->options)).count(),
                      " ms; the request may or may not have taken effect"));
     for (auto& f : in_flight_) {
-      fail_slots(f.slots, why, out);
-      fail_slots(f.gets, why, out);
+      fail_slots(f.slots, gave_up_, out);
+      fail_slots(f.gets, gave_up_, out);
     }
     return true;
   }
@@ -365,7 +365,10 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
     std::vector<Failure> failures;
     {
       absl::MutexLock lock(&lane_->mu);
-      const absl::Status why = status.ok()
+      // A stream the sweep gave up on ends CANCELLED (its cancel()): requests
+      // that joined it after the sweep failed the others get the same reason.
+      const absl::Status why = status.error_code() == grpc::StatusCode::CANCELLED && !gave_up_.ok() ? gave_up_
+                               : status.ok()
                                    ? absl::UnavailableError(
                                          "the Batches stream ended before answering; the request may "
                                          "or may not have taken effect")
@@ -445,6 +448,8 @@ class Coalescer::Stream final : public grpc::ClientBidiReactor<v1::BatchRequest,
   grpc::ClientContext ctx_;
   // While the lane was never answered: when to stop waiting for a connection.
   Clock::time_point connect_by_ ABSL_GUARDED_BY(lane_->mu) = Clock::time_point::max();
+  // Why the sweep gave up on this stream before it connected (OK: it did not).
+  absl::Status gave_up_ ABSL_GUARDED_BY(lane_->mu);
   v1::BatchRequest out_;
   v1::BatchResponse in_;
   // Messages sent, not yet answered, oldest first.

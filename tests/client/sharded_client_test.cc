@@ -210,7 +210,7 @@ TEST(ShardedClient, ADownShardFailsTheCallNamingItAndListsWhatTheOthersApplied) 
   std::promise<absl::Status> deleted;
   client->DeleteAsync(only_down, [&](absl::StatusOr<std::vector<bool>> d) { deleted.set_value(d.status()); });
   const absl::Status d = deleted.get_future().get();
-  EXPECT_EQ(d.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(d.code(), absl::StatusCode::kUnavailable) << d;
   auto df = ShardedCallFailureOf(d);
   ASSERT_TRUE(df.has_value());
   EXPECT_EQ(df->failed[0].shard, down);
